@@ -1,0 +1,28 @@
+# Two entry points for a fresh machine: `make demo` and `make test`. Both create .venv and install on demand.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+JOBS ?= 2
+
+.PHONY: demo test install clean supported-ops
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m executorch_neutron demo --target imxrt700 -o out/demo.pte
+
+test: $(STAMP)
+	$(PY) -m pytest -q -n $(JOBS) --dist loadfile tests
+
+supported-ops: $(STAMP)
+	$(PY) -m executorch_neutron ops --markdown > SUPPORTED_OPS.md
+
+clean:
+	rm -rf $(VENV) out build
