@@ -1,0 +1,32 @@
+"""executorch-neutron: an ExecuTorch backend for NXP eIQ Neutron NPUs.
+
+Public API:
+    NeutronQuantizer      PT2E int8 quantizer (PTQ and QAT) matching what the NPU executes
+    NeutronPartitioner    decides per edge node whether the NPU runs it, with a reason for every rejection
+    NeutronCompileSpec    every backend option, parsed once
+    lower                 one call: model -> quantized -> partitioned -> .pte (a LoweringResult)
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .compile_spec import NeutronCompileSpec
+from .target import TARGETS, NeutronTarget, get_target
+
+_LAZY = {
+    "NeutronQuantizer": ".quantizer",
+    "NeutronPartitioner": ".partition",
+    "NeutronBackend": ".backend",
+    "lower": ".lowering",
+    "LoweringResult": ".lowering",
+}
+
+__all__ = ["NeutronCompileSpec", "NeutronTarget", "TARGETS", "get_target", *_LAZY]
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module 'executorch_neutron' has no attribute {name!r}")

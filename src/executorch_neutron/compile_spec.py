@@ -1,0 +1,99 @@
+"""`NeutronCompileSpec`: every option of the Neutron backend, parsed once.
+
+This is the only module that reads or writes ExecuTorch `CompileSpec` lists. Everything downstream (partitioner,
+preprocess, the NPU compile step) receives the frozen dataclass, never raw key/value bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from executorch.exir.backend.compile_spec_schema import CompileSpec
+
+from .target import NeutronTarget, get_target
+
+_KEY_PREFIX = "neutron."
+
+
+@dataclass(frozen=True)
+class NeutronCompileSpec:
+    """Options of the Neutron backend.
+
+    target: Neutron target name (`imxrt700`, `mcxn94x`, `imx95`); called `config` in NXP's converter.
+    extra_flags: extra command-line style flags passed verbatim to the eIQ Neutron converter.
+    operators_not_to_delegate: operators kept on the CPU, e.g. ("aten::convolution", "aten.mul.Tensor").
+    use_neutron_for_format_conversion: when True (default) each partition computes in NHWC and the runtime
+        transposes NCHW<->NHWC at partition boundaries (recorded as format flags in the payload header); when
+        False the partition takes and returns tensors in their PyTorch layout and transposes inside the graph.
+    fetch_constants_to_sram: converter option: prefetch weights to SRAM (needed when they live in FLASH).
+    dump_kernel_selection_code: converter option: keep the kernel-selection code, one file per partition.
+    intermediates_dir: when set, preprocess writes `<delegation_tag>.tflite` (and converter dumps) here.
+    use_profiling: converter option: profiling microcode; the profile map becomes the debug handle map.
+    reference: force the host-reference payload even when the eIQ Neutron SDK is installed.
+    custom_delegation_options: names of opportunistic delegation options (see SUPPORTED_OPS.md).
+    """
+
+    target: str = "imxrt700"
+    extra_flags: str = ""
+    operators_not_to_delegate: tuple[str, ...] = ()
+    use_neutron_for_format_conversion: bool = True
+    fetch_constants_to_sram: bool = False
+    dump_kernel_selection_code: bool = False
+    intermediates_dir: str | None = None
+    use_profiling: bool = False
+    reference: bool = False
+    custom_delegation_options: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        tgt = get_target(self.target)  # validates the name, raises with the valid list
+        object.__setattr__(self, "target", tgt.name)
+        for name in ("operators_not_to_delegate", "custom_delegation_options"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                value = (value,)
+            object.__setattr__(self, name, tuple(str(v) for v in value))
+        if self.intermediates_dir is not None:
+            object.__setattr__(self, "intermediates_dir", str(self.intermediates_dir))
+
+    @property
+    def neutron_target(self) -> NeutronTarget:
+        return get_target(self.target)
+
+    def replace(self, **changes) -> "NeutronCompileSpec":
+        return dataclasses.replace(self, **changes)
+
+    def to_compile_specs(self) -> list[CompileSpec]:
+        """Encode as ExecuTorch compile specs: one entry per field, JSON value, in field order."""
+        out = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, tuple):
+                value = list(value)
+            out.append(CompileSpec(_KEY_PREFIX + f.name, json.dumps(value, sort_keys=True).encode()))
+        return out
+
+    @classmethod
+    def from_compile_specs(cls, specs: Sequence[CompileSpec]) -> "NeutronCompileSpec":
+        known = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {}
+        for spec in specs:
+            if not spec.key.startswith(_KEY_PREFIX):
+                continue
+            name = spec.key[len(_KEY_PREFIX):]
+            if name not in known:
+                raise ValueError(f"unknown Neutron compile spec key {spec.key!r}; known: {sorted(known)}")
+            value = json.loads(bytes(spec.value).decode())
+            kwargs[name] = tuple(value) if isinstance(value, list) else value
+        return cls(**kwargs)
+
+    @classmethod
+    def coerce(cls, spec: "NeutronCompileSpec | Sequence[CompileSpec] | None" = None, **kwargs) -> "NeutronCompileSpec":
+        """Accept a spec, a CompileSpec list, or keyword options."""
+        if spec is None:
+            return cls(**kwargs)
+        if isinstance(spec, cls):
+            return spec.replace(**kwargs) if kwargs else spec
+        return cls.from_compile_specs(spec).replace(**kwargs)
