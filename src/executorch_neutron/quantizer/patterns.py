@@ -1,0 +1,363 @@
+"""Pattern annotators of the Neutron quantizer: one table, aten op -> annotate function.
+
+Each annotator receives an anchor node (the first op of a pattern) and an `AnnotationContext`. It writes a
+`QuantizationAnnotation` on every node of the matched pattern and returns them, or returns None to leave the
+node float. The families:
+
+- `weighted`: conv / linear [+ batch_norm] [+ relu | relu6 | hardtanh | clamp]: int8 input, per-channel
+  symmetric weight, int32 derived bias; only the last op of the pattern has an observed output.
+- `binary`: add / mul [+ relu], sub, div by a scalar: every tensor input int8, own output qparams.
+- `own_output`: unary ops whose int8 LiteRT kernel has free output qparams (relu, mean, hardswish, ...).
+- `fixed_output`: sigmoid, softmax, tanh with the output qparams LiteRT requires.
+- `shared`: data movement and pools: the output reuses the input's qparams (LiteRT requires equal scales).
+- `concat`: all inputs and the output share one set of qparams.
+- `multi_output`: split / chunk: the getitem outputs share the input's qparams.
+- `matmul`: mm / addmm with a constant right operand are annotated like linear; otherwise all operands int8.
+
+Inputs produced by an already annotated op reuse that op's output qparams (`SharedQuantizationSpec`), so a
+tensor is quantized once; other inputs (model inputs, float ops) get the activation spec.
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional
+
+import torch
+from torch.fx import Node
+from torchao.quantization.pt2e.quantizer import (
+    QuantizationAnnotation,
+    QuantizationSpecBase,
+    SharedQuantizationSpec,
+)
+from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
+
+from .qconfig import NeutronQConfig
+
+aten = torch.ops.aten
+
+Annotator = Callable[[Node, "AnnotationContext"], Optional[list[Node]]]
+
+
+@dataclass
+class AnnotationContext:
+    qconfig: NeutronQConfig
+    skip: Callable[[Node], bool]  # True for nodes the user asked to keep float
+
+    def free(self, node: object) -> bool:
+        """A float-tensor call_function node that is not annotated yet and not skipped."""
+        return (
+            isinstance(node, Node)
+            and node.op == "call_function"
+            and not is_annotated(node)
+            and is_float_tensor(node)
+            and not self.skip(node)
+        )
+
+    def input_spec(self, arg: Node) -> QuantizationSpecBase:
+        """Reuse the producer's output qparams when it has them, else observe with the activation spec."""
+        ann = arg.meta.get(Q_ANNOTATION_KEY)
+        if ann is not None and ann._annotated and ann.output_qspec is not None:
+            return SharedQuantizationSpec(arg)
+        return self.qconfig.activation
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def is_annotated(node: Node) -> bool:
+    ann = node.meta.get(Q_ANNOTATION_KEY)
+    return ann is not None and ann._annotated
+
+
+def is_float_tensor(node: object) -> bool:
+    val = node.meta.get("val") if isinstance(node, Node) else None
+    if isinstance(val, (list, tuple)):
+        return len(val) > 0 and all(isinstance(v, torch.Tensor) and v.is_floating_point() for v in val)
+    return isinstance(val, torch.Tensor) and val.is_floating_point()
+
+
+def arg(node: Node, name: str):
+    """Argument `name` of an aten node, positional or keyword, with the schema default."""
+    for i, a in enumerate(node.target._schema.arguments):
+        if a.name == name:
+            if i < len(node.args):
+                return node.args[i]
+            if name in node.kwargs:
+                return node.kwargs[name]
+            return a.default_value if a.has_default_value() else None
+    raise KeyError(f"{node.target} has no argument {name!r}")
+
+
+def is_constant(node: object) -> bool:
+    """A tensor computed from parameters/buffers only (no model input upstream)."""
+    if not isinstance(node, Node):
+        return False
+    if node.op == "get_attr":
+        return True
+    if node.op != "call_function" or node.target not in SHAPE_OPS:
+        return False
+    return is_constant(node.args[0])
+
+
+def mark(
+    node: Node, inputs: dict[Node, Optional[QuantizationSpecBase]], output: Optional[QuantizationSpecBase]
+) -> None:
+    node.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(
+        input_qspec_map=inputs, output_qspec=output, _annotated=True
+    )
+
+
+def fusion_tail(node: Node, ctx: AnnotationContext, steps: Iterable[frozenset]) -> list[Node]:
+    """The chain node -> [op of steps[0]] -> [op of steps[1]] ..., each optional, each the only user."""
+    chain = [node]
+    for targets in steps:
+        users = list(chain[-1].users)
+        if len(users) == 1 and users[0].target in targets and ctx.free(users[0]) and users[0].args[0] is chain[-1]:
+            chain.append(users[0])
+    return chain
+
+
+def mark_chain(chain: list[Node], anchor_inputs: dict, output: QuantizationSpecBase) -> list[Node]:
+    """Annotate a fused chain: inputs on the anchor, the observed output on the last node only."""
+    mark(chain[0], anchor_inputs, output if len(chain) == 1 else None)
+    for mid in chain[1:-1]:
+        mark(mid, {}, None)
+    if len(chain) > 1:
+        mark(chain[-1], {}, output)
+    return chain
+
+
+# ---------------------------------------------------------------------------------------------- op sets
+
+BATCH_NORM = frozenset({aten.batch_norm.default, aten._native_batch_norm_legit_no_training.default})
+RELU = frozenset({aten.relu.default, aten.relu_.default})
+FUSABLE_ACTIVATIONS = RELU | frozenset(
+    {
+        aten.relu6.default,
+        aten.hardtanh.default,
+        aten.hardtanh_.default,
+        aten.clamp.default,
+        aten.clamp_.default,
+    }
+)
+SHAPE_OPS = frozenset(
+    {
+        aten.view.default,
+        aten.reshape.default,
+        aten._unsafe_view.default,
+        aten.flatten.using_ints,
+        aten.unflatten.int,
+        aten.permute.default,
+        aten.transpose.int,
+        aten.t.default,
+        aten.squeeze.default,
+        aten.squeeze.dim,
+        aten.squeeze.dims,
+        aten.unsqueeze.default,
+        aten.clone.default,
+    }
+)
+
+# ---------------------------------------------------------------------------------------------- families
+
+
+def weighted(weight_axis: Callable[[Node], tuple[int, bool]]) -> Annotator:
+    """conv/linear [+bn] [+activation]; `weight_axis(node)` gives (output-channel axis, per-channel allowed)."""
+
+    def annotate(node: Node, ctx: AnnotationContext):
+        x, w = node.args[0], node.args[1]
+        b = node.args[2] if len(node.args) > 2 else None
+        if not (is_float_tensor(x) and isinstance(w, Node)):
+            return None
+        qc = ctx.qconfig
+        axis, channel_ok = weight_axis(node)
+        per_channel = qc.per_channel and channel_ok
+        inputs = {x: ctx.input_spec(x), w: qc.weight(axis, per_channel)}  # order: input, weight, bias
+        if isinstance(b, Node):
+            inputs[b] = qc.bias((x, node), (w, node), per_channel)
+        chain = fusion_tail(node, ctx, (BATCH_NORM, FUSABLE_ACTIVATIONS))
+        return mark_chain(chain, inputs, qc.activation)
+
+    return annotate
+
+
+def _conv_axis(node: Node) -> tuple[int, bool]:
+    return 0, True
+
+
+def _conv_transpose_axis(node: Node) -> tuple[int, bool]:
+    # weight is [in, out / groups, k...]: per-channel along axis 1 only names every output channel if groups == 1
+    return 1, arg(node, "groups") == 1
+
+
+def binary(fuse: frozenset = frozenset(), scalar_only_rhs: bool = False) -> Annotator:
+    """Elementwise binary op [+ fused activation]; scalars stay literal, tensor inputs are int8."""
+
+    def annotate(node: Node, ctx: AnnotationContext):
+        lhs, rhs = node.args[0], node.args[1]
+        if scalar_only_rhs and not isinstance(rhs, numbers.Number):
+            return None
+        tensors = [a for a in (lhs, rhs) if isinstance(a, Node)]
+        if not tensors or not all(is_float_tensor(a) for a in tensors):
+            return None
+        if any(not isinstance(a, (Node, numbers.Number)) for a in (lhs, rhs)):
+            return None
+        inputs = {a: ctx.input_spec(a) for a in tensors}
+        chain = fusion_tail(node, ctx, (fuse,) if fuse else ())
+        return mark_chain(chain, inputs, ctx.qconfig.activation)
+
+    return annotate
+
+
+def _unary(output: Callable[[Node, AnnotationContext], QuantizationSpecBase], extra_inputs: int = 0) -> Annotator:
+    """Single tensor input (args[0]; `extra_inputs` more tensor args quantized as activations)."""
+
+    def annotate(node: Node, ctx: AnnotationContext):
+        x = node.args[0]
+        if not is_float_tensor(x):
+            return None
+        inputs = {x: ctx.input_spec(x)}
+        for extra in node.args[1 : 1 + extra_inputs]:
+            if not is_float_tensor(extra):
+                return None
+            inputs.setdefault(extra, ctx.input_spec(extra))
+        mark(node, inputs, output(node, ctx))
+        return [node]
+
+    return annotate
+
+
+def own_output(extra_inputs: int = 0) -> Annotator:
+    return _unary(lambda node, ctx: ctx.qconfig.activation, extra_inputs)
+
+
+def fixed_output(which: str) -> Annotator:
+    return _unary(lambda node, ctx: getattr(ctx.qconfig, which))
+
+
+def shared() -> Annotator:
+    return _unary(lambda node, ctx: SharedQuantizationSpec((node.args[0], node)))
+
+
+def concat(node: Node, ctx: AnnotationContext):
+    tensors = node.args[0]
+    if not tensors or not all(is_float_tensor(t) for t in tensors):
+        return None
+    first = tensors[0]
+    same = SharedQuantizationSpec((first, node))
+    inputs = {first: ctx.input_spec(first)}
+    for t in tensors[1:]:
+        inputs.setdefault(t, same)
+    mark(node, inputs, same)
+    return [node]
+
+
+def multi_output(node: Node, ctx: AnnotationContext):
+    x = node.args[0]
+    getitems = list(node.users)
+    if not is_float_tensor(x) or not all(u.target is operator.getitem for u in getitems):
+        return None
+    mark(node, {x: ctx.input_spec(x)}, None)
+    for g in getitems:
+        mark(g, {}, SharedQuantizationSpec((x, node)))
+    return [node, *getitems]
+
+
+def matmul(node: Node, ctx: AnnotationContext):
+    """mm / addmm: constant mat2 -> like linear (weight axis 1 of mat2 [in, out]); else int8 operands."""
+    qc = ctx.qconfig
+    is_addmm = node.target == aten.addmm.default
+    bias = node.args[0] if is_addmm else None
+    lhs, rhs = (node.args[1], node.args[2]) if is_addmm else (node.args[0], node.args[1])
+    operands = [t for t in (bias, lhs, rhs) if t is not None]
+    if not all(is_float_tensor(t) for t in operands):
+        return None
+    unit_scaling = not is_addmm or (arg(node, "beta") == 1 and arg(node, "alpha") == 1)
+    if is_constant(rhs) and unit_scaling and (bias is None or (is_constant(bias) and bias.meta["val"].dim() == 1)):
+        inputs = {lhs: ctx.input_spec(lhs), rhs: qc.weight(1)}
+        if bias is not None:
+            inputs[bias] = qc.bias((lhs, node), (rhs, node))
+    else:
+        inputs = {t: ctx.input_spec(t) for t in operands}
+    mark(node, inputs, qc.activation)
+    return [node]
+
+
+# ---------------------------------------------------------------------------------------------- the table
+
+
+def _table() -> dict:
+    conv = weighted(_conv_axis)
+    add_mul = binary(fuse=RELU)
+    rows: list[tuple[tuple, Annotator]] = [
+        (
+            (aten.conv1d.default, aten.conv2d.default, aten.conv1d.padding, aten.conv2d.padding, aten.linear.default),
+            conv,
+        ),
+        ((aten.conv_transpose1d.default, aten.conv_transpose2d.input), weighted(_conv_transpose_axis)),
+        ((aten.add.Tensor, aten.add_.Tensor, aten.mul.Tensor, aten.mul_.Tensor), add_mul),
+        ((aten.sub.Tensor, aten.sub_.Tensor), binary()),
+        ((aten.div.Tensor,), binary(scalar_only_rhs=True)),
+        ((aten.mm.default, aten.addmm.default), matmul),
+        ((aten.bmm.default, aten.matmul.default), own_output(extra_inputs=1)),
+        ((aten.prelu.default,), own_output(extra_inputs=1)),
+        (
+            (
+                *FUSABLE_ACTIVATIONS,
+                aten.leaky_relu.default,
+                aten.leaky_relu_.default,
+                aten.hardswish.default,
+                aten.hardswish_.default,
+                aten.abs.default,
+                aten.neg.default,
+                aten.mean.dim,
+                aten.mean.default,
+                aten.upsample_bilinear2d.vec,
+                aten.upsample_bilinear2d.default,
+            ),
+            own_output(),
+        ),
+        ((aten.sigmoid.default, aten.sigmoid_.default, aten.softmax.int, aten._softmax.default), fixed_output("sigmoid_softmax")),
+        ((aten.tanh.default, aten.tanh_.default), fixed_output("tanh")),
+        (
+            (
+                *SHAPE_OPS,
+                aten.max_pool1d.default,
+                aten.max_pool2d.default,
+                aten.avg_pool1d.default,
+                aten.avg_pool2d.default,
+                aten.adaptive_avg_pool2d.default,
+                aten.pad.default,
+                aten.constant_pad_nd.default,
+                aten.slice.Tensor,
+                aten.upsample_nearest2d.vec,
+                aten.upsample_nearest2d.default,
+                aten.dropout.default,
+                aten.alias.default,
+            ),
+            shared(),
+        ),
+        ((aten.cat.default, aten.concat.default), concat),
+        ((aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default), multi_output),
+    ]
+    table = {}
+    for targets, annotator in rows:
+        for t in targets:
+            if t in table:
+                raise ValueError(f"{t} is annotated twice in the pattern table")
+            table[t] = annotator
+    return table
+
+
+#: aten op -> annotator; the quantizer visits nodes in graph order and calls the annotator of each free node.
+ANNOTATORS: dict = _table()
+
+
+def annotate_graph(gm: torch.fx.GraphModule, ctx: AnnotationContext) -> None:
+    for node in gm.graph.nodes:
+        annotator = ANNOTATORS.get(node.target)
+        if annotator is not None and ctx.free(node):
+            annotator(node, ctx)
