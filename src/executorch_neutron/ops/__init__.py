@@ -1,0 +1,18 @@
+"""One module per operator family; importing them fills the registry (`ops.registry`)."""
+
+import importlib
+
+FAMILIES = (
+    "conv",
+    "linear",
+    "activations",
+    "elementwise",
+    "pooling",
+    "shape",
+    "softmax",
+)
+
+
+def load_all() -> None:
+    for family in FAMILIES:
+        importlib.import_module(f"{__name__}.{family}")

@@ -1,0 +1,70 @@
+"""Standalone activations: relu, hardtanh / relu6, clamp, sigmoid, tanh -> TFLite RELU*, LOGISTIC, TANH.
+
+When an activation directly follows a conv/linear/add/mul it is fused into that op instead (see fusion.py) and
+never reaches these converters. LOGISTIC and TANH need fixed output quantization (1/256, -128 and 1/128, 0).
+"""
+
+from __future__ import annotations
+
+from ai_edge_litert import schema_py_generated as schema
+from executorch.exir.dialects._ops import ops as exir_ops
+
+from .fusion import SUPPORTED_BOUNDS_TEXT, activation_bounds, activation_codes
+from .registry import Constraint, constraint, register
+
+_aten = exir_ops.edge.aten
+
+
+def unary(ctx, a, builtin: int, arg: str = "self", opts=None) -> None:
+    """Elementwise int8 op that keeps its input's layout."""
+    x = ctx.value(a[arg])
+    out = ctx.emit_output(a.node, x.layout)
+    ctx.builder.op(builtin, [x.tensor], [out.tensor], opts)
+
+
+@constraint(f"bounds {SUPPORTED_BOUNDS_TEXT}")
+def _bounds(a, ctx):
+    if activation_codes(a.node) is None:
+        return f"bounds {activation_bounds(a.node)}: Neutron supports {SUPPORTED_BOUNDS_TEXT}"
+    return None
+
+
+@register(_aten.relu.default)
+def convert_relu(ctx, a):
+    """max(x, 0)."""
+    unary(ctx, a, schema.BuiltinOperator.RELU)
+
+
+@register(_aten.hardtanh.default, _aten.clamp.default, constraints=(_bounds,))
+def convert_clamp(ctx, a):
+    """Clamp to one of the bounded ranges the NPU implements (relu6 is hardtanh(0, 6))."""
+    unary(ctx, a, activation_codes(a.node)[1])
+
+
+def fixed_output(scale: float, zero_point: int) -> Constraint:
+    def check(a, ctx):
+        from .. import qdq
+
+        qs = [u for u in a.node.users if qdq.is_q(u)]
+        if not qs:
+            return None  # reported by the generic int8 check
+        s, z = float(qs[0].args[1]), int(qs[0].args[2])
+        if abs(s - scale) > 1e-6 * scale or z != zero_point:
+            return f"output quantized with scale {s:.6g}, zero point {z}: LiteRT needs scale {scale:.6g}, zero point {zero_point}"
+        return None
+
+    return Constraint(f"output quantization scale {scale:.6g}, zero point {zero_point} (NeutronQuantizer sets it)", check)
+
+
+@register(_aten.sigmoid.default, constraints=(fixed_output(1 / 256, -128),))
+def convert_sigmoid(ctx, a):
+    """Logistic function."""
+    unary(ctx, a, schema.BuiltinOperator.LOGISTIC)
+
+
+@register(_aten.tanh.default, constraints=(fixed_output(1 / 128, 0),))
+def convert_tanh(ctx, a):
+    """Hyperbolic tangent."""
+    unary(ctx, a, schema.BuiltinOperator.TANH)
+
+

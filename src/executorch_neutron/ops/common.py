@@ -1,0 +1,86 @@
+"""Helpers shared by op families: common constraints, int8 checks, bias quantization, padding choice."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from .. import qdq
+from .registry import Constraint
+
+
+def round_up(x: int, m: int) -> int:
+    return (x + m - 1) // m * m
+
+
+def channels_multiple(what: str, dim: int, *, of: str = "self") -> Constraint:
+    """`what` channels (logical dim `dim` of argument `of`) must be a multiple of num_macs."""
+
+    def check(a, ctx):
+        shape = a.shape(of) if of != "out" else a.out_shape
+        c = shape[dim] if len(shape) > abs(dim) or dim >= 0 else 1
+        if c % ctx.num_macs:
+            return f"{what} channels {c} not a multiple of {ctx.num_macs}"
+        return None
+
+    return Constraint(
+        f"{what} channels % num_macs (8) == 0",
+        check,
+        hint="pad the channel count to a multiple of 8",
+    )
+
+
+def rank_in(*ranks: int, of: str = "self") -> Constraint:
+    def check(a, ctx):
+        r = len(a.shape(of))
+        return None if r in ranks else f"rank {r} input: Neutron supports rank {' or '.join(map(str, ranks))}"
+
+    return Constraint(f"input rank {' or '.join(map(str, ranks))}", check)
+
+
+def batch_one(of: str = "self") -> Constraint:
+    def check(a, ctx):
+        n = a.shape(of)[0]
+        return None if n == 1 else f"batch {n}: Neutron supports batch 1"
+
+    return Constraint("batch size 1", check)
+
+
+def is_int8_constant(node, ctx) -> bool:
+    """dequantize(constant integer tensor): a weight the converter can bake into the flatbuffer."""
+    if not qdq.is_dq(node) or not ctx.is_constant(node.args[0]):
+        return False
+    val = node.args[0].meta.get("val")
+    return val is not None and not val.dtype.is_floating_point
+
+
+def quantize_bias(bias, in_scale: float, w_scales, ctx, n_out: int) -> np.ndarray:
+    """int32 bias with scale in_scale * w_scale[c]; from a dq(int32) constant, a float constant or None."""
+    w_scales = np.asarray(w_scales, dtype=np.float64)
+    if w_scales.size == 1:
+        w_scales = np.full(n_out, float(w_scales[0]))
+    scales = in_scale * w_scales
+    if bias is None:
+        return np.zeros(n_out, dtype=np.int32), scales
+    if qdq.is_dq(bias):
+        c = ctx.quantized_constant(bias)
+        if c.data.dtype == np.int32 and np.allclose(np.asarray(c.quant.scale) * np.ones(n_out), scales, rtol=1e-5):
+            return c.data.astype(np.int32), scales
+        real = (c.data.astype(np.float64) - np.asarray(c.quant.zero_point)) * np.asarray(c.quant.scale)
+    else:
+        t = ctx.constant_tensor(bias)
+        if t is None:
+            raise ValueError(f"bias {bias.name} is not a constant")
+        real = t.detach().double().numpy()
+    q = np.round(real / scales)
+    return np.clip(q, -(2**31), 2**31 - 1).astype(np.int32), scales
+
+
+def same_padding_matches(in_size: int, k: int, stride: int, dilation: int, pad: int) -> bool:
+    """Whether TFLite SAME padding computes exactly PyTorch's symmetric `pad`."""
+    eff = (k - 1) * dilation + 1
+    torch_out = (in_size + 2 * pad - eff) // stride + 1
+    same_out = math.ceil(in_size / stride)
+    total = max((same_out - 1) * stride + eff - in_size, 0)
+    return torch_out == same_out and total // 2 == pad
+

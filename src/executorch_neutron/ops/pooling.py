@@ -1,0 +1,170 @@
+"""Pooling and spatial means: max_pool2d, avg_pool2d, adaptive_avg_pool2d (to 1x1), mean over H and W.
+
+TFLite int8 MAX_POOL_2D / AVERAGE_POOL_2D need equal input and output quantization (NeutronQuantizer shares
+them); average pooling never counts padding. Global pooling becomes MEAN over the spatial axes (NHWC 1, 2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from ai_edge_litert import schema_py_generated as schema
+from executorch.exir.dialects._ops import ops as exir_ops
+
+from .. import qdq
+from ..tflite.builder import options
+from ..tflite.layout import Layout, physical_axis
+from .common import batch_one, channels_multiple, same_padding_matches
+from .fusion import result_node
+from .registry import Constraint, constraint, register
+
+_aten = exir_ops.edge.aten
+
+
+def _pair(v, default=None):
+    if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
+        v = default
+    if isinstance(v, int):
+        return [v, v]
+    v = list(v)
+    return v * 2 if len(v) == 1 else v
+
+
+def shared_quantization() -> Constraint:
+    def check(a, ctx):
+        first = a.node.all_input_nodes[0]
+        users = [u for u in result_node(a.node).users if qdq.is_q(u)]
+        if not (qdq.is_dq(first) and users):
+            return None  # reported by the generic int8 check
+        pin, pout = qdq.qparams(first), qdq.qparams(users[0])
+        if not pin.same_as(pout):
+            return (f"input quantization ({pin.scale:.6g}, {pin.zero_point}) differs from output "
+                    f"({pout.scale:.6g}, {pout.zero_point}): LiteRT needs them equal (NeutronQuantizer shares them)")
+        return None
+
+    return Constraint("equal input and output quantization", check)
+
+
+@constraint("rank-4 input")
+def _rank4(a, ctx):
+    r = len(a.shape("self"))
+    return None if r == 4 else f"rank {r}: 2D pooling needs a rank-4 input"
+
+
+@constraint("ceil_mode False")
+def _no_ceil(a, ctx):
+    return "ceil_mode True is not supported" if a["ceil_mode"] else None
+
+
+@constraint("dilation 1")
+def _dilation(a, ctx):
+    d = _pair(a["dilation"], 1)
+    return None if d == [1, 1] else f"dilation {d}: Neutron supports dilation 1"
+
+
+@constraint("stride 1 or 2")
+def _stride(a, ctx):
+    s = _pair(a["stride"], a["kernel_size"])
+    return None if all(x in (1, 2) for x in s) else f"stride {s}: Neutron supports stride 1 or 2"
+
+
+@constraint("count_include_pad False (or no padding)")
+def _count_include_pad(a, ctx):
+    if a["count_include_pad"] and any(_pair(a["padding"], 0)):
+        return "count_include_pad True with padding: Neutron averages over the valid window only"
+    return None
+
+
+@constraint("no divisor_override")
+def _divisor(a, ctx):
+    return None if a["divisor_override"] is None else "divisor_override is not supported"
+
+
+def _pool(ctx, a, builtin):
+    b = ctx.builder
+    x = ctx.value(a["self"], Layout.CHANNELS_LAST)
+    k = _pair(a["kernel_size"])
+    s = _pair(a["stride"], k)
+    p = _pair(a["padding"], 0)
+    out = ctx.emit_output(a.node, Layout.CHANNELS_LAST, quant=x.quant)
+    opts = options("Pool2DOptionsT", padding=schema.Padding.SAME if any(p) else schema.Padding.VALID,
+                   strideH=s[0], strideW=s[1], filterHeight=k[0], filterWidth=k[1])
+    b.op(builtin, [x.tensor], [out.tensor], opts)
+
+
+@constraint("padding expressible as SAME padding")
+def _same_padding(a, ctx):
+    k = _pair(a["kernel_size"])
+    s = _pair(a["stride"], k)
+    p = _pair(a["padding"], 0)
+    shape = a.shape("self")
+    if any(p) and not all(same_padding_matches(shape[2 + i], k[i], s[i], 1, p[i]) for i in range(2)):
+        return f"padding {p} with kernel {k}, stride {s} on {list(shape[2:])} is not SAME padding"
+    return None
+
+
+MAX_POOL = (_rank4, _dilation, _no_ceil, channels_multiple("input", 1), batch_one(), _stride, _same_padding,
+            shared_quantization())
+
+
+@register(_aten.max_pool2d.default, constraints=MAX_POOL, shared_qparams=True)
+def convert_max_pool2d(ctx, a):
+    """2D max pooling."""
+    _pool(ctx, a, schema.BuiltinOperator.MAX_POOL_2D)
+
+
+@constraint("only the pooled values are used (not the indices)")
+def _no_indices(a, ctx):
+    used = {u.args[1] for u in a.node.users}
+    return None if used <= {0} else "max-pool indices are used: Neutron computes the pooled values only"
+
+
+@register(_aten.max_pool2d_with_indices.default, constraints=(_no_indices,) + MAX_POOL, shared_qparams=True)
+def convert_max_pool2d_with_indices(ctx, a):
+    """2D max pooling whose indices are unused (what max_pool2d becomes in the edge dialect)."""
+    _pool(ctx, a, schema.BuiltinOperator.MAX_POOL_2D)
+    ctx.bind(ctx.output_node(a.node), ctx.value(a.node))
+
+
+@register(_aten.avg_pool2d.default,
+          constraints=(_rank4, _no_ceil, _count_include_pad, _divisor, _same_padding, shared_quantization()),
+          shared_qparams=True)
+def convert_avg_pool2d(ctx, a):
+    """2D average pooling (padding excluded from the average)."""
+    _pool(ctx, a, schema.BuiltinOperator.AVERAGE_POOL_2D)
+
+
+def mean_hw(ctx, a, keepdim: bool):
+    """MEAN over the spatial axes of a rank-4 value, int8 with requantization."""
+    b = ctx.builder
+    x = ctx.value(a["self"], Layout.CHANNELS_LAST)
+    axes = sorted(physical_axis(d, 4, Layout.CHANNELS_LAST) for d in (2, 3))
+    at = b.constant(a.node.name + "_axes", np.asarray(axes, dtype=np.int32))
+    out = ctx.emit_output(a.node, Layout.CHANNELS_LAST if keepdim else Layout.NATURAL)
+    b.op(schema.BuiltinOperator.MEAN, [x.tensor, at], [out.tensor], options("ReducerOptionsT", keepDims=keepdim))
+
+
+@constraint("output size 1x1")
+def _global(a, ctx):
+    size = _pair(a["output_size"])
+    return None if size == [1, 1] else f"output size {size}: only global (1x1) adaptive average pooling"
+
+
+@register(_aten._adaptive_avg_pool2d.default, constraints=(_rank4, _global))
+def convert_adaptive_avg_pool2d(ctx, a):
+    """Global average pooling to 1x1."""
+    mean_hw(ctx, a, keepdim=True)
+
+
+@constraint("4D tensors only, dims [-1, -2] or [-2, -1]")
+def _mean_dims(a, ctx):
+    shape = a.shape("self")
+    if len(shape) != 4:
+        return f"rank {len(shape)}: Neutron reduces 4D tensors only"
+    dims = sorted(d % 4 for d in (a["dim"] or []))
+    return None if dims == [2, 3] else f"dims {a['dim']}: Neutron reduces over [-1, -2] (H and W) only"
+
+
+@register(_aten.mean.dim, constraints=(_mean_dims,))
+def convert_mean(ctx, a):
+    """Mean over H and W."""
+    mean_hw(ctx, a, keepdim=bool(a["keepdim"]))

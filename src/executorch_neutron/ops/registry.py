@@ -1,0 +1,144 @@
+"""The operator registry: for every edge operator, its Neutron support checks and its TFLite converter.
+
+One entry serves the partitioner (may the NPU run this node? if not, why), the converter (emit TFLite for it),
+the delegation report and the generated SUPPORTED_OPS.md, so they can never disagree. Entries are keyed by edge
+`OpOverload` objects. A check returns None when the node is supported, otherwise a sentence a user can read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from torch.fx import Node
+
+from ..compile_spec import NeutronCompileSpec
+from ..target import NeutronTarget
+from .args import NodeArgs
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    target: NeutronTarget
+    spec: NeutronCompileSpec
+    constant_names: frozenset[str] = frozenset()  # placeholders that are parameters, buffers or constants
+
+    @classmethod
+    def for_program(cls, spec: NeutronCompileSpec, program) -> "CheckContext":
+        sig = program.graph_signature
+        names = (list(sig.inputs_to_parameters) + list(sig.inputs_to_buffers)
+                 + list(sig.inputs_to_lifted_tensor_constants))
+        return cls(spec.neutron_target, spec, frozenset(names))
+
+    def is_constant(self, node) -> bool:
+        return isinstance(node, Node) and (
+            node.op == "get_attr" or (node.op == "placeholder" and node.name in self.constant_names)
+        )
+
+    @property
+    def num_macs(self) -> int:
+        return self.target.num_macs
+
+
+CheckFn = Callable[[NodeArgs, CheckContext], Optional[str]]
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One documented limit: `text` for the docs, `check` for a node (None = satisfied, else the reason)."""
+
+    text: str
+    check: CheckFn
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    name: str
+    targets: tuple
+    convert: Callable
+    constraints: tuple[Constraint, ...] = ()
+    noop: bool = False  # moves no data in a way worth a partition on its own (views, clones)
+    shared_qparams: bool = False  # LiteRT needs equal input and output quantization
+    doc: str = ""
+
+    def check(self, node: Node, ctx: CheckContext) -> tuple[str, str | None] | None:
+        """None when every constraint holds, else (reason, hint) of the first that does not."""
+        args = NodeArgs(node)
+        for c in self.constraints:
+            try:
+                reason = c.check(args, ctx)
+            except Exception as exc:  # a check that cannot decide rejects
+                reason = f"support could not be decided ({type(exc).__name__}: {exc})"
+            if reason:
+                return reason, c.hint
+        return None
+
+
+REGISTRY: dict[object, OpEntry] = {}
+
+
+def op_name(target) -> str:
+    """'aten.convolution.default' for an edge or aten OpOverload."""
+    op = getattr(target, "_op", target)
+    name = getattr(op, "_name", None) or str(op)
+    overload = getattr(op, "_overloadname", "default")
+    return f"{name.replace('::', '.')}.{overload}"
+
+
+def register(*targets, constraints=(), noop=False, shared_qparams=False):
+    """Decorator registering a converter `fn(ctx, args)` for edge ops `targets` with their constraints."""
+
+    def deco(fn):
+        entry = OpEntry(
+            name=op_name(targets[0]),
+            targets=tuple(targets),
+            convert=fn,
+            constraints=tuple(constraints),
+            noop=noop,
+            shared_qparams=shared_qparams,
+            doc=(fn.__doc__ or "").strip(),
+        )
+        for t in targets:
+            if t in REGISTRY:
+                raise ValueError(f"{op_name(t)} is registered twice ({REGISTRY[t].convert.__name__}, {fn.__name__})")
+            REGISTRY[t] = entry
+        return fn
+
+    return deco
+
+
+def constraint(text: str, hint: str | None = None):
+    """Decorator form: @constraint("stride 1 or 2") def _(args, ctx): return None or reason."""
+
+    def deco(fn: CheckFn) -> Constraint:
+        return Constraint(text, fn, hint)
+
+    return deco
+
+
+def lookup(target) -> OpEntry | None:
+    _ensure_loaded()
+    return REGISTRY.get(target)
+
+
+def entries() -> list[OpEntry]:
+    _ensure_loaded()
+    seen, out = set(), []
+    for entry in REGISTRY.values():
+        if id(entry) not in seen:
+            seen.add(id(entry))
+            out.append(entry)
+    return sorted(out, key=lambda e: e.name)
+
+
+_loaded = False
+
+
+def _ensure_loaded() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from . import load_all
+
+        load_all()

@@ -1,0 +1,62 @@
+"""_softmax -> TFLite SOFTMAX over the physical last axis (channels for rank-4 channels-last values).
+
+Output quantization is fixed by LiteRT: scale 1/256, zero point -128.
+"""
+
+from __future__ import annotations
+
+from ai_edge_litert import schema_py_generated as schema
+from executorch.exir.dialects._ops import ops as exir_ops
+
+from ..tflite.builder import options
+from ..tflite.layout import Layout, physical_axis
+from .activations import fixed_output
+from .registry import constraint, register
+
+_aten = exir_ops.edge.aten
+
+
+def _channels_and_flat(a):
+    shape = a.shape("self")
+    flat = 1
+    for d in shape:
+        flat *= d
+    return shape[a["dim"] % len(shape)], flat
+
+
+@constraint("rank > 1, softmax over the channel dimension (dim 1 for rank 4, else the last)")
+def _dim(a, ctx):
+    shape = a.shape("self")
+    rank = len(shape)
+    if rank < 2:
+        return f"rank {rank}: Neutron needs rank > 1"
+    layout = Layout.preferred(rank)
+    if physical_axis(a["dim"], rank, layout) != rank - 1:
+        return f"softmax over dim {a['dim']} of a rank-{rank} tensor is not over the channels"
+    return None
+
+
+@constraint("channels % 8 == 0 and channels < 2048", hint="pad the class count to a multiple of 8")
+def _channels(a, ctx):
+    c, _ = _channels_and_flat(a)
+    if c % ctx.num_macs or c >= 2048:
+        return f"{c} channels: Neutron needs a multiple of {ctx.num_macs} below 2048"
+    return None
+
+
+@constraint("flat size / channels <= 4096 and flat size <= 524288")
+def _sizes(a, ctx):
+    c, flat = _channels_and_flat(a)
+    if flat // c > 4096 or flat > 524288:
+        return f"flat size {flat} ({flat // c} rows): Neutron needs <= 4096 rows and <= 524288 elements"
+    return None
+
+
+@register(_aten._softmax.default, constraints=(_dim, _channels, _sizes, fixed_output(1 / 256, -128)))
+def convert_softmax(ctx, a):
+    """Softmax over the channels."""
+    rank = len(a.out_shape)
+    layout = Layout.preferred(rank)
+    x = ctx.value(a["self"], layout)
+    out = ctx.emit_output(a.node, layout)
+    ctx.builder.op(schema.BuiltinOperator.SOFTMAX, [x.tensor], [out.tensor], options("SoftmaxOptionsT", beta=1.0))

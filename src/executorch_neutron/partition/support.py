@@ -1,0 +1,114 @@
+"""Per-node support decisions: generic rules (int8 in and out, static shapes, exclusions) + the registry's checks.
+
+`decide(graph, ctx)` returns, for every compute node, None (the NPU runs it) or a `Rejection` with a reason a
+user can read. q/dq nodes are not decided here: they follow the compute node they quantize.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+
+import torch
+from torch.fx import Graph, Node
+
+from .. import qdq
+from ..ops import registry
+from ..ops.fusion import fused_activation, result_node
+from ..ops.registry import CheckContext
+
+
+@dataclass(frozen=True)
+class Rejection:
+    node: str
+    op: str
+    reason: str
+    hint: str | None = None
+
+    def message(self) -> str:
+        text = f"operator {self.op} ({self.node}) is not supported by Neutron: {self.reason}; it will run on the CPU"
+        return text + (f" (hint: {self.hint})" if self.hint else "")
+
+
+def is_compute(node: Node) -> bool:
+    return node.op == "call_function" and not qdq.is_qdq(node) and node.target is not operator.getitem
+
+
+def _excluded(name: str, spec) -> bool:
+    """operators_not_to_delegate entries like 'aten::convolution', 'aten.convolution.default', 'convolution'."""
+    base = name.rsplit(".", 1)[0]  # aten.convolution
+    for entry in spec.operators_not_to_delegate:
+        e = entry.replace("::", ".")
+        if e in (name, base, base.split(".", 1)[-1]):
+            return True
+    return False
+
+
+def _static(node: Node) -> bool:
+    vals = node.meta.get("val")
+    vals = vals if isinstance(vals, (tuple, list)) else [vals]
+    for v in vals:
+        if isinstance(v, torch.Tensor) and any(not isinstance(d, int) for d in v.shape):
+            return False
+    return True
+
+
+def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
+    for arg in node.all_input_nodes:
+        if ctx.is_constant(arg):
+            continue
+        if not qdq.is_dq(arg):
+            return f"input {arg.name} is not quantized to int8 (no dequantize node): quantize the model with NeutronQuantizer"
+        if arg.target in qdq.DQ_PER_TENSOR and arg.args[5] != torch.int8:
+            return f"input {arg.name} is {arg.args[5]}, Neutron computes int8"
+    out = result_node(node)
+    if not out.users:
+        return "its result is unused"
+    for user in out.users:
+        if not qdq.is_q(user):
+            return f"output is not quantized to int8 (used by {user.name} without a quantize node)"
+        if user.target in qdq.Q_PER_TENSOR and user.args[5] != torch.int8:
+            return f"output is quantized to {user.args[5]}, Neutron computes int8"
+    return None
+
+
+def decide(graph: Graph, ctx: CheckContext) -> dict[Node, Rejection | None]:
+    decisions: dict[Node, Rejection | None] = {}
+    absorbed: dict[Node, Node] = {}  # fused activation -> producer
+    for node in graph.nodes:
+        if is_compute(node):
+            act = fused_activation(node)
+            if act is not None:
+                absorbed[act] = node
+    for node in graph.nodes:
+        if not is_compute(node) or node in absorbed:
+            continue
+        decisions[node] = _decide_one(node, ctx)
+    for act, producer in absorbed.items():
+        rej = decisions.get(producer)
+        decisions[act] = None if rej is None else Rejection(
+            act.name, registry.op_name(act.target),
+            f"fused into {producer.name} ({registry.op_name(producer.target)}), which runs on the CPU")
+    return decisions
+
+
+def _decide_one(node: Node, ctx: CheckContext) -> Rejection | None:
+    name = registry.op_name(node.target)
+
+    def reject(reason, hint=None):
+        return Rejection(node.name, name, reason, hint)
+
+    if _excluded(name, ctx.spec):
+        return reject("excluded by operators_not_to_delegate")
+    entry = registry.lookup(node.target)
+    if entry is None:
+        return reject("no Neutron kernel for this operator")
+    if not _static(node):
+        return reject("dynamic shape: Neutron needs static shapes", "export with static shapes")
+    reason = _int8_reason(node, ctx)
+    if reason:
+        return reject(f"not quantized to int8: {reason}")
+    failed = entry.check(node, ctx)
+    if failed:
+        return reject(*failed)
+    return None

@@ -1,0 +1,149 @@
+"""Conversion state for one partition: which TFLite tensor holds each edge node's value, in which layout.
+
+q/dq nodes are not converted: a dequantize is an alias of its int8 input and a quantize gives its parameters to
+the tensor of the op it follows. Converters ask for inputs in a layout (`value(node, Layout.CHANNELS_LAST)`) and
+the context inserts the TRANSPOSE (or RESHAPE, when only size-1 dims move) the first time, then reuses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from ai_edge_litert import schema_py_generated as schema
+from torch.fx import Node
+
+from .. import qdq
+from ..ops.fusion import result_node
+from .builder import ModelBuilder, Quant, options
+from .layout import Layout, is_memory_preserving, physical_shape, to_physical_perm, transpose_perm
+
+
+class ConversionError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Value:
+    tensor: int
+    shape: tuple[int, ...]  # logical (PyTorch) shape
+    layout: Layout
+    quant: Quant | None
+
+
+@dataclass(frozen=True)
+class QuantizedConstant:
+    """An integer constant with its quantization (weights, biases) as numpy arrays in PyTorch order."""
+
+    data: np.ndarray
+    quant: Quant  # axis refers to PyTorch order
+
+
+def quant_from(p: qdq.QParams) -> Quant:
+    if p.per_channel:
+        return Quant(tuple(float(s) for s in p.scale.tolist()), tuple(int(z) for z in p.zero_point.tolist()), p.axis)
+    return Quant.per_tensor(p.scale, p.zero_point)
+
+
+class ConversionContext:
+    def __init__(self, builder: ModelBuilder, resolve_constant, check_ctx) -> None:
+        self.builder = builder
+        self._resolve = resolve_constant  # placeholder node -> torch.Tensor or None (user input)
+        self.check_ctx = check_ctx
+        self._values: dict[Node, Value] = {}
+        self._relayout: dict[tuple[Node, Layout], Value] = {}
+
+    # values -------------------------------------------------------------------------------------------------
+    def bind(self, node: Node, value: Value) -> None:
+        self._values[node] = value
+
+    def constant_tensor(self, node: Node) -> torch.Tensor | None:
+        return self._resolve(node) if node.op in ("placeholder", "get_attr") else None
+
+    def qparams(self, node: Node) -> qdq.QParams:
+        return qdq.qparams(node, self._resolve)
+
+    def value(self, node: Node, layout: Layout | None = None) -> Value:
+        v = self._source_value(node)
+        if layout is None or layout is v.layout or len(v.shape) != 4:
+            return v
+        key = (node, layout)
+        if key not in self._relayout:
+            self._relayout[key] = self._transposed(v, layout)
+        return self._relayout[key]
+
+    def _source_value(self, node: Node) -> Value:
+        if node in self._values:
+            return self._values[node]
+        if qdq.is_qdq(node):
+            src = node.args[0]
+            if self.constant_tensor(src) is not None:
+                value = self._constant_value(node)
+            else:
+                value = self._source_value(src)
+            self._values[node] = value
+            return value
+        raise ConversionError(f"no TFLite value for node {node.name} ({node.op} {node.target})")
+
+    def _constant_value(self, dq_node: Node) -> Value:
+        c = self.quantized_constant(dq_node)
+        if not c.quant.is_per_tensor:
+            raise ConversionError(f"{dq_node.name}: per-channel constant used as an activation operand")
+        layout = Layout.preferred(c.data.ndim)
+        data = np.transpose(c.data, to_physical_perm(c.data.ndim, layout)) if layout is Layout.CHANNELS_LAST else c.data
+        t = self.builder.constant(dq_node.name, data.astype(np.int8), c.quant)
+        return Value(t, tuple(c.data.shape), layout, c.quant)
+
+    def _transposed(self, v: Value, layout: Layout) -> Value:
+        perm = transpose_perm(len(v.shape), v.layout, layout)
+        src_phys = physical_shape(v.shape, v.layout)
+        dst_phys = physical_shape(v.shape, layout)
+        out = self.builder.tensor(f"t{v.tensor}_{layout.value}", dst_phys, np.int8, v.quant)
+        if is_memory_preserving(src_phys, perm):
+            shape = self.builder.int32_vector(f"t{v.tensor}_shape", dst_phys)
+            self.builder.op(schema.BuiltinOperator.RESHAPE, [v.tensor, shape], [out],
+                            options("ReshapeOptionsT", newShape=list(dst_phys)))
+        else:
+            p = self.builder.int32_vector(f"t{v.tensor}_perm", perm)
+            self.builder.op(schema.BuiltinOperator.TRANSPOSE, [v.tensor, p], [out], options("TransposeOptionsT"))
+        return Value(out, v.shape, layout, v.quant)
+
+    # constants ----------------------------------------------------------------------------------------------
+    def quantized_constant(self, node: Node) -> QuantizedConstant:
+        """The integer data and quantization behind `dq(constant)`."""
+        if not qdq.is_dq(node):
+            raise ConversionError(f"{node.name} is not a dequantized constant")
+        data = self.constant_tensor(node.args[0])
+        if data is None:
+            raise ConversionError(f"{node.name}: operand {node.args[0].name} is not a constant")
+        return QuantizedConstant(data.detach().numpy().copy(), quant_from(self.qparams(node)))
+
+    # outputs ------------------------------------------------------------------------------------------------
+    def output_node(self, node: Node) -> Node:
+        """The node whose quantize users carry this op's output parameters (its fused activation, if any)."""
+        return result_node(node)
+
+    def output_quant(self, node: Node) -> Quant:
+        out = self.output_node(node)
+        params = [self.qparams(u) for u in out.users if qdq.is_q(u)]
+        if not params or len(params) != len(out.users):
+            raise ConversionError(f"{out.name}: output is not quantized to int8 by a quantize node")
+        if any(not p.same_as(params[0]) for p in params[1:]):
+            raise ConversionError(f"{out.name}: output is quantized twice with different parameters")
+        return quant_from(params[0])
+
+    def emit_output(self, node: Node, layout: Layout, quant: Quant | None = None) -> Value:
+        """Create the int8 tensor for `node`'s result (its logical shape from the graph) and bind it."""
+        out = self.output_node(node)
+        val = out.meta["val"]
+        if isinstance(val, (tuple, list)):
+            val = val[0]
+        shape = tuple(int(d) for d in val.shape)
+        quant = quant or self.output_quant(node)
+        t = self.builder.tensor(out.name, physical_shape(shape, layout), np.int8, quant)
+        value = Value(t, shape, layout, quant)
+        self._values[node] = value
+        self._values[out] = value
+        return value
+

@@ -1,0 +1,154 @@
+"""Convert one partition's edge program to an int8 TFLite flatbuffer, and describe its inputs and outputs.
+
+Walks the partition graph once in topological order; every compute node is converted by its registry entry.
+Rank-4 values are channels-last inside; at the boundary either the runtime transposes (format flag 1, when
+`use_neutron_for_format_conversion`) or the graph does (a TRANSPOSE at entry/exit).
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from ai_edge_litert import schema_py_generated as schema
+from torch.export import ExportedProgram
+from torch.fx import Node
+
+from .. import qdq
+from ..ops import registry
+from ..ops.fusion import activation_codes, fused_activation
+from ..ops.registry import CheckContext
+from .builder import ModelBuilder, options
+from .context import ConversionContext, ConversionError, Value, quant_from
+from .layout import Layout, physical_shape
+
+
+@dataclass(frozen=True)
+class ConvertedPartition:
+    tflite: bytes
+    input_formats: tuple[int, ...]  # per TFLite input: 1 = channels-last (runtime transposes)
+    output_formats: tuple[int, ...]
+    input_args: tuple[int, ...]  # per TFLite input: index among the delegate's user inputs
+    n_args: int
+    input_shapes: tuple[tuple[int, ...], ...]  # logical shapes
+    output_shapes: tuple[tuple[int, ...], ...]
+    debug_handles: tuple[tuple[int, ...], ...]  # per TFLite operator: edge debug handles it computes
+    num_ops: int
+
+
+def constant_resolver(program: ExportedProgram):
+    sig = program.graph_signature
+    lookup = {}
+    lookup.update({k: program.state_dict[v] for k, v in sig.inputs_to_parameters.items()})
+    lookup.update({k: (program.state_dict[v] if v in program.state_dict else program.constants[v])
+                   for k, v in sig.inputs_to_buffers.items()})
+    lookup.update({k: program.constants[v] for k, v in sig.inputs_to_lifted_tensor_constants.items()})
+
+    def resolve(node):
+        if isinstance(node, Node) and node.op == "placeholder":
+            return lookup.get(node.name)
+        if isinstance(node, Node) and node.op == "get_attr":
+            return getattr(program.graph_module, node.target)
+        if isinstance(node, (int, float)):
+            return torch.tensor(node)
+        return None
+
+    return resolve
+
+
+def convert_program(program: ExportedProgram, check_ctx: CheckContext, name: str = "partition") -> ConvertedPartition:
+    spec = check_ctx.spec
+    builder = ModelBuilder(f"executorch-neutron {name} target={spec.target}")
+    resolve = constant_resolver(program)
+    ctx = ConversionContext(builder, resolve, check_ctx)
+    boundary_layout = (lambda rank: Layout.preferred(rank)) if spec.use_neutron_for_format_conversion else (
+        lambda rank: Layout.NATURAL)
+
+    user_inputs = [n for n in program.graph.nodes if n.op == "placeholder" and resolve(n) is None]
+    in_formats, in_args, in_shapes = [], [], []
+    for idx, node in enumerate(user_inputs):
+        if not node.users:
+            continue
+        quant = _input_quant(ctx, node)
+        shape = tuple(int(d) for d in node.meta["val"].shape)
+        layout = boundary_layout(len(shape))
+        t = builder.tensor(node.name, physical_shape(shape, layout), np.int8, quant)
+        builder.inputs.append(t)
+        ctx.bind(node, Value(t, shape, layout, quant))
+        in_formats.append(1 if layout is Layout.CHANNELS_LAST else 0)
+        in_args.append(idx)
+        in_shapes.append(shape)
+
+    debug_handles = []
+    absorbed: set[Node] = set()
+    for node in program.graph.nodes:
+        if node.op != "call_function" or qdq.is_qdq(node) or node in absorbed:
+            continue
+        if node.target is operator.getitem:
+            continue
+        entry = registry.lookup(node.target)
+        if entry is None:
+            raise ConversionError(f"{node.name}: no Neutron converter for {registry.op_name(node.target)}")
+        before = builder.num_operators
+        entry.convert(ctx, registry.NodeArgs(node))
+        handles = [node.meta.get("debug_handle")]
+        act = fused_activation(node)
+        if act is not None:
+            absorbed.add(act)
+            handles.append(act.meta.get("debug_handle"))
+            _standalone_activation(ctx, node, act)
+        handles = tuple(sorted(h for h in handles if isinstance(h, int)))
+        debug_handles.extend([handles] * (builder.num_operators - before))
+
+    out_node = next(n for n in program.graph.nodes if n.op == "output")
+    out_formats, out_shapes = [], []
+    for arg in out_node.args[0]:
+        if not isinstance(arg, Node):
+            raise ConversionError(f"partition output {arg!r} is not a tensor")
+        v = ctx.value(arg)
+        layout = boundary_layout(len(v.shape))
+        v = ctx.value(arg, layout)
+        if v.tensor in builder.outputs or v.tensor in builder.inputs:
+            raise ConversionError(f"partition output {arg.name} repeats another input or output")
+        builder.outputs.append(v.tensor)
+        out_formats.append(1 if layout is Layout.CHANNELS_LAST else 0)
+        out_shapes.append(v.shape)
+    debug_handles.extend([()] * (builder.num_operators - len(debug_handles)))
+
+    return ConvertedPartition(
+        tflite=builder.build(),
+        input_formats=tuple(in_formats),
+        output_formats=tuple(out_formats),
+        input_args=tuple(in_args),
+        n_args=len(user_inputs),
+        input_shapes=tuple(in_shapes),
+        output_shapes=tuple(out_shapes),
+        debug_handles=tuple(debug_handles),
+        num_ops=builder.num_operators,
+    )
+
+
+def _input_quant(ctx: ConversionContext, node: Node):
+    params = [ctx.qparams(u) for u in node.users if qdq.is_dq(u)]
+    if not params or len(params) != len(node.users):
+        raise ConversionError(f"partition input {node.name} is not an int8 tensor consumed by dequantize nodes")
+    if any(not p.same_as(params[0]) for p in params[1:]):
+        raise ConversionError(f"partition input {node.name} is dequantized with different parameters")
+    if params[0].dtype != torch.int8:
+        raise ConversionError(f"partition input {node.name} is {params[0].dtype}, Neutron computes int8")
+    return quant_from(params[0])
+
+
+def _standalone_activation(ctx: ConversionContext, producer: Node, act: Node) -> None:
+    """Bounds with no fused TFLite code (e.g. clamp(0, 1)) become a separate op on the producer's output."""
+    fused, standalone = activation_codes(act)
+    if fused is not None:
+        return
+    v = ctx.value(producer)
+    out = ctx.builder.tensor(act.name + "_act", ctx.builder.shape_of(v.tensor), np.int8, v.quant)
+    ctx.builder.op(standalone, [v.tensor], [out])
+    result = Value(out, v.shape, v.layout, v.quant)
+    ctx.bind(producer, result)
+    ctx.bind(act, result)

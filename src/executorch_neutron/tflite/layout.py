@@ -1,0 +1,66 @@
+"""The only place that knows about NCHW <-> NHWC.
+
+Inside a partition every rank-4 activation is stored channels-last (NHWC); all other ranks keep PyTorch's order.
+A `Layout` says how a value's logical (PyTorch) shape maps to its physical (TFLite) shape. Converters ask this
+module for physical shapes, axes and permutations; they never write a permutation by hand.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Sequence
+
+NCHW_TO_NHWC = (0, 2, 3, 1)
+NHWC_TO_NCHW = (0, 3, 1, 2)
+
+
+class Layout(Enum):
+    NATURAL = "natural"  # physical order == PyTorch order
+    CHANNELS_LAST = "channels_last"  # rank 4: NCHW logical stored as NHWC
+
+    @staticmethod
+    def preferred(rank: int) -> "Layout":
+        """The layout a partition keeps a value of this rank in."""
+        return Layout.CHANNELS_LAST if rank == 4 else Layout.NATURAL
+
+
+def to_physical_perm(rank: int, layout: Layout) -> tuple[int, ...]:
+    """perm such that physical_shape[i] == logical_shape[perm[i]]."""
+    if layout is Layout.CHANNELS_LAST:
+        if rank != 4:
+            raise ValueError(f"channels-last layout needs rank 4, got rank {rank}")
+        return NCHW_TO_NHWC
+    return tuple(range(rank))
+
+
+def physical_shape(shape: Sequence[int], layout: Layout) -> tuple[int, ...]:
+    perm = to_physical_perm(len(shape), layout)
+    return tuple(int(shape[p]) for p in perm)
+
+
+def physical_axis(dim: int, rank: int, layout: Layout) -> int:
+    """Where logical dimension `dim` (negative allowed) lives physically."""
+    dim = dim % rank if rank else 0
+    return to_physical_perm(rank, layout).index(dim)
+
+
+def transpose_perm(rank: int, src: Layout, dst: Layout) -> tuple[int, ...]:
+    """TFLite TRANSPOSE perm that takes physical data in `src` layout to `dst` layout."""
+    src_perm = to_physical_perm(rank, src)
+    dst_perm = to_physical_perm(rank, dst)
+    return tuple(src_perm.index(d) for d in dst_perm)
+
+
+def logical_perm_to_physical(perm: Sequence[int], src: Layout, dst: Layout) -> tuple[int, ...]:
+    """Physical TRANSPOSE perm for a logical permute from a value in `src` layout to a result in `dst` layout."""
+    rank = len(perm)
+    src_perm = to_physical_perm(rank, src)
+    dst_perm = to_physical_perm(rank, dst)
+    # physical out axis i holds logical out dim dst_perm[i] == logical in dim perm[dst_perm[i]]
+    return tuple(src_perm.index(perm[d]) for d in dst_perm)
+
+
+def is_memory_preserving(shape: Sequence[int], perm: Sequence[int]) -> bool:
+    """True when transposing `shape` by `perm` only moves size-1 dimensions (a reshape does the same)."""
+    moved = [p for p in perm if shape[p] != 1]
+    return moved == sorted(moved)
