@@ -1,0 +1,137 @@
+"""Read the eIQ Neutron converter's output: one `NeutronGraph` custom operator holding the device payload.
+
+Contract (shared FACTS.md), and how we read it:
+- the converted TFLite holds exactly one operator, a CUSTOM op with custom code `NeutronGraph`;
+- its inputs are the partition's real inputs followed by three constant tensors: microcode, weights, kernels
+  (so it has `n_inputs + 3` inputs);
+- its outputs are the partition's real outputs followed by a scratch tensor, and, for profiling-enabled
+  microcode, a profile and a debug tensor. Our interpretation of "two extra outputs beside the scratch": with
+  `n_outputs` real outputs the node has `n_outputs + 1` outputs (payload version 0) or `n_outputs + 3`
+  outputs (payload version 1); any other count is an error;
+- microcode word 0 is the magic 0x64434D6E, word 6 the microcode size and word 7 the weights size (both checked
+  against the constant buffers' lengths, because the device runtime trusts them to locate the sections).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+from ai_edge_litert import schema_py_generated as schema
+
+from ..payload.format import MICROCODE_MAGIC
+from .errors import ConvertedModelError
+
+CUSTOM_CODE = "NeutronGraph"
+_MIN_MICROCODE = 32  # words 0..7 must exist
+
+
+@dataclass(frozen=True)
+class NeutronGraphParts:
+    microcode: bytes
+    weights: bytes
+    kernels: bytes
+    version: int  # 0: scratch output only; 1: scratch + profile + debug outputs
+
+
+def extract(model_bytes: bytes, n_inputs: int, n_outputs: int, name: str = "partition") -> NeutronGraphParts:
+    """Parts of the converted model for a partition with `n_inputs`/`n_outputs` real inputs/outputs."""
+    model = _parse(model_bytes, name)
+    ops = [(sg, op) for sg in (model.subgraphs or []) for op in (sg.operators or [])]
+    if len(ops) != 1:
+        raise ConvertedModelError(
+            f"partition {name!r}: the converted model has {len(ops)} operators; the eIQ Neutron converter must turn "
+            f"the whole partition into exactly one NeutronGraph operator. Some operators were not converted: "
+            f"keep them on the CPU (operators_not_to_delegate) or lower with reference=True"
+        )
+    subgraph, op = ops[0]
+    code = _custom_code(model, op, name)
+    if code != CUSTOM_CODE:
+        raise ConvertedModelError(
+            f"partition {name!r}: the converted model's only operator is {code!r}, not a {CUSTOM_CODE} custom "
+            f"operator; the converter did not compile this partition for the NPU"
+        )
+    inputs, outputs = list(op.inputs if op.inputs is not None else []), list(op.outputs if op.outputs is not None else [])
+    if len(inputs) != n_inputs + 3:
+        raise ConvertedModelError(
+            f"partition {name!r}: the NeutronGraph node has {len(inputs)} inputs; expected the partition's "
+            f"{n_inputs} inputs followed by microcode, weights and kernels ({n_inputs + 3})"
+        )
+    extra = len(outputs) - n_outputs
+    if extra not in (1, 3):
+        raise ConvertedModelError(
+            f"partition {name!r}: the NeutronGraph node has {len(outputs)} outputs; expected the partition's "
+            f"{n_outputs} outputs plus a scratch output ({n_outputs + 1}) or plus scratch, profile and debug "
+            f"outputs ({n_outputs + 3})"
+        )
+    microcode, weights, kernels = (_constant(model, subgraph, model_bytes, index, role, name)
+                                   for index, role in zip(inputs[-3:], ("microcode", "weights", "kernels")))
+    _check_microcode(microcode, weights, name)
+    return NeutronGraphParts(microcode, weights, kernels, version=0 if extra == 1 else 1)
+
+
+def _parse(model_bytes: bytes, name: str) -> schema.ModelT:
+    data = bytes(model_bytes)
+    if len(data) < 8 or data[4:8] != b"TFL3":
+        raise ConvertedModelError(
+            f"partition {name!r}: the converter returned {len(data)} bytes that are not a TFLite flatbuffer "
+            f"(no TFL3 identifier)"
+        )
+    try:
+        return schema.ModelT.InitFromPackedBuf(data, 0)
+    except Exception as exc:  # noqa: BLE001 - any parse failure means a malformed flatbuffer
+        raise ConvertedModelError(f"partition {name!r}: cannot parse the converted TFLite: {exc}") from exc
+
+
+def _custom_code(model: schema.ModelT, op: schema.OperatorT, name: str) -> str:
+    codes = model.operatorCodes or []
+    if not 0 <= op.opcodeIndex < len(codes):
+        raise ConvertedModelError(f"partition {name!r}: operator code index {op.opcodeIndex} is out of range")
+    oc = codes[op.opcodeIndex]
+    builtin = max(oc.builtinCode, oc.deprecatedBuiltinCode)
+    if builtin != schema.BuiltinOperator.CUSTOM:
+        names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+        return names.get(builtin, str(builtin))
+    code = oc.customCode
+    return code.decode(errors="replace") if isinstance(code, (bytes, bytearray)) else str(code or "")
+
+
+def _constant(model: schema.ModelT, subgraph: schema.SubGraphT, raw: bytes, index: int, role: str, name: str) -> bytes:
+    tensors = subgraph.tensors or []
+    if not 0 <= index < len(tensors):
+        raise ConvertedModelError(f"partition {name!r}: the {role} input refers to tensor {index}, which does not exist")
+    buffers = model.buffers or []
+    b = tensors[index].buffer
+    if not 0 < b < len(buffers):
+        raise ConvertedModelError(
+            f"partition {name!r}: the {role} input (tensor {index}) is not a constant buffer (buffer index {b})"
+        )
+    buf = buffers[b]
+    if buf.offset and buf.offset > 1:  # data stored after the flatbuffer (large models)
+        if buf.offset + buf.size > len(raw):
+            raise ConvertedModelError(f"partition {name!r}: the {role} buffer overruns the converted model")
+        return bytes(raw[buf.offset:buf.offset + buf.size])
+    return b"" if buf.data is None else np.asarray(buf.data, dtype=np.uint8).tobytes()
+
+
+def _check_microcode(microcode: bytes, weights: bytes, name: str) -> None:
+    if len(microcode) < _MIN_MICROCODE:
+        raise ConvertedModelError(
+            f"partition {name!r}: the microcode buffer has {len(microcode)} bytes, fewer than its 32-byte preamble"
+        )
+    words = struct.unpack_from("<8I", microcode, 0)
+    if words[0] != MICROCODE_MAGIC:
+        raise ConvertedModelError(
+            f"partition {name!r}: microcode magic 0x{words[0]:08X} is not 0x{MICROCODE_MAGIC:08X}; the installed "
+            f"eIQ Neutron SDK produces a microcode format this backend does not know"
+        )
+    if words[6] != len(microcode):
+        raise ConvertedModelError(
+            f"partition {name!r}: microcode word 6 says {words[6]} bytes but the buffer holds {len(microcode)}"
+        )
+    if words[7] != len(weights):
+        raise ConvertedModelError(
+            f"partition {name!r}: microcode word 7 says {words[7]} weight bytes but the weights buffer holds "
+            f"{len(weights)}"
+        )

@@ -1,0 +1,127 @@
+"""Load the host NeutronBackend library, register it with ExecuTorch once per process, and serve its callbacks.
+
+The C++ library (neutron_host_backend.cpp) calls `_on_execute` for every Neutron delegate call with the blob
+and a description of each argument; `_on_execute` hands them to the `Executor` and turns any failure into an
+ExecuTorch error code plus a message (which the library keeps as its last error). Nothing raised here may
+cross into C++: every exception becomes an error code.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+from . import build
+from .errors import HostBuildError
+from .executor import INTERNAL, Arg, ExecutionError, Executor
+
+MAX_DIMS = 16
+ABI_VERSION = 1
+BACKEND_ID = "NeutronBackend"
+
+
+class HostTensor(ctypes.Structure):
+    """Mirror of `NeutronHostTensor` in neutron_host_backend.cpp."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("nbytes", ctypes.c_uint64), ("is_tensor", ctypes.c_int32),
+                ("dtype", ctypes.c_int32), ("ndim", ctypes.c_int32), ("reserved", ctypes.c_int32),
+                ("sizes", ctypes.c_int64 * MAX_DIMS), ("dim_order", ctypes.c_uint8 * MAX_DIMS)]
+
+
+EXECUTE_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64,
+                              ctypes.POINTER(HostTensor), ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64)
+RELEASE_FN = ctypes.CFUNCTYPE(None, ctypes.c_uint64)
+
+EXECUTOR = Executor()
+_lock = threading.Lock()
+_library: ctypes.CDLL | None = None
+
+
+def _arg(t: HostTensor) -> Arg:
+    if not t.is_tensor:
+        return Arg(False)
+    n = min(max(int(t.ndim), 0), MAX_DIMS)
+    return Arg(True, int(t.data or 0), int(t.nbytes), int(t.dtype), tuple(int(s) for s in t.sizes[:n]),
+               tuple(int(d) for d in t.dim_order[:n]))
+
+
+def _write_message(buffer: int, capacity: int, message: str) -> None:
+    if not buffer or capacity == 0:
+        return
+    data = message.encode("utf-8", errors="replace")[: capacity - 1] + b"\0"
+    ctypes.memmove(buffer, data, len(data))
+
+
+def _on_execute(handle_id, blob, blob_len, tensors, n_tensors, err, err_len) -> int:
+    try:
+        args = [_arg(tensors[i]) for i in range(n_tensors)]
+        EXECUTOR.execute(int(handle_id), lambda: ctypes.string_at(blob, blob_len), args)
+        return 0
+    except ExecutionError as exc:
+        _write_message(err, err_len, exc.message)
+        return exc.code
+    except BaseException as exc:  # noqa: BLE001 - must not unwind into C++
+        _write_message(err, err_len, f"NeutronBackend: internal error of the host executor: "
+                                     f"{type(exc).__name__}: {exc}")
+        return INTERNAL
+
+
+def _on_release(handle_id) -> None:
+    try:
+        EXECUTOR.release(int(handle_id))
+    except BaseException:  # noqa: BLE001 - must not unwind into C++
+        pass
+
+
+_EXECUTE_CALLBACK = EXECUTE_FN(_on_execute)  # module globals: they must outlive the library's use of them
+_RELEASE_CALLBACK = RELEASE_FN(_on_release)
+
+
+def _open(path) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+    lib.neutron_host_abi_version.restype = ctypes.c_uint32
+    lib.neutron_host_tensor_struct_size.restype = ctypes.c_uint64
+    lib.neutron_host_register.restype = ctypes.c_int32
+    lib.neutron_host_set_callbacks.argtypes = [EXECUTE_FN, RELEASE_FN]
+    lib.neutron_host_last_error.argtypes = [ctypes.c_char_p, ctypes.c_uint64]
+    lib.neutron_host_last_error.restype = ctypes.c_uint64
+    if lib.neutron_host_abi_version() != ABI_VERSION or lib.neutron_host_tensor_struct_size() != ctypes.sizeof(HostTensor):
+        raise HostBuildError(f"the host NeutronBackend library at {path} does not match this Python package; delete "
+                             f"it (or the cache directory {build.cache_root()}) to rebuild")
+    return lib
+
+
+def ensure_registered() -> ctypes.CDLL:
+    """Build (first time), load and register the host NeutronBackend; idempotent and thread-safe."""
+    global _library
+    with _lock:
+        if _library is not None:
+            return _library
+        import executorch.extension.pybindings.portable_lib  # noqa: F401 - loads the libexecutorch.so we extend
+
+        path = build.library_path()
+        try:
+            lib = _open(path)
+        except OSError:  # a damaged cached file: rebuild once
+            lib = _open(build.library_path(force=True))
+        code = lib.neutron_host_register()
+        if code != 0:
+            raise HostBuildError(f"ExecuTorch refused to register backend {BACKEND_ID!r} (error 0x{code:02x}); "
+                                 f"another library in this process already registered that backend id")
+        lib.neutron_host_set_callbacks(_EXECUTE_CALLBACK, _RELEASE_CALLBACK)
+        _library = lib
+        return lib
+
+
+def last_error() -> str:
+    lib = _library
+    if lib is None:
+        return ""
+    buffer = ctypes.create_string_buffer(4096)
+    lib.neutron_host_last_error(buffer, len(buffer))
+    return buffer.value.decode("utf-8", errors="replace")
+
+
+def clear_error() -> None:
+    if _library is not None:
+        _library.neutron_host_clear_error()

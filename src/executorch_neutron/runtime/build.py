@@ -1,0 +1,100 @@
+"""Build the host NeutronBackend library (neutron_host_backend.cpp) on first use, cached per build inputs.
+
+The library links the `libexecutorch.so` of the installed executorch wheel, so it is compiled on the user's
+machine with its g++ (or `$CXX`). The cache directory is `$EXECUTORCH_NEUTRON_CACHE_DIR`, else
+`$XDG_CACHE_HOME/executorch_neutron`, else `~/.cache/executorch_neutron`; each build lives in a subdirectory
+named by a hash of the source, the executorch version and location, the compiler and its flags, so any change
+of those leads to a fresh build (a stale library is never loaded). The library is written under a temporary
+name and renamed into place, so concurrent processes never see a half-written file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from .errors import HostBuildError
+
+SOURCE = Path(__file__).with_name("neutron_host_backend.cpp")
+LIBRARY_NAME = "libneutron_host_backend.so"
+CXX_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-DC10_USING_CUSTOM_GENERATED_MACROS")
+
+
+def executorch_dir() -> Path:
+    spec = importlib.util.find_spec("executorch")
+    if spec is None or not spec.submodule_search_locations:
+        raise HostBuildError("the executorch package is not installed; install executorch==1.5.1")
+    return Path(list(spec.submodule_search_locations)[0]).resolve()
+
+
+def find_compiler() -> str:
+    name = os.environ.get("CXX") or "g++"
+    path = shutil.which(name)
+    if path is None:
+        raise HostBuildError(
+            f"no C++ compiler found (looked for {name!r}): the host NeutronBackend library is compiled on first use. "
+            f"Install g++ (e.g. `apt-get install g++`) or point $CXX at a C++17 compiler"
+        )
+    return path
+
+
+def cache_root() -> Path:
+    if os.environ.get("EXECUTORCH_NEUTRON_CACHE_DIR"):
+        return Path(os.environ["EXECUTORCH_NEUTRON_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "executorch_neutron"
+
+
+def compile_command(compiler: str, et_dir: Path, output: Path) -> list[str]:
+    include = et_dir / "include"
+    lib_dir = et_dir / "lib"
+    return [compiler, *CXX_FLAGS, f"-I{include}", f"-I{include / 'executorch/runtime/core/portable_type/c10'}",
+            str(SOURCE), f"-L{lib_dir}", "-lexecutorch", f"-Wl,-rpath,{lib_dir}", "-o", str(output)]
+
+
+def build_key(compiler: str, et_dir: Path) -> str:
+    try:
+        et_version = importlib.metadata.version("executorch")
+    except importlib.metadata.PackageNotFoundError:
+        et_version = "unknown"
+    try:
+        identity = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise HostBuildError(f"cannot run the C++ compiler {compiler!r}: {exc}; install g++ (`apt-get install g++`)") from exc
+    digest = hashlib.sha256()
+    for part in (SOURCE.read_bytes(), et_version.encode(), str(et_dir).encode(), compiler.encode(),
+                 identity.encode(), " ".join(CXX_FLAGS).encode()):
+        digest.update(part)
+        digest.update(b"\0")
+    return digest.hexdigest()[:20]
+
+
+def library_path(force: bool = False) -> Path:
+    """Path of the built library, compiling it first when missing (or when `force`)."""
+    compiler = find_compiler()
+    et_dir = executorch_dir()
+    target_dir = cache_root() / build_key(compiler, et_dir)
+    target = target_dir / LIBRARY_NAME
+    if target.is_file() and not force:
+        return target
+    target_dir.mkdir(parents=True, exist_ok=True)
+    tmp = target_dir / f".{LIBRARY_NAME}.{os.getpid()}.tmp"
+    cmd = compile_command(compiler, et_dir, tmp)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise HostBuildError(f"cannot run the C++ compiler {compiler!r}: {exc}") from exc
+    if proc.returncode != 0 or not tmp.is_file():
+        tmp.unlink(missing_ok=True)
+        tail = "\n".join(proc.stderr.strip().splitlines()[-20:])
+        raise HostBuildError(
+            f"compiling the host NeutronBackend library failed (exit code {proc.returncode}).\n"
+            f"command: {' '.join(cmd)}\n{tail}\nCheck that g++ supports C++17 and that executorch is installed intact"
+        )
+    os.replace(tmp, target)
+    return target

@@ -1,0 +1,222 @@
+"""Execute one Neutron delegate call on the host: a host-reference payload run in LiteRT (reference kernels).
+
+It honours the payload header exactly as the device runtime does:
+- Neutron input i reads delegate argument `input_args[i]`; when `input_formats[i] == 1` and the tensor is 4-D in
+  NCHW (contiguous) order it is transposed to NHWC; a tensor whose dim order is already channels-last is passed
+  straight through; an unflagged tensor must be contiguous;
+- Neutron output j is written to argument `n_args + output_args[j]`, transposed NHWC -> NCHW when
+  `output_formats[j] == 1` (written straight into a channels-last destination);
+- the TFLite subgraph's inputs/outputs are the Neutron inputs/outputs, in order.
+Every size, dtype and byte count is checked before any byte is written; a mismatch raises `ExecutionError`
+with an ExecuTorch error code and a message, never an out-of-bounds access.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..payload import Header, PayloadError, unpack
+
+# ExecuTorch error codes (runtime/core/error.h)
+INTERNAL, NOT_SUPPORTED, INVALID_ARGUMENT, INVALID_PROGRAM, DELEGATE_INCOMPATIBLE = 0x01, 0x10, 0x12, 0x23, 0x30
+
+MICROCODE_REFUSAL = (
+    "this .pte holds Neutron microcode for the device; lower without the eIQ Neutron SDK, or with "
+    "`reference=True`, to run it on the host"
+)
+# ExecuTorch ScalarType code -> numpy dtype
+DTYPES = {0: np.uint8, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.int64, 5: np.float16, 6: np.float32,
+          7: np.float64, 11: np.bool_}
+NCHW, NHWC = (0, 1, 2, 3), (0, 2, 3, 1)
+
+
+class ExecutionError(Exception):
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One delegate argument: a tensor's storage described by pointer, byte size, dtype, sizes and dim order."""
+
+    is_tensor: bool
+    data: int = 0
+    nbytes: int = 0
+    dtype: int = -1
+    sizes: tuple[int, ...] = ()
+    dim_order: tuple[int, ...] = ()
+
+    @property
+    def ndim(self) -> int:
+        return len(self.sizes)
+
+    def physical(self, what: str) -> np.ndarray:
+        """A writable array over the storage, axes in memory (dim) order; checks everything first."""
+        if not self.is_tensor:
+            raise ExecutionError(INVALID_PROGRAM, f"{what} is not a tensor")
+        if self.dtype not in DTYPES:
+            raise ExecutionError(NOT_SUPPORTED, f"{what} has ExecuTorch dtype code {self.dtype}, which the host "
+                                                f"runtime does not handle")
+        if sorted(self.dim_order) != list(range(self.ndim)) or any(s < 0 for s in self.sizes):
+            raise ExecutionError(INVALID_ARGUMENT, f"{what} has sizes {self.sizes} and an invalid dim order "
+                                                   f"{self.dim_order}")
+        dtype = np.dtype(DTYPES[self.dtype])
+        numel = math.prod(self.sizes)
+        if self.nbytes != numel * dtype.itemsize:
+            raise ExecutionError(INVALID_ARGUMENT, f"{what} holds {self.nbytes} bytes but sizes {self.sizes} of "
+                                                   f"{dtype} need {numel * dtype.itemsize}")
+        shape = tuple(self.sizes[d] for d in self.dim_order)
+        if numel == 0:
+            return np.empty(shape, dtype)
+        if not self.data:
+            raise ExecutionError(INVALID_ARGUMENT, f"{what} has no storage (null data pointer)")
+        storage = (ctypes.c_char * self.nbytes).from_address(self.data)
+        return np.frombuffer(storage, dtype=dtype, count=numel).reshape(shape)
+
+
+@dataclass
+class _Program:
+    header: Header
+    interpreter: object
+    inputs: list[dict]
+    outputs: list[dict]
+
+
+def _load_program(blob: bytes) -> _Program:
+    try:
+        payload = unpack(blob)
+    except PayloadError as exc:
+        raise ExecutionError(INVALID_PROGRAM, f"NeutronBackend: invalid delegate payload: {exc}; re-export the "
+                                              f".pte with executorch_neutron") from None
+    if payload.is_microcode:
+        raise ExecutionError(DELEGATE_INCOMPATIBLE, MICROCODE_REFUSAL)
+    try:
+        tflite = payload.tflite
+    except PayloadError as exc:
+        raise ExecutionError(INVALID_PROGRAM, f"NeutronBackend: invalid host-reference payload: {exc}") from None
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    try:
+        interpreter = Interpreter(model_content=tflite, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+        interpreter.allocate_tensors()
+        inputs, outputs = interpreter.get_input_details(), interpreter.get_output_details()
+    except Exception as exc:  # noqa: BLE001 - LiteRT reports malformed models with several exception types
+        raise ExecutionError(INVALID_PROGRAM, f"NeutronBackend: LiteRT cannot load the payload's TFLite: "
+                                              f"{str(exc).strip()}; re-export the .pte") from None
+    header = payload.header
+    if len(inputs) != header.n_inputs or len(outputs) != header.n_outputs:
+        raise ExecutionError(INVALID_PROGRAM, f"NeutronBackend: the payload header declares {header.n_inputs} "
+                                              f"inputs and {header.n_outputs} outputs but its TFLite has "
+                                              f"{len(inputs)} and {len(outputs)}")
+    return _Program(header, interpreter, inputs, outputs)
+
+
+def _to_tflite_layout(arg: Arg, flag: int, what: str) -> np.ndarray:
+    phys = arg.physical(what)
+    contiguous = tuple(range(arg.ndim))
+    if flag == 1 and arg.ndim == 4:
+        if arg.dim_order == NHWC:
+            return phys  # already channels-last in memory
+        if arg.dim_order == NCHW:
+            return phys.transpose(0, 2, 3, 1)
+        raise ExecutionError(INVALID_ARGUMENT, f"{what} has dim order {arg.dim_order}; a channels-last input "
+                                               f"must be NCHW-contiguous or channels-last")
+    if arg.dim_order != contiguous:
+        raise ExecutionError(INVALID_ARGUMENT, f"{what} has dim order {arg.dim_order}; a tensor without a format "
+                                               f"flag must be contiguous")
+    return phys
+
+
+def _from_tflite_layout(arg: Arg, flag: int, value: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """(destination view, source array in the destination's memory order), checked for shape and dtype."""
+    dest = arg.physical(what)
+    if flag == 1 and arg.ndim == 4 and value.ndim == 4:
+        if arg.dim_order == NHWC:
+            src = value
+        elif arg.dim_order == NCHW:
+            src = value.transpose(0, 3, 1, 2)
+        else:
+            raise ExecutionError(INVALID_ARGUMENT, f"{what} has dim order {arg.dim_order}; a channels-last "
+                                                   f"output must be NCHW-contiguous or channels-last")
+    elif arg.dim_order != tuple(range(arg.ndim)):
+        raise ExecutionError(INVALID_ARGUMENT, f"{what} has dim order {arg.dim_order}; a tensor without a "
+                                               f"format flag must be contiguous")
+    else:
+        src = value
+    if src.shape != dest.shape or src.dtype != dest.dtype:
+        raise ExecutionError(INVALID_ARGUMENT, f"{what} is {dest.dtype}{list(arg.sizes)} (dim order "
+                                               f"{arg.dim_order}) but the partition produces {value.dtype}"
+                                               f"{list(value.shape)} (format flag {flag})")
+    return dest, src
+
+
+def run_program(program: _Program, args: Sequence[Arg]) -> None:
+    header, interp = program.header, program.interpreter
+    needed = max(header.n_args, header.n_args + max(header.output_args) + 1)
+    if len(args) < needed:
+        raise ExecutionError(INVALID_PROGRAM, f"NeutronBackend: the payload header needs {needed} delegate "
+                                              f"arguments ({header.n_args} inputs, outputs at "
+                                              f"{list(header.output_args)}) but the call has {len(args)}")
+    for i, detail in enumerate(program.inputs):
+        k = header.input_args[i]
+        what = f"Neutron input {i} (delegate argument {k})"
+        value = _to_tflite_layout(args[k], header.input_formats[i], what)
+        expected = tuple(int(s) for s in detail["shape"])
+        if value.shape != expected or value.dtype != np.dtype(detail["dtype"]):
+            raise ExecutionError(INVALID_ARGUMENT, f"{what} is {value.dtype}{list(value.shape)} in the "
+                                                   f"partition's layout but the partition expects "
+                                                   f"{np.dtype(detail['dtype'])}{list(expected)}")
+        interp.set_tensor(detail["index"], np.ascontiguousarray(value))
+    try:
+        interp.invoke()
+    except Exception as exc:  # noqa: BLE001
+        raise ExecutionError(INTERNAL, f"NeutronBackend: LiteRT failed to run the partition: {exc}") from None
+    writes = []
+    for j, detail in enumerate(program.outputs):
+        k = header.n_args + header.output_args[j]
+        what = f"Neutron output {j} (delegate argument {k})"
+        writes.append(_from_tflite_layout(args[k], header.output_formats[j], interp.get_tensor(detail["index"]), what))
+    for dest, src in writes:  # all checked: now write
+        np.copyto(dest, src)
+
+
+class Executor:
+    """Runs delegate calls; keeps one LiteRT interpreter per distinct blob (LRU of `capacity`)."""
+
+    def __init__(self, capacity: int = 8):
+        self._capacity = capacity
+        self._by_digest: OrderedDict[str, _Program] = OrderedDict()
+        self._by_handle: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    def execute(self, handle_id: int, get_blob: Callable[[], bytes], args: Sequence[Arg]) -> None:
+        with self._lock:
+            program = self._program(handle_id, get_blob)
+            run_program(program, args)
+
+    def release(self, handle_id: int) -> None:
+        with self._lock:
+            self._by_handle.pop(handle_id, None)
+
+    def _program(self, handle_id: int, get_blob: Callable[[], bytes]) -> _Program:
+        digest = self._by_handle.get(handle_id)
+        if digest is None or digest not in self._by_digest:
+            blob = get_blob()
+            digest = hashlib.sha256(blob).hexdigest()
+            if digest not in self._by_digest:
+                self._by_digest[digest] = _load_program(blob)
+                while len(self._by_digest) > self._capacity:
+                    self._by_digest.popitem(last=False)
+            self._by_handle[handle_id] = digest
+        self._by_digest.move_to_end(digest)
+        return self._by_digest[digest]

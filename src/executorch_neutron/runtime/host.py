@@ -1,0 +1,111 @@
+"""Run a .pte on a Linux host: the stock ExecuTorch runtime plus the host NeutronBackend.
+
+Non-delegated int8 kernels (quantize/dequantize, ...) come from `executorch.kernels.quantized`, imported before
+any program is loaded; the host NeutronBackend is registered before the program is loaded, so every Neutron
+delegate call in the file executes (host-reference payloads in LiteRT). A failing delegate call surfaces as a
+`NeutronRuntimeError` carrying the backend's message.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from . import bridge
+from .errors import NeutronRuntimeError
+
+
+def _runtime():
+    import executorch.kernels.quantized  # noqa: F401 - registers the quantized kernels (must precede loading)
+    from executorch.runtime import Runtime
+
+    bridge.ensure_registered()
+    return Runtime.get()
+
+
+def _fail(stage: str, exc: Exception) -> NeutronRuntimeError:
+    message = bridge.last_error()
+    bridge.clear_error()
+    if message:
+        return NeutronRuntimeError(message)
+    return NeutronRuntimeError(f"ExecuTorch could not {stage}: {exc}")
+
+
+class HostProgram:
+    """A loaded .pte whose methods can be executed repeatedly."""
+
+    def __init__(self, pte: str | Path | bytes):
+        runtime = _runtime()
+        if isinstance(pte, (bytes, bytearray, memoryview)):
+            data: bytes | str = bytes(pte)
+        else:
+            path = Path(pte)
+            if not path.is_file():
+                raise NeutronRuntimeError(f"no .pte file at {path}")
+            data = str(path)
+        bridge.clear_error()
+        try:
+            self._program = runtime.load_program(data)
+        except RuntimeError as exc:
+            raise _fail("load the program (is it a valid .pte?)", exc) from exc
+        self._methods: dict = {}
+
+    @property
+    def method_names(self) -> set[str]:
+        return set(self._program.method_names)
+
+    def _method(self, name: str):
+        if name not in self._methods:
+            if name not in self._program.method_names:
+                raise NeutronRuntimeError(f"the program has no method {name!r}; it has {sorted(self._program.method_names)}")
+            bridge.clear_error()
+            try:
+                self._methods[name] = self._program.load_method(name)
+            except RuntimeError as exc:
+                raise _fail(f"load method {name!r}", exc) from exc
+        return self._methods[name]
+
+    def execute(self, inputs: Sequence[torch.Tensor], method: str = "forward") -> list[torch.Tensor]:
+        m = self._method(method)
+        _check_inputs(m.metadata, list(inputs))
+        bridge.clear_error()
+        try:
+            outputs = m.execute(list(inputs))
+        except RuntimeError as exc:
+            raise _fail(f"execute method {method!r}", exc) from exc
+        return list(outputs)
+
+
+_TORCH_DTYPES = {0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.int64, 5: torch.float16,
+                 6: torch.float32, 7: torch.float64, 11: torch.bool, 15: torch.bfloat16}
+
+
+def _check_inputs(meta, inputs: list) -> None:
+    """Say precisely what is wrong with the inputs (ExecuTorch itself only returns an error code)."""
+    if len(inputs) != meta.num_inputs():
+        raise NeutronRuntimeError(f"method {meta.name()!r} takes {meta.num_inputs()} inputs, got {len(inputs)}")
+    for i, value in enumerate(inputs):
+        try:
+            info = meta.input_tensor_meta(i)
+        except (RuntimeError, ValueError, IndexError):
+            continue  # not a tensor input
+        if not isinstance(value, torch.Tensor):
+            raise NeutronRuntimeError(f"input {i} must be a tensor, got {type(value).__name__}")
+        sizes, dtype = tuple(info.sizes()), _TORCH_DTYPES.get(int(info.dtype()))
+        if tuple(value.shape) != sizes or (dtype is not None and value.dtype != dtype):
+            raise NeutronRuntimeError(
+                f"input {i} is {value.dtype}{list(value.shape)} but the program was exported for "
+                f"{dtype}{list(sizes)}; pass inputs with the exported shapes and dtypes"
+            )
+
+
+def load(pte: str | Path | bytes) -> HostProgram:
+    """Load a .pte (path or bytes) for repeated execution on the host."""
+    return HostProgram(pte)
+
+
+def run(pte: str | Path | bytes, inputs: Sequence[torch.Tensor], method: str = "forward") -> list[torch.Tensor]:
+    """Execute `method` of a .pte (path or bytes) on the host; returns its outputs."""
+    return load(pte).execute(inputs, method)

@@ -1,0 +1,191 @@
+"""TEST DOUBLE of NXP's eIQ Neutron SDK (`eiq_neutron_sdk`): the only fake in the test suite.
+
+`install(directory)` writes a tiny `eiq_neutron_sdk` package into `directory` that re-exports the Fake classes
+below as `neutron_converter` and `neutron_library_utils`; tests put `directory` on sys.path (the converter child
+process inherits it). The fake converter builds, from the partition's TFLite, a TFLite with one `NeutronGraph`
+custom operator laid out as the payload contract says (real inputs + microcode, weights, kernels; real outputs +
+scratch [+ profile + debug]). Its microcode is NOT device code: a 32-byte preamble with the documented words
+followed by a digest of the input.
+
+Behaviour is chosen by environment variables, because the converter runs in a child process:
+    FAKE_NEUTRON_MODE    ok (default) | profile (3 extra outputs -> version 1) | abort (os.abort) | raise |
+                         two_ops | not_custom | bad_magic | bad_microcode_size | bad_weights_size | wrong_inputs |
+                         wrong_outputs | garbage
+    FAKE_NEUTRON_RECORD  path of a JSON file receiving the target and compilation options the converter saw
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import sys
+from pathlib import Path
+
+import flatbuffers
+import numpy as np
+from ai_edge_litert import schema_py_generated as schema
+
+MAGIC = 0x64434D6E
+FAKE_TARGETS = ("imxrt700",)
+WEIGHTS = bytes(range(37))  # deliberately not a multiple of 16: exercises section padding
+KERNELS = bytes(range(100, 121))
+
+
+class FakeCompilationOpts:
+    """Holds exactly the SDK 3.x option names; assigning an unknown name fails like the real binding."""
+
+    _NAMES = ("minNumOpsPerGraph", "excludeGraphPasses", "fetchConstantsToSRAM", "dumpKernelSelectionCode",
+              "useProfiling", "dumpAfterImport", "dumpAfterGenerate", "verbose")
+
+    def __init__(self):
+        for name in self._NAMES:
+            object.__setattr__(self, name, None)
+
+    def __setattr__(self, name, value):
+        if name not in self._NAMES:
+            raise AttributeError(f"FakeCompilationOpts has no attribute {name!r}")
+        object.__setattr__(self, name, value)
+
+
+class FakeCompilationContext:
+    def __init__(self):
+        self.targetOpts = None
+        self.compilationOpts = FakeCompilationOpts()
+
+
+class FakeNeutronConverter:
+    """Stands in for `eiq_neutron_sdk.neutron_converter`."""
+
+    CompilationContext = FakeCompilationContext
+
+    @staticmethod
+    def getNeutronTarget(name):
+        return {"fake_target": name}
+
+    @staticmethod
+    def convertModel(model_as_list, cctx):
+        data = bytes(model_as_list)
+        opts = cctx.compilationOpts
+        record = os.environ.get("FAKE_NEUTRON_RECORD")
+        if record:
+            Path(record).write_text(json.dumps({
+                "target": cctx.targetOpts,
+                "options": {n: getattr(opts, n) for n in FakeCompilationOpts._NAMES},
+                "input_size": len(data),
+            }, sort_keys=True))
+        if opts.useProfiling:
+            os.write(1, b"FAKE-PROFILE fd1: kernel 0 conv\n")
+            os.write(2, b"FAKE-PROFILE fd2: kernel 1 add\n")
+        if opts.dumpKernelSelectionCode:
+            Path("kernel_selection.c").write_text("/* fake kernel selection */\n")
+        mode = os.environ.get("FAKE_NEUTRON_MODE", "ok")
+        if mode == "abort":
+            sys.stdout.flush()
+            os.abort()
+        if mode == "raise":
+            raise RuntimeError("fake converter refused the model")
+        if mode == "garbage":
+            return list(b"not a flatbuffer at all")
+        return list(neutron_graph_model(data, mode))
+
+
+class FakeNeutronLibraryUtils:
+    """Stands in for `eiq_neutron_sdk.neutron_library_utils`."""
+
+    @staticmethod
+    def isNeutronTarget(name):
+        return name in FAKE_TARGETS
+
+    @staticmethod
+    def getNeutronTargets():
+        return list(FAKE_TARGETS)
+
+
+def fake_microcode(source: bytes, n_in: int, n_out: int, weights: bytes, mode: str = "ok") -> bytes:
+    body = hashlib.sha256(source).digest() + bytes(9)  # 41 bytes: total size not a multiple of 16
+    size = 32 + len(body)
+    words = [MAGIC, n_in, n_out, 0, 0, 0, size, len(weights)]
+    if mode == "bad_magic":
+        words[0] = 0xDEADBEEF
+    if mode == "bad_microcode_size":
+        words[6] = size + 16
+    if mode == "bad_weights_size":
+        words[7] = len(weights) + 1
+    return struct.pack("<8I", *words) + body
+
+
+def neutron_graph_model(source: bytes, mode: str = "ok") -> bytes:
+    """The converted model for the TFLite `source`, shaped by `mode` (see the module docstring)."""
+    src = schema.ModelT.InitFromPackedBuf(source, 0)
+    sg_in = src.subgraphs[0]
+    real_in = [sg_in.tensors[i] for i in sg_in.inputs]
+    real_out = [sg_in.tensors[i] for i in sg_in.outputs]
+    microcode = fake_microcode(source, len(real_in), len(real_out), WEIGHTS, mode)
+    buffers = [schema.BufferT()]
+    tensors = []
+
+    def add(name, shape, data=None, ttype=schema.TensorType.INT8, like=None):
+        t = schema.TensorT()
+        if like is not None:
+            t.shape, t.type, t.quantization = list(like.shape), like.type, like.quantization
+        else:
+            t.shape, t.type = list(shape), ttype
+        t.name = name
+        t.buffer = 0
+        if data is not None:
+            b = schema.BufferT()
+            b.data = np.frombuffer(data, dtype=np.uint8).copy()
+            buffers.append(b)
+            t.buffer = len(buffers) - 1
+        tensors.append(t)
+        return len(tensors) - 1
+
+    ins = [add(f"in{i}", None, like=t) for i, t in enumerate(real_in)]
+    outs = [add(f"out{i}", None, like=t) for i, t in enumerate(real_out)]
+    consts = [add("microcode", [len(microcode)], microcode, schema.TensorType.UINT8),
+              add("weights", [len(WEIGHTS)], WEIGHTS, schema.TensorType.UINT8),
+              add("kernels", [len(KERNELS)], KERNELS, schema.TensorType.UINT8)]
+    extras = [add("scratch", [256])]
+    if mode == "profile":
+        extras += [add("profile", [64]), add("debug", [64])]
+    if mode == "wrong_outputs":
+        extras += [add("surplus", [8])]
+    node_inputs = ins + consts if mode != "wrong_inputs" else ins[:-1] + consts
+    codes = [schema.OperatorCodeT()]
+    codes[0].builtinCode = codes[0].deprecatedBuiltinCode = schema.BuiltinOperator.CUSTOM
+    codes[0].customCode = "NeutronGraph" if mode != "not_custom" else "SomethingElse"
+    codes[0].version = 1
+    ops = [_op(0, node_inputs, outs + extras)]
+    if mode == "two_ops":
+        ops.append(_op(0, node_inputs, outs + extras))
+    sg = schema.SubGraphT()
+    sg.tensors, sg.inputs, sg.outputs, sg.operators, sg.name = tensors, ins, outs, ops, "main"
+    model = schema.ModelT()
+    model.version, model.operatorCodes, model.subgraphs, model.buffers = 3, codes, [sg], buffers
+    model.description = "fake eIQ Neutron converter output"
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def _op(opcode_index, inputs, outputs):
+    op = schema.OperatorT()
+    op.opcodeIndex, op.inputs, op.outputs = opcode_index, list(inputs), list(outputs)
+    return op
+
+
+def install(directory: Path) -> Path:
+    """Write an `eiq_neutron_sdk` package into `directory` that serves the Fake classes; returns `directory`."""
+    package = Path(directory) / "eiq_neutron_sdk"
+    package.mkdir(parents=True, exist_ok=True)
+    here = str(Path(__file__).resolve().parent)
+    (package / "__init__.py").write_text(
+        '"""TEST DOUBLE: serves tests/npu/fake_neutron_sdk.py as eiq_neutron_sdk."""\n'
+        "import sys\n"
+        f"sys.path.insert(0, {here!r})\n"
+        "from fake_neutron_sdk import FakeNeutronConverter as neutron_converter\n"
+        "from fake_neutron_sdk import FakeNeutronLibraryUtils as neutron_library_utils\n"
+    )
+    return Path(directory)
