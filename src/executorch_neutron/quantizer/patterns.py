@@ -47,12 +47,13 @@ class AnnotationContext:
     skip: Callable[[Node], bool]  # True for nodes the user asked to keep float
 
     def free(self, node: object) -> bool:
-        """A float-tensor call_function node that is not annotated yet and not skipped."""
+        """A float-tensor call_function node, not annotated yet, not skipped, not a reshaped constant."""
         return (
             isinstance(node, Node)
             and node.op == "call_function"
             and not is_annotated(node)
             and is_float_tensor(node)
+            and not is_constant(node)
             and not self.skip(node)
         )
 
