@@ -81,9 +81,10 @@ REGISTRY: dict[object, OpEntry] = {}
 def op_name(target) -> str:
     """'aten.convolution.default' for an edge or aten OpOverload."""
     op = getattr(target, "_op", target)
-    name = getattr(op, "_name", None) or str(op)
-    overload = getattr(op, "_overloadname", "default")
-    return f"{name.replace('::', '.')}.{overload}"
+    schema = getattr(op, "_schema", None)
+    if schema is None:
+        return getattr(op, "__name__", str(op))
+    return f"{schema.name.replace('::', '.')}.{op._overloadname}"
 
 
 def register(*targets, constraints=(), noop=False, shared_qparams=False):

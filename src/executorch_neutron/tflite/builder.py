@@ -66,7 +66,7 @@ class ModelBuilder:
             q.quantizedDimension = int(quant.axis)
             t.quantization = q
         if data is not None:
-            arr = np.ascontiguousarray(np.asarray(data, dtype=dtype))
+            arr = np.array(data, dtype=dtype, order="C")
             if tuple(arr.shape) != tuple(t.shape):
                 raise ValueError(f"constant {name}: data shape {arr.shape} != tensor shape {tuple(t.shape)}")
             buf = schema.BufferT()

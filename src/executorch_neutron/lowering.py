@@ -1,0 +1,135 @@
+"""`lower()`: the one-call path model -> quantized -> partitioned -> .pte, returning a `LoweringResult`.
+
+It is the ExecuTorch-native flow (export, PT2E with NeutronQuantizer, to_edge_transform_and_lower with
+NeutronPartitioner, to_executorch) with timings, progress and a delegation report around it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import torch
+
+from .compile_spec import NeutronCompileSpec
+
+log = logging.getLogger("executorch_neutron")
+
+
+class LoweringError(RuntimeError):
+    """The model could not be lowered; the message says what was wrong and what to do."""
+
+
+@dataclass
+class LoweringResult:
+    pte: bytes
+    report: "DelegationReport"  # noqa: F821
+    spec: NeutronCompileSpec
+    quantized_model: torch.fx.GraphModule | None  # PyTorch's own quantized model (convert_pt2e): the reference
+    edge_program: object = None  # EdgeProgramManager after lowering
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(self.pte)
+        return path
+
+    @property
+    def payloads(self) -> dict[str, bytes]:
+        """Delegate blobs by partition tag, in graph order."""
+        return {p.tag: p.blob for p in self.report.partitions}
+
+
+def _as_tuple(inputs) -> tuple:
+    if isinstance(inputs, torch.Tensor):
+        return (inputs,)
+    if not isinstance(inputs, (tuple, list)) or not all(isinstance(t, torch.Tensor) for t in inputs):
+        raise LoweringError("example inputs must be a tensor or a tuple of tensors")
+    return tuple(inputs)
+
+
+def quantize(model: torch.nn.Module, inputs: tuple, calibration: Iterable, quantizer, progress: Callable = None):
+    """PT2E: export, prepare with the quantizer, calibrate, convert. Returns PyTorch's quantized model."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    exported = torch.export.export(model, inputs, strict=False).module()
+    prepared = prepare_pt2e(exported, quantizer)
+    samples = list(calibration)
+    it = progress(samples, desc="calibrating", unit="batch") if progress else samples
+    with torch.no_grad():
+        for sample in it:
+            prepared(*_as_tuple(sample))
+    return convert_pt2e(prepared)
+
+
+def lower(
+    model: torch.nn.Module,
+    inputs,
+    calibration_inputs: Iterable | None = None,
+    target: str = "imxrt700",
+    *,
+    spec: NeutronCompileSpec | None = None,
+    quantizer=None,
+    quantize_model: bool = True,
+    progress: Callable | None = None,
+    **spec_options,
+) -> LoweringResult:
+    """Quantize `model` for the NPU, partition and lower it, and return the .pte with its report.
+
+    inputs: example inputs (a tensor or tuple of tensors; static shapes).
+    calibration_inputs: an iterable of input tuples for PTQ calibration; defaults to the example inputs (a
+        warning says so: calibrate on real data for usable accuracy).
+    spec / spec_options: NeutronCompileSpec, or its fields as keywords (intermediates_dir=..., ...).
+    quantize_model: False when `model` is already quantized (a convert_pt2e GraphModule).
+    progress: a tqdm-like wrapper for progress bars (the CLI passes tqdm).
+    """
+    import executorch.kernels.quantized  # noqa: F401  (out variants of quantize/dequantize for the CPU side)
+    from executorch.exir import to_edge_transform_and_lower
+
+    from .partition import NeutronPartitioner
+    from .quantizer import NeutronQuantizer
+    from .report import DelegationReport
+
+    spec = NeutronCompileSpec.coerce(spec, target=target, **spec_options) if spec is None else spec.replace(
+        **spec_options)
+    inputs = _as_tuple(inputs)
+    if isinstance(model, torch.nn.Module) and not isinstance(model, torch.fx.GraphModule):
+        model = model.eval()
+    timings: dict[str, float] = {}
+
+    quantized = None
+    if quantize_model:
+        if calibration_inputs is None:
+            log.warning("no calibration inputs: calibrating on the example inputs only; pass calibration_inputs "
+                        "with representative data for usable int8 accuracy")
+            calibration_inputs = [inputs]
+        t0 = time.perf_counter()
+        quantized = quantize(model, inputs, calibration_inputs, quantizer or NeutronQuantizer(target=spec.target),
+                             progress)
+        timings["quantize"] = time.perf_counter() - t0
+        model = quantized
+
+    t0 = time.perf_counter()
+    try:
+        exported = torch.export.export(model, inputs, strict=False)
+    except Exception as exc:
+        raise LoweringError(f"torch.export failed on the model: {exc}") from exc
+    timings["export"] = time.perf_counter() - t0
+
+    partitioner = NeutronPartitioner(spec)
+    t0 = time.perf_counter()
+    edge = to_edge_transform_and_lower(exported, partitioner=[partitioner])
+    timings["partition+convert"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    program = edge.to_executorch()
+    timings["to_executorch"] = time.perf_counter() - t0
+
+    report = DelegationReport.build(exported, edge, partitioner, spec)
+    if not report.partitions:
+        log.warning("nothing was delegated to Neutron: %s", report.summary_line())
+    return LoweringResult(program.buffer, report, spec, quantized, edge, timings)

@@ -1,0 +1,108 @@
+"""Test harness: quantize -> lower -> run the partition TFLite in LiteRT -> compare with PyTorch's quantized model.
+
+The reference for every int8 result is PyTorch's own quantized model (`convert_pt2e`, kept in
+`LoweringResult.quantized_model`) on the same inputs; comparisons count output quantization steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+from executorch_neutron import lower
+from executorch_neutron.lowering import LoweringResult
+from executorch_neutron.payload import unpack
+from executorch_neutron.zoo import calibration
+
+
+def run_tflite(tflite: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Run a TFLite flatbuffer with LiteRT's reference kernels on already-quantized, physically laid-out inputs."""
+    it = Interpreter(model_content=tflite, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    for detail, x in zip(it.get_input_details(), inputs):
+        it.set_tensor(detail["index"], x)
+    it.invoke()
+    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
+
+
+def io_quant(tflite: bytes):
+    it = Interpreter(model_content=tflite, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    return ([d["quantization"] for d in it.get_input_details()], [d["quantization"] for d in it.get_output_details()])
+
+
+def quantize_np(x: np.ndarray, scale: float, zp: int) -> np.ndarray:
+    return np.clip(np.round(x / scale) + zp, -128, 127).astype(np.int8)
+
+
+def to_physical(x: np.ndarray, fmt: int) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if fmt == 1 and x.ndim == 4 else x
+
+
+def from_physical(x: np.ndarray, fmt: int) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if fmt == 1 and x.ndim == 4 else x
+
+
+@dataclass
+class RunResult:
+    result: LoweringResult
+    outputs: list[np.ndarray]  # int8, PyTorch layout, from LiteRT running the partition TFLite
+    references: list[np.ndarray]  # int8: PyTorch's quantized model, quantized with the same output parameters
+    output_scales: list[float]
+
+    @property
+    def output(self) -> np.ndarray:
+        return self.outputs[0]
+
+    @property
+    def reference(self) -> np.ndarray:
+        return self.references[0]
+
+    @property
+    def output_scale(self) -> float:
+        return self.output_scales[0]
+
+    @property
+    def delegated_ops(self) -> dict[str, int]:
+        return dict(self.result.report.delegated_ops)
+
+    @property
+    def rejections(self):
+        return self.result.report.rejections
+
+
+def lower_and_run(module, inputs, calib=None, **spec) -> RunResult:
+    """Lower a single-partition model whose partition takes the model inputs and gives the model outputs."""
+    inputs = tuple(inputs)
+    calib = calib if calib is not None else [inputs] + calibration(inputs, 4)
+    result = lower(module, inputs, calib, **spec)
+    parts = result.report.partitions
+    assert len(parts) == 1, f"expected one partition, got {len(parts)}:\n{result.report}"
+    payload = unpack(parts[0].blob)
+    tflite = payload.tflite
+    in_q, out_q = io_quant(tflite)
+    h = payload.header
+    xs = [to_physical(quantize_np(inputs[h.input_args[i]].numpy(), *in_q[i]), h.input_formats[i])
+          for i in range(h.n_inputs)]
+    outs = [from_physical(o, h.output_formats[j]) for j, o in enumerate(run_tflite(tflite, xs))]
+    with torch.no_grad():
+        ref = result.quantized_model(*inputs)
+    ref = ref if isinstance(ref, (tuple, list)) else (ref,)
+    refs = [quantize_np(r.numpy(), *out_q[j]) for j, r in enumerate(ref)]
+    return RunResult(result, outs, refs, [q[0] for q in out_q])
+
+
+def steps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.abs(a.astype(np.int32) - b.astype(np.int32))
+
+
+def assert_within_steps(out: np.ndarray, ref: np.ndarray, steps_allowed: int = 1, scale: float | None = None):
+    assert out.shape == ref.shape, f"shape {out.shape} != reference {ref.shape}"
+    d = steps(out, ref)
+    worst = int(d.max()) if d.size else 0
+    assert worst <= steps_allowed, (
+        f"max error {worst} quantization steps (scale {scale}) > {steps_allowed}; "
+        f"{(d <= 1).mean() * 100:.2f}% of elements within 1 step"
+    )
