@@ -1,0 +1,41 @@
+"""Building the host NeutronBackend library: cached per build inputs, atomic, clear error without a compiler."""
+
+from __future__ import annotations
+
+import pytest
+
+from executorch_neutron.runtime import HostBuildError
+from executorch_neutron.runtime import build
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("EXECUTORCH_NEUTRON_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_builds_once_into_the_cache_and_reuses_it(cache):
+    first = build.library_path()
+    stamp = first.stat().st_mtime_ns
+    assert first.parent.parent == cache and first.name == build.LIBRARY_NAME
+    assert build.library_path() == first and first.stat().st_mtime_ns == stamp
+    assert not [p for p in first.parent.iterdir() if p.name.endswith(".tmp")]  # renamed into place
+
+
+def test_changed_build_inputs_lead_to_a_fresh_build(cache, monkeypatch):
+    first = build.library_path()
+    monkeypatch.setattr(build, "CXX_FLAGS", build.CXX_FLAGS + ("-DNEUTRON_TEST_VARIANT=1",))
+    second = build.library_path()
+    assert second != first and second.is_file() and first.is_file()
+
+
+def test_missing_compiler_says_how_to_install_one(cache, monkeypatch):
+    monkeypatch.setenv("CXX", "no-such-compiler-xyz")
+    with pytest.raises(HostBuildError, match=r"no C\+\+ compiler found .*apt-get install g\+\+"):
+        build.library_path()
+
+
+def test_compile_failure_shows_the_compiler_output(cache, monkeypatch):
+    monkeypatch.setattr(build, "CXX_FLAGS", build.CXX_FLAGS + ("-DNEUTRON_FORCE_ERROR=1", "-include", "missing.h"))
+    with pytest.raises(HostBuildError, match="(?s)compiling the host NeutronBackend library failed.*fatal error: missing.h"):
+        build.library_path()
