@@ -18,6 +18,9 @@ from ..ops.fusion import fused_activation, result_node
 from ..ops.registry import CheckContext
 
 
+NOT_INT8 = "not quantized to int8"
+
+
 @dataclass(frozen=True)
 class Rejection:
     node: str
@@ -86,9 +89,14 @@ def decide(graph: Graph, ctx: CheckContext) -> dict[Node, Rejection | None]:
         decisions[node] = _decide_one(node, ctx)
     for act, producer in absorbed.items():
         rej = decisions.get(producer)
-        decisions[act] = None if rej is None else Rejection(
-            act.name, registry.op_name(act.target),
-            f"fused into {producer.name} ({registry.op_name(producer.target)}), which runs on the CPU")
+        if rej is None:
+            decisions[act] = None
+        elif rej.reason.startswith(NOT_INT8):  # a float pair: the activation's own reason says it best
+            decisions[act] = _decide_one(act, ctx)
+        else:
+            decisions[act] = Rejection(act.name, registry.op_name(act.target),
+                                       f"fused into {producer.name} ({registry.op_name(producer.target)}), "
+                                       "which runs on the CPU")
     return decisions
 
 
@@ -107,7 +115,7 @@ def _decide_one(node: Node, ctx: CheckContext) -> Rejection | None:
         return reject("dynamic shape: Neutron needs static shapes", "export with static shapes")
     reason = _int8_reason(node, ctx)
     if reason:
-        return reject(f"not quantized to int8: {reason}")
+        return reject(f"{NOT_INT8}: {reason}")
     failed = entry.check(node, ctx)
     if failed:
         return reject(*failed)
