@@ -1,5 +1,20 @@
-"""Delegation reports: what runs on the NPU, what stays on the CPU and why."""
+"""Delegation reports: what runs on the NPU, what stays on the CPU and why; and what is inside a .pte file.
 
-from .delegation import DelegationReport, PartitionReport
+    report = lower(...).report        # DelegationReport
+    print(report); report.save("r.html")   # .md / .html / .json (schema: report/schema.json) / text
+    inspect_pte("model.pte")          # PteSummary: methods, CPU kernels, delegates and their payloads
+"""
 
-__all__ = ["DelegationReport", "PartitionReport"]
+from .delegation import CpuNode, DelegationReport, MemoryEstimate, PartitionReport
+from .macs import MAC_FORMULA
+from .render import SCHEMA_PATH, load_schema
+
+__all__ = ["CpuNode", "DelegationReport", "MAC_FORMULA", "MemoryEstimate", "PartitionReport", "SCHEMA_PATH",
+           "inspect_pte", "load_schema"]
+
+
+def inspect_pte(pte):
+    """Summarize a .pte (path or bytes): see report/pte.py."""
+    from .pte import inspect_pte as _inspect
+
+    return _inspect(pte)

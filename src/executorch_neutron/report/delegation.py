@@ -1,15 +1,23 @@
-"""The delegation report of one lowering: partitions (nodes, ops, io, payload) and every CPU node with its reason.
+"""The delegation report of one lowering: what runs on the NPU, what stays on the CPU and why, and what it costs.
 
-Built from the partitioner's decisions and the lowered modules of the edge program; printable as text.
+Built by `DelegationReport.build` from the quantized ExportedProgram (MACs of the whole model), the lowered edge
+program (one lowered module per partition: nodes, ops, io, constants, payload) and the partitioner's decisions
+(every CPU node with its reason). Rendered as text (`str(report)`), Markdown, HTML or JSON (see render.py and
+schema.json); `report.save("r.html")` picks the format from the suffix.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..compile_spec import NeutronCompileSpec
 from ..partition.support import Rejection
+from . import macs as _macs
+
+MEMORY_NOTE = ("estimate: int8 weights of all partitions + the largest working set of one NPU operator (its input "
+               "and output activations); the Neutron converter's real placement, scratch and alignment differ")
 
 
 @dataclass
@@ -23,6 +31,11 @@ class PartitionReport:
     output_shapes: list[tuple[int, ...]] = field(default_factory=list)
     input_formats: tuple[int, ...] = ()
     output_formats: tuple[int, ...] = ()
+    macs: int = 0
+    op_macs: Counter = field(default_factory=Counter)
+    weight_bytes: int = 0  # constants the partition computes with (int8 weights, int32 biases), not qparams
+    largest_activation_bytes: int = 0  # largest single int8 tensor inside or at the boundary of the partition
+    working_set_bytes: int = 0  # largest input+output activation bytes of one operator
 
     @property
     def tflite(self) -> bytes:
@@ -30,13 +43,54 @@ class PartitionReport:
 
         return unpack(self.blob).tflite
 
+    @property
+    def payload_bytes(self) -> int:
+        return len(self.blob)
+
+
+@dataclass
+class CpuNode:
+    """A node left on the CPU: the partitioner's rejection plus its MACs."""
+
+    rejection: Rejection
+    macs: int = 0
+
+    @property
+    def op(self) -> str:
+        return self.rejection.op
+
+
+@dataclass
+class MemoryEstimate:
+    sram_bytes: int
+    weight_bytes: int
+    activation_bytes: int
+    cpu_constant_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.weight_bytes + self.activation_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.total_bytes <= self.sram_bytes
+
+    @property
+    def share(self) -> float:
+        return self.total_bytes / self.sram_bytes if self.sram_bytes else 0.0
+
 
 @dataclass
 class DelegationReport:
     target: str
     partitions: list[PartitionReport]
     rejections: list[Rejection]
+    total_macs: int = 0  # of every node, on the NPU or not (from the quantized ExportedProgram)
+    cpu_macs: dict[str, int] = field(default_factory=dict)  # rejected node name -> MACs
+    cpu_constant_bytes: int = 0  # constants left in the program outside delegates
+    pte_bytes: int | None = None  # size of the .pte file when known (set by the caller that has it)
 
+    # --- counts -------------------------------------------------------------------------------------------
     @property
     def delegated_ops(self) -> Counter:
         total = Counter()
@@ -56,56 +110,187 @@ class DelegationReport:
     def num_compute(self) -> int:
         return self.num_delegated + len(self.rejections)
 
+    @property
+    def node_share(self) -> float:
+        return self.num_delegated / self.num_compute if self.num_compute else 0.0
+
+    @property
+    def npu_macs(self) -> int:
+        return sum(p.macs for p in self.partitions)
+
+    @property
+    def mac_share(self) -> float:
+        total = max(self.total_macs, self.npu_macs)
+        return self.npu_macs / total if total else 0.0
+
+    @property
+    def payload_bytes(self) -> int:
+        return sum(p.payload_bytes for p in self.partitions)
+
+    @property
+    def model_bytes(self) -> int:
+        """The .pte size when known, else delegate payloads + CPU-side constants."""
+        return self.pte_bytes if self.pte_bytes is not None else self.payload_bytes + self.cpu_constant_bytes
+
+    @property
+    def cpu_groups(self) -> dict[str, list[CpuNode]]:
+        """CPU nodes grouped by operator, most frequent first."""
+        groups: dict[str, list[CpuNode]] = {}
+        for r in self.rejections:
+            groups.setdefault(r.op, []).append(CpuNode(r, self.cpu_macs.get(r.node, 0)))
+        return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+
+    @property
+    def memory(self) -> MemoryEstimate:
+        from ..target import get_target
+
+        return MemoryEstimate(
+            sram_bytes=get_target(self.target).sram_bytes,
+            weight_bytes=sum(p.weight_bytes for p in self.partitions),
+            activation_bytes=max((p.working_set_bytes for p in self.partitions), default=0),
+            cpu_constant_bytes=self.cpu_constant_bytes,
+        )
+
+    # --- rendering ----------------------------------------------------------------------------------------
     def summary_line(self) -> str:
         n, total = self.num_delegated, self.num_compute
-        share = 100.0 * n / total if total else 0.0
-        return (f"{n} of {total} compute nodes ({share:.1f}%) on the Neutron NPU in {len(self.partitions)} "
-                f"partition(s); {len(self.rejections)} on the CPU")
+        return (f"{n} of {total} compute nodes ({100.0 * self.node_share:.1f}%) on the Neutron NPU in "
+                f"{len(self.partitions)} partition(s); {len(self.rejections)} on the CPU")
 
     def __str__(self) -> str:
-        lines = [f"Neutron delegation report (target {self.target})", self.summary_line(), ""]
-        for p in self.partitions:
-            ops = ", ".join(f"{op} x{c}" for op, c in sorted(p.ops.items()))
-            lines.append(f"[{p.tag}] {len(p.nodes)} nodes, payload {p.kind} {len(p.blob)} bytes")
-            lines.append(f"    inputs {p.input_shapes} formats {list(p.input_formats)}; "
-                         f"outputs {p.output_shapes} formats {list(p.output_formats)}")
-            lines.append(f"    ops: {ops}")
-        if self.rejections:
-            lines.append("")
-            lines.append("On the CPU:")
-            for r in self.rejections:
-                hint = f" (hint: {r.hint})" if r.hint else ""
-                lines.append(f"    {r.op} {r.node}: {r.reason}{hint}")
-        return "\n".join(lines)
+        from .render import to_text
 
+        return to_text(self)
+
+    def to_dict(self) -> dict:
+        from .render import to_dict
+
+        return to_dict(self)
+
+    def to_json(self) -> str:
+        import json
+
+        return json.dumps(self.to_dict(), indent=2)
+
+    def to_markdown(self) -> str:
+        from .render import to_markdown
+
+        return to_markdown(self)
+
+    def to_html(self) -> str:
+        from .html import to_html
+
+        return to_html(self)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the report; the format follows the suffix: .md, .html/.htm, .json, anything else text."""
+        path = Path(path)
+        suffix = path.suffix.lower()
+        text = {".md": self.to_markdown, ".html": self.to_html, ".htm": self.to_html,
+                ".json": self.to_json}.get(suffix, self.__str__)()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + ("" if text.endswith("\n") else "\n"), encoding="utf-8")
+        return path
+
+    # --- construction -------------------------------------------------------------------------------------
     @classmethod
     def build(cls, exported, edge, partitioner, spec: NeutronCompileSpec) -> "DelegationReport":
         from ..backend import partition_name
-        from ..ops.registry import op_name
-        from ..payload import unpack
 
-        gm = edge.exported_program().graph_module
+        program = edge.exported_program()
+        gm = program.graph_module
         partitions = []
         for node in gm.graph.nodes:
-            if node.op != "get_attr" or not node.target.startswith("lowered_module"):
-                continue
-            lowered = getattr(gm, node.target)
-            original = lowered.original_module
-            tag = partition_name(original)
-            compute = [n for n in original.graph.nodes if n.name in set(partitioner.partition_tags.get(tag, []))]
-            payload = unpack(lowered.processed_bytes)
-            placeholders = [n for n in original.graph.nodes if n.op == "placeholder"
-                            and n.name in original.graph_signature.user_inputs]
-            outputs = next(n for n in original.graph.nodes if n.op == "output").args[0]
-            partitions.append(PartitionReport(
-                tag=tag,
-                nodes=[n.name for n in compute],
-                ops=Counter(op_name(n.target) for n in compute),
-                blob=bytes(lowered.processed_bytes),
-                kind=payload.kind,
-                input_shapes=[tuple(n.meta["val"].shape) for n in placeholders],
-                output_shapes=[tuple(n.meta["val"].shape) for n in outputs],
-                input_formats=payload.header.input_formats,
-                output_formats=payload.header.output_formats,
-            ))
-        return cls(spec.target, partitions, list(partitioner.rejections))
+            if node.op == "get_attr" and node.target.startswith("lowered_module"):
+                lowered = getattr(gm, node.target)
+                tag = partition_name(lowered.original_module)
+                partitions.append(_partition(tag, lowered, partitioner.partition_tags.get(tag, [])))
+        by_name = {n.name: n for n in gm.graph.nodes}
+        cpu_macs = {r.node: _macs.node_macs(by_name[r.node]) for r in partitioner.rejections if r.node in by_name}
+        npu = sum(p.macs for p in partitions)
+        total = _macs.graph_macs(exported.graph) if exported is not None else 0
+        return cls(spec.target, partitions, list(partitioner.rejections),
+                   total_macs=max(total, npu + sum(cpu_macs.values())), cpu_macs=cpu_macs,
+                   cpu_constant_bytes=_constant_bytes(program))
+
+
+def _constant_tensors(program) -> dict[str, object]:
+    """Placeholder name -> tensor for every parameter, buffer and lifted constant of an ExportedProgram."""
+    sig = program.graph_signature
+    out = {}
+    for mapping in (sig.inputs_to_parameters, sig.inputs_to_buffers, sig.inputs_to_lifted_tensor_constants):
+        for name, target in mapping.items():
+            tensor = program.state_dict.get(target, program.constants.get(target))
+            if tensor is not None:
+                out[name] = tensor
+    return out
+
+
+def _constant_bytes(program) -> int:
+    return sum(t.numel() * t.element_size() for t in _constant_tensors(program).values())
+
+
+def _is_qparam(node) -> bool:
+    """A constant used only as the scale / zero point of quantize or dequantize nodes."""
+    from .. import qdq
+
+    return bool(node.users) and all(
+        (qdq.is_q(u) or qdq.is_dq(u)) and u.args and u.args[0] is not node for u in node.users)
+
+
+def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
+    from .. import qdq
+    from ..ops.registry import op_name
+    from ..payload import unpack
+
+    original = lowered.original_module
+    graph = original.graph
+    names = set(compute_names)
+    compute = [n for n in graph.nodes if n.name in names]
+    constants = _constant_tensors(original)
+    placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.name in original.graph_signature.user_inputs]
+    outputs = next(n for n in graph.nodes if n.op == "output").args[0]
+    payload = unpack(lowered.processed_bytes)
+
+    def int8_bytes(node) -> int:  # activations inside the partition are int8: one byte per element
+        dims = _macs.shape(node)
+        return 0 if dims is None else int(_numel(dims))
+
+    def is_const(node) -> bool:
+        src = node.args[0] if qdq.is_dq(node) and node.args else node
+        return getattr(src, "name", None) in constants
+
+    working = 0
+    for n in compute:
+        ins = sum(int8_bytes(a) for a in n.all_input_nodes if not is_const(a))
+        working = max(working, ins + int8_bytes(n))
+    acts = [int8_bytes(n) for n in compute] + [int8_bytes(n) for n in placeholders]
+    by_name = {n.name: n for n in graph.nodes}
+    weights = sum(t.numel() * t.element_size() for name, t in constants.items()
+                  if name in by_name and not _is_qparam(by_name[name]))
+    op_macs = Counter()
+    for n in compute:
+        op_macs[op_name(n.target)] += _macs.node_macs(n)
+    return PartitionReport(
+        tag=tag,
+        nodes=[n.name for n in compute],
+        ops=Counter(op_name(n.target) for n in compute),
+        blob=bytes(lowered.processed_bytes),
+        kind=payload.kind,
+        input_shapes=[tuple(n.meta["val"].shape) for n in placeholders],
+        output_shapes=[tuple(n.meta["val"].shape) for n in outputs],
+        input_formats=payload.header.input_formats,
+        output_formats=payload.header.output_formats,
+        macs=sum(op_macs.values()),
+        op_macs=+op_macs,
+        weight_bytes=weights,
+        largest_activation_bytes=max(acts, default=0),
+        working_set_bytes=working,
+    )
+
+
+def _numel(dims) -> int:
+    out = 1
+    for d in dims:
+        out *= d
+    return out

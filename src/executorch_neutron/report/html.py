@@ -1,0 +1,94 @@
+"""A self-contained HTML page for a `DelegationReport`: inline CSS, no scripts, no network.
+
+Sections: totals (node and MAC shares, model size, memory estimate as a bar), a table of partitions, a
+per-operator view (NPU vs CPU counts) and every CPU node with its reason and hint.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from .macs import MAC_FORMULA
+from .render import FORMATS, human_bytes, human_macs, op_rows
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2430;background:#fff}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde2ea;padding-bottom:4px}
+.cards{display:flex;flex-wrap:wrap;gap:12px;margin:16px 0}
+.card{border:1px solid #dde2ea;border-radius:8px;padding:10px 14px;min-width:170px}
+.card b{display:block;font-size:20px}.card span{color:#5a6474;font-size:12px}
+table{border-collapse:collapse;width:100%;margin:6px 0}th,td{border:1px solid #dde2ea;padding:5px 8px;text-align:left;
+vertical-align:top}th{background:#f3f5f9}td.n{text-align:right;font-variant-numeric:tabular-nums}
+code{font-size:12.5px}.bar{height:12px;background:#eef1f5;border-radius:6px;overflow:hidden;width:320px;
+display:inline-block;vertical-align:middle}.bar i{display:block;height:100%;background:#2f7d4f}
+.bar.over i{background:#b3362d}.npu{color:#2f7d4f;font-weight:600}.cpu{color:#b3362d;font-weight:600}
+.note{color:#5a6474;font-size:12px}
+"""
+
+
+def _card(value: str, label: str) -> str:
+    return f'<div class="card"><b>{escape(value)}</b><span>{escape(label)}</span></div>'
+
+
+def _io(shapes, formats) -> str:
+    return "<br>".join(f"<code>{escape(str(list(s)))}</code> {escape(FORMATS.get(f, str(f)))}"
+                       for s, f in zip(shapes, formats))
+
+
+def to_html(report) -> str:
+    mem = report.memory
+    total_macs = max(report.total_macs, report.npu_macs)
+    pct = min(100.0, 100 * mem.share)
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>Neutron delegation report: {escape(report.target)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>Neutron delegation report</h1><div class='note'>target <code>{escape(report.target)}</code></div>",
+        "<div class='cards'>",
+        _card(f"{100 * report.node_share:.1f}%", f"compute nodes on the NPU ({report.num_delegated} of "
+                                                  f"{report.num_compute})"),
+        _card(f"{100 * report.mac_share:.1f}%", f"MACs on the NPU ({human_macs(report.npu_macs)} of "
+                                                f"{human_macs(total_macs)})"),
+        _card(str(len(report.partitions)), "partitions"),
+        _card(human_bytes(report.model_bytes), "model size"),
+        "</div>",
+        f"<p>Memory (estimate): {escape(human_bytes(mem.total_bytes))} of {escape(human_bytes(mem.sram_bytes))} SRAM "
+        f"<span class='bar{' over' if not mem.fits else ''}'><i style='width:{pct:.1f}%'></i></span> "
+        f"{'fits' if mem.fits else '<b class=cpu>does not fit</b>'} &mdash; weights "
+        f"{escape(human_bytes(mem.weight_bytes))}, activations {escape(human_bytes(mem.activation_bytes))}</p>",
+        "<h2>Partitions</h2><table><tr><th>partition</th><th>nodes</th><th>MACs</th><th>inputs</th><th>outputs</th>"
+        "<th>weights</th><th>largest activation</th><th>payload</th><th>ops</th></tr>",
+    ]
+    for p in report.partitions:
+        ops = "<br>".join(f"<code>{escape(op)}</code> &times;{c}" for op, c in sorted(p.ops.items()))
+        parts.append(
+            f"<tr><td><code>{escape(p.tag)}</code></td><td class=n>{len(p.nodes)}</td><td class=n>"
+            f"{escape(human_macs(p.macs))}</td><td>{_io(p.input_shapes, p.input_formats)}</td>"
+            f"<td>{_io(p.output_shapes, p.output_formats)}</td><td class=n>{escape(human_bytes(p.weight_bytes))}</td>"
+            f"<td class=n>{escape(human_bytes(p.largest_activation_bytes))}</td><td>{escape(p.kind)}<br>"
+            f"{escape(human_bytes(p.payload_bytes))}</td><td>{ops}</td></tr>")
+    if not report.partitions:
+        parts.append("<tr><td colspan=9>nothing was delegated</td></tr>")
+    parts.append("</table><h2>Operators</h2><table><tr><th>operator</th><th>on the NPU</th><th>on the CPU</th>"
+                 "<th>NPU MACs</th></tr>")
+    for op, n, c, m in op_rows(report):
+        parts.append(f"<tr><td><code>{escape(op)}</code></td><td class='n npu'>{n or ''}</td>"
+                     f"<td class='n cpu'>{c or ''}</td><td class=n>{escape(human_macs(m)) if m else ''}</td></tr>")
+    parts.append("</table>")
+    if report.rejections:
+        parts.append("<h2>On the CPU</h2><table><tr><th>operator</th><th>node</th><th>reason</th><th>hint</th></tr>")
+        for op, nodes in report.cpu_groups.items():
+            for i, n in enumerate(nodes):
+                r = n.rejection
+                head = f"<td rowspan={len(nodes)}><code>{escape(op)}</code> &times;{len(nodes)}</td>" if i == 0 else ""
+                parts.append(f"<tr>{head}<td><code>{escape(r.node)}</code></td><td>{escape(r.reason)}</td>"
+                             f"<td>{escape(r.hint or '')}</td></tr>")
+        parts.append("</table>")
+    parts.append(f"<p class='note'>MACs: {escape(MAC_FORMULA)}.</p>")
+    parts.append(f"<p class='note'>Memory: {escape(_note())}.</p></body></html>")
+    return "\n".join(parts)
+
+
+def _note() -> str:
+    from .delegation import MEMORY_NOTE
+
+    return MEMORY_NOTE

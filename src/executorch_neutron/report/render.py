@@ -1,0 +1,178 @@
+"""Text, Markdown and JSON-ready renderings of a `DelegationReport` (HTML lives in html.py).
+
+`to_dict` is the single source of the machine-readable form; its shape is the JSON Schema in schema.json
+(`SCHEMA_PATH`), which tests validate against.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .macs import MAC_FORMULA
+
+SCHEMA_PATH = Path(__file__).with_name("schema.json")
+SCHEMA_VERSION = 1
+FORMATS = {0: "none", 1: "channels_last"}
+
+
+def load_schema() -> dict:
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def human_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024 or unit == "MiB":
+            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def human_macs(n: int) -> str:
+    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if n >= div:
+            return f"{n / div:.2f} {unit}MAC"
+    return f"{n} MAC"
+
+
+def _io(shapes, formats) -> list[dict]:
+    return [{"shape": list(s), "format": FORMATS.get(f, str(f))} for s, f in zip(shapes, formats)]
+
+
+def to_dict(report) -> dict:
+    mem = report.memory
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "target": {"name": report.target, "sram_bytes": mem.sram_bytes},
+        "totals": {
+            "compute_nodes": report.num_compute,
+            "npu_nodes": report.num_delegated,
+            "cpu_nodes": len(report.rejections),
+            "npu_node_share": report.node_share,
+            "total_macs": max(report.total_macs, report.npu_macs),
+            "npu_macs": report.npu_macs,
+            "npu_mac_share": report.mac_share,
+            "partitions": len(report.partitions),
+            "payload_bytes": report.payload_bytes,
+            "cpu_constant_bytes": report.cpu_constant_bytes,
+            "model_bytes": report.model_bytes,
+            "pte_bytes": report.pte_bytes,
+        },
+        "mac_formula": MAC_FORMULA,
+        "partitions": [
+            {
+                "tag": p.tag,
+                "num_nodes": len(p.nodes),
+                "nodes": list(p.nodes),
+                "ops": dict(sorted(p.ops.items())),
+                "inputs": _io(p.input_shapes, p.input_formats),
+                "outputs": _io(p.output_shapes, p.output_formats),
+                "macs": p.macs,
+                "weight_bytes": p.weight_bytes,
+                "largest_activation_bytes": p.largest_activation_bytes,
+                "working_set_bytes": p.working_set_bytes,
+                "payload": {"kind": p.kind, "bytes": p.payload_bytes},
+            }
+            for p in report.partitions
+        ],
+        "cpu": [
+            {
+                "op": op,
+                "count": len(nodes),
+                "macs": sum(n.macs for n in nodes),
+                "nodes": [{"node": n.rejection.node, "reason": n.rejection.reason, "hint": n.rejection.hint,
+                           "macs": n.macs} for n in nodes],
+            }
+            for op, nodes in report.cpu_groups.items()
+        ],
+        "ops": [{"op": op, "npu": npu, "cpu": cpu, "npu_macs": m} for op, npu, cpu, m in op_rows(report)],
+        "memory": {
+            "estimate": True,
+            "sram_bytes": mem.sram_bytes,
+            "weight_bytes": mem.weight_bytes,
+            "activation_bytes": mem.activation_bytes,
+            "total_bytes": mem.total_bytes,
+            "cpu_constant_bytes": mem.cpu_constant_bytes,
+            "fits": mem.fits,
+            "note": _memory_note(),
+        },
+    }
+
+
+def _memory_note() -> str:
+    from .delegation import MEMORY_NOTE
+
+    return MEMORY_NOTE
+
+
+def op_rows(report) -> list[tuple[str, int, int, int]]:
+    """(op, nodes on the NPU, nodes on the CPU, MACs on the NPU) per operator, most frequent first."""
+    npu, cpu = report.delegated_ops, report.cpu_ops
+    op_macs = {}
+    for p in report.partitions:
+        for op, m in p.op_macs.items():
+            op_macs[op] = op_macs.get(op, 0) + m
+    ops = sorted(set(npu) | set(cpu), key=lambda o: (-(npu[o] + cpu[o]), o))
+    return [(o, npu[o], cpu[o], op_macs.get(o, 0)) for o in ops]
+
+
+def _totals_lines(report) -> list[str]:
+    mem = report.memory
+    total = max(report.total_macs, report.npu_macs)
+    verdict = "fits" if mem.fits else "does NOT fit"
+    return [
+        report.summary_line(),
+        f"MACs on the NPU: {human_macs(report.npu_macs)} of {human_macs(total)} ({100 * report.mac_share:.1f}%)",
+        f"model size: {human_bytes(report.model_bytes)}" + ("" if report.pte_bytes is not None else
+                                                            " (delegate payloads + CPU constants)"),
+        f"memory (estimate): {human_bytes(mem.total_bytes)} of {human_bytes(mem.sram_bytes)} SRAM "
+        f"({100 * mem.share:.1f}%, {verdict}): weights {human_bytes(mem.weight_bytes)} + activations "
+        f"{human_bytes(mem.activation_bytes)}",
+    ]
+
+
+def to_text(report) -> str:
+    lines = [f"Neutron delegation report (target {report.target})", *_totals_lines(report), ""]
+    for p in report.partitions:
+        ops = ", ".join(f"{op} x{c}" for op, c in sorted(p.ops.items()))
+        lines.append(f"[{p.tag}] {len(p.nodes)} nodes, {human_macs(p.macs)}, payload {p.kind} {p.payload_bytes} bytes")
+        lines.append(f"    inputs {p.input_shapes} formats {list(p.input_formats)}; "
+                     f"outputs {p.output_shapes} formats {list(p.output_formats)}")
+        lines.append(f"    weights {human_bytes(p.weight_bytes)}, largest activation "
+                     f"{human_bytes(p.largest_activation_bytes)}")
+        lines.append(f"    ops: {ops}")
+    if report.rejections:
+        lines += ["", "On the CPU:"]
+        for op, nodes in report.cpu_groups.items():
+            lines.append(f"  {op} x{len(nodes)}")
+            for n in nodes:
+                r = n.rejection
+                lines.append(f"    {r.node}: {r.reason}" + (f" (hint: {r.hint})" if r.hint else ""))
+    return "\n".join(lines)
+
+
+def _md_escape(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(report) -> str:
+    out = [f"# Neutron delegation report (target `{report.target}`)", ""]
+    out += [f"- {_md_escape(line)}" for line in _totals_lines(report)]
+    out += ["", "## Partitions", "",
+            "| partition | nodes | MACs | inputs | outputs | weights | largest activation | payload |",
+            "|---|---:|---:|---|---|---:|---:|---|"]
+    for p in report.partitions:
+        ins = "; ".join(f"{list(s)} {FORMATS.get(f, f)}" for s, f in zip(p.input_shapes, p.input_formats))
+        outs = "; ".join(f"{list(s)} {FORMATS.get(f, f)}" for s, f in zip(p.output_shapes, p.output_formats))
+        out.append(f"| {p.tag} | {len(p.nodes)} | {p.macs} | {ins} | {outs} | {p.weight_bytes} | "
+                   f"{p.largest_activation_bytes} | {p.kind}, {p.payload_bytes} B |")
+    out += ["", "## Operators", "", "| operator | on the NPU | on the CPU | NPU MACs |", "|---|---:|---:|---:|"]
+    out += [f"| `{op}` | {n} | {c} | {m} |" for op, n, c, m in op_rows(report)]
+    if report.rejections:
+        out += ["", "## On the CPU", "", "| operator | node | reason | hint |", "|---|---|---|---|"]
+        for op, nodes in report.cpu_groups.items():
+            for n in nodes:
+                r = n.rejection
+                out.append(f"| `{op}` | {r.node} | {_md_escape(r.reason)} | {_md_escape(r.hint or '')} |")
+    out += ["", f"MACs: {MAC_FORMULA}.", "", f"Memory: {_memory_note()}."]
+    return "\n".join(out) + "\n"
