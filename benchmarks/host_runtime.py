@@ -1,0 +1,75 @@
+"""Host runtime overhead: a MobileNetV2-style .pte through the host runtime vs its TFLite in LiteRT alone.
+
+Prints, from one run, the median seconds per inference of
+  (a) the .pte executed by the stock ExecuTorch runtime with the host NeutronBackend (quantize on the CPU,
+      the delegate call into LiteRT's reference kernels, dequantize on the CPU), and
+  (b) the partition's TFLite executed directly in LiteRT (reference kernels, already-quantized input),
+and the ratio a/b. No pass/fail: the figures are for reading.
+
+    python benchmarks/host_runtime.py [--resolution 64] [--repeats 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+
+def _median_seconds(fn, repeats: int) -> float:
+    fn()  # warm-up (builds the backend library / interpreter caches)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--resolution", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=20)
+    args = parser.parse_args()
+
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    from executorch_neutron import lower
+    from executorch_neutron.payload import unpack
+    from executorch_neutron.runtime import load
+    from executorch_neutron.zoo import calibration, mobilenet_v2_like
+
+    model, inputs = mobilenet_v2_like(resolution=args.resolution)
+    t0 = time.perf_counter()
+    result = lower(model, inputs, calibration(inputs, 8))
+    lower_s = time.perf_counter() - t0
+    print(result.report.summary_line())
+
+    program = load(result.pte)
+    pte_s = _median_seconds(lambda: program.execute(inputs), args.repeats)
+
+    payloads = [unpack(b) for b in result.payloads.values()]
+    biggest = max(payloads, key=lambda p: len(p.tflite))
+    interp = Interpreter(model_content=biggest.tflite, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interp.allocate_tensors()
+    feeds = [(d["index"], np.zeros(d["shape"], d["dtype"])) for d in interp.get_input_details()]
+
+    def litert_once():
+        for index, value in feeds:
+            interp.set_tensor(index, value)
+        interp.invoke()
+        for d in interp.get_output_details():
+            interp.get_tensor(d["index"])
+
+    litert_s = _median_seconds(litert_once, args.repeats)
+    print(f"model: mobilenet_v2_like {args.resolution}x{args.resolution}, {len(payloads)} partition(s), "
+          f".pte {len(result.pte) / 1e6:.2f} MB, lowered in {lower_s:.1f} s")
+    print(f"(a) .pte via host runtime     : {pte_s:.4f} s/inference (median of {args.repeats})")
+    print(f"(b) TFLite in LiteRT alone     : {litert_s:.4f} s/inference (largest partition, reference kernels)")
+    print(f"ratio a/b                      : {pte_s / litert_s:.3f}")
+
+
+if __name__ == "__main__":
+    main()
