@@ -8,6 +8,7 @@ cross into C++: every exception becomes an error code.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import threading
 
@@ -109,8 +110,14 @@ def ensure_registered() -> ctypes.CDLL:
             raise HostBuildError(f"ExecuTorch refused to register backend {BACKEND_ID!r} (error 0x{code:02x}); "
                                  f"another library in this process already registered that backend id")
         lib.neutron_host_set_callbacks(_EXECUTE_CALLBACK, _RELEASE_CALLBACK)
+        atexit.register(_detach, lib)
         _library = lib
         return lib
+
+
+def _detach(lib: ctypes.CDLL) -> None:
+    """At interpreter exit: programs freed during teardown must not call back into a finalizing Python."""
+    lib.neutron_host_set_callbacks(EXECUTE_FN(), RELEASE_FN())
 
 
 def last_error() -> str:

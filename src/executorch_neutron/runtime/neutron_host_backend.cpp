@@ -79,13 +79,10 @@ struct Handle {
 std::mutex g_mutex;
 neutron_execute_fn g_execute = nullptr;
 neutron_release_fn g_release = nullptr;
-std::string g_last_error;
+thread_local std::string g_last_error;  // per thread: the caller of execute() reads its own failure
 std::atomic<uint64_t> g_next_id{1};
 
-void set_last_error(const std::string& message) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_last_error = message;
-}
+void set_last_error(const std::string& message) { g_last_error = message; }
 
 class NeutronHostBackend final : public BackendInterface {
  public:
@@ -208,9 +205,8 @@ void neutron_host_set_callbacks(neutron_execute_fn execute, neutron_release_fn r
   g_release = release;
 }
 
-/* Copies the last error message into out (NUL-terminated); returns its full length. */
+/* Copies the calling thread's last error message into out (NUL-terminated); returns its full length. */
 uint64_t neutron_host_last_error(char* out, uint64_t capacity) {
-  std::lock_guard<std::mutex> lock(g_mutex);
   if (out != nullptr && capacity > 0) {
     size_t n = g_last_error.size() < capacity - 1 ? g_last_error.size() : capacity - 1;
     std::memcpy(out, g_last_error.data(), n);
@@ -219,9 +215,6 @@ uint64_t neutron_host_last_error(char* out, uint64_t capacity) {
   return g_last_error.size();
 }
 
-void neutron_host_clear_error(void) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_last_error.clear();
-}
+void neutron_host_clear_error(void) { g_last_error.clear(); }
 
 }  // extern "C"
