@@ -36,8 +36,10 @@ HEADER_2IN_2OUT = Header(n_args=2, input_formats=(0, 0), output_formats=(0, 1), 
 
 @pytest.fixture
 def no_sdk(monkeypatch):
-    monkeypatch.setattr(npu_compile.sdk_adapter, "sdk_available", lambda: False)
-    monkeypatch.setattr(npu_compile, "_notice_logged", False)
+    """This machine as it is: no eIQ Neutron SDK installed (skips where the real SDK is present)."""
+    if sdk_available():
+        pytest.skip("the eIQ Neutron SDK is installed here")
+    monkeypatch.setattr(npu_compile, "_notice_logged", False)  # start as a fresh process would
 
 
 @pytest.fixture
