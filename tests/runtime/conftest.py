@@ -1,15 +1,14 @@
-"""Runtime tests: make this folder's helpers (tflite_fixtures, pte_factory) importable; shared .pte fixtures."""
+"""Runtime tests: make this folder's helpers (tflite_fixtures, pte_tools, ...) importable; shared .pte fixture."""
 
+import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
-
-import subprocess  # noqa: E402
-
-import pytest  # noqa: E402
 
 
 @pytest.fixture(scope="session")
