@@ -1,0 +1,29 @@
+"""Graph passes that feed the Neutron operator table; one pass per module.
+
+`run_aten_passes` is what `NeutronQuantizer.transform_for_annotation` calls: rewrites that change which ops get
+quantized run at ATen level, before annotation, so the native flow needs no extra arguments. Batch norm is not
+fused here: `prepare_pt2e` folds conv+bn itself (and rewrites it for QAT) and the quantizer folds linear+bn
+(`quantizer/fold_linear_batch_norm.py`) in the same hook.
+"""
+
+from __future__ import annotations
+
+from torch.fx import GraphModule
+
+from .conv1d_to_conv2d import conv1d_to_conv2d
+from .div_to_mul import div_to_mul
+from .pool1d_to_pool2d import pool1d_to_pool2d
+from .remove_noops import remove_noops
+from .split_to_slices import split_to_slices
+
+ATEN_PASSES = (remove_noops, conv1d_to_conv2d, pool1d_to_pool2d, div_to_mul, split_to_slices)
+
+
+def run_aten_passes(gm: GraphModule) -> GraphModule:
+    for p in ATEN_PASSES:
+        gm = p(gm)
+    return gm
+
+
+__all__ = ["ATEN_PASSES", "run_aten_passes", "conv1d_to_conv2d", "div_to_mul", "pool1d_to_pool2d",
+           "remove_noops", "split_to_slices"]

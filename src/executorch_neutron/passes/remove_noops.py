@@ -1,0 +1,41 @@
+"""ATen pass: remove nodes that compute nothing: clone, alias, detach, dropout in eval, view/reshape to the same shape.
+
+Each becomes its input. A no-op whose input is a model input and whose result is a model output is kept (an
+output must not alias an input). Runs before quantization, so the removed nodes never get their own q/dq pair.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.fx import GraphModule
+
+from ._graph import arg, finish
+
+aten = torch.ops.aten
+_IDENTITY = {aten.clone.default, aten.alias.default, aten.detach.default, aten.detach_.default,
+             aten.contiguous.default, aten.lift_fresh_copy.default}
+_RESHAPES = {aten.view.default, aten.reshape.default, aten._unsafe_view.default}
+
+
+def _is_noop(node) -> bool:
+    if node.target in _IDENTITY:
+        fmt = node.kwargs.get("memory_format")
+        return fmt in (None, torch.preserve_format, torch.contiguous_format)
+    if node.target in (aten.dropout.default, aten.feature_dropout.default):
+        return not arg(node, "train") or arg(node, "p") == 0
+    if node.target in _RESHAPES:
+        src, dst = node.args[0].meta.get("val"), node.meta.get("val")
+        return src is not None and dst is not None and tuple(src.shape) == tuple(dst.shape)
+    return False
+
+
+def remove_noops(gm: GraphModule) -> GraphModule:
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or not _is_noop(node):
+            continue
+        src = node.args[0]
+        if getattr(src, "op", None) == "placeholder" and any(u.op == "output" for u in node.users):
+            continue
+        node.replace_all_uses_with(src)
+        gm.graph.erase_node(node)
+    return finish(gm)

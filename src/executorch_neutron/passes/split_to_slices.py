@@ -1,0 +1,56 @@
+"""ATen pass: split / split_with_sizes / chunk -> one slice per used output.
+
+Each `getitem(split(x), i)` becomes `slice(x, dim, start, end)`: Neutron runs slices (int8, shared quantization)
+and the slices of unused outputs simply disappear. Runs before quantization.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+from torch.fx import GraphModule
+
+from ._graph import arg, call, finish
+
+aten = torch.ops.aten
+_SPLITS = (aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default,
+           aten.split_with_sizes_copy.default, aten.split_copy.Tensor)
+
+
+def _sizes(node, length: int) -> list[int] | None:
+    if node.target in (aten.split_with_sizes.default, aten.split_with_sizes_copy.default):
+        return [int(s) for s in arg(node, "split_sizes")]
+    if node.target == aten.chunk.default:
+        chunks = int(arg(node, "chunks"))
+        size = -(-length // chunks)
+    else:
+        size = int(arg(node, "split_size"))
+    if size <= 0:
+        return None
+    return [min(size, length - start) for start in range(0, length, size)]
+
+
+def split_to_slices(gm: GraphModule) -> GraphModule:
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in _SPLITS:
+            continue
+        if not all(u.target is operator.getitem for u in node.users):
+            continue
+        x = arg(node, "self")
+        val = x.meta.get("val")
+        if val is None:
+            continue
+        dim = int(arg(node, "dim")) % val.dim()
+        sizes = _sizes(node, int(val.shape[dim]))
+        if sizes is None:
+            continue
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        for user in list(node.users):
+            i = user.args[1]
+            with gm.graph.inserting_before(user):
+                piece = call(gm, aten.slice.Tensor, (x, dim, starts[i], starts[i] + sizes[i]), user)
+            user.replace_all_uses_with(piece)
+            gm.graph.erase_node(user)
+        gm.graph.erase_node(node)
+    return finish(gm)
