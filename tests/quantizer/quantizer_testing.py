@@ -119,6 +119,7 @@ def getitem_users(node: Node) -> list[Node]:
 
 
 def sqnr_db(reference: torch.Tensor, actual: torch.Tensor) -> float:
+    reference, actual = reference.detach(), actual.detach()
     noise = (reference - actual).double().pow(2).mean()
     return float(10 * torch.log10(reference.double().pow(2).mean() / noise.clamp_min(1e-30)))
 
@@ -138,4 +139,7 @@ def settle_batch_norm(model: torch.nn.Module, make_input: Callable[[], tuple], b
     with torch.no_grad():
         for _ in range(batches):
             model(*make_input())
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            m.momentum = 0.1  # a cumulative average (None) would make train-mode export data dependent
     return model.eval()

@@ -64,7 +64,9 @@ class NeutronQuantizer(Quantizer):
     # -- Quantizer API ---------------------------------------------------------------------------------------
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
-        return fold_linear_batch_norm(model)
+        from ..passes import run_aten_passes  # conv1d->conv2d, pool1d->pool2d, div->mul, split->slices, no-ops
+
+        return run_aten_passes(fold_linear_batch_norm(model))
 
     def annotate(self, model: GraphModule) -> GraphModule:
         annotate_graph(model, AnnotationContext(qconfig=self.qconfig, skip=self._skipped))
