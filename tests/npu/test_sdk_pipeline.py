@@ -1,0 +1,45 @@
+"""The SDK path through the whole pipeline: lower() with the fake eIQ SDK -> microcode .pte -> host refuses it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fake_neutron_sdk as fake  # noqa: E402
+
+from executorch_neutron import lower  # noqa: E402
+from executorch_neutron.payload import unpack  # noqa: E402
+from executorch_neutron.runtime import MICROCODE_REFUSAL, NeutronRuntimeError, run  # noqa: E402
+
+
+class ConvRelu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+def test_lowering_with_the_sdk_gives_microcode_that_the_host_refuses(tmp_path, monkeypatch):
+    fake.install(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setenv("FAKE_NEUTRON_MODE", "ok")
+    torch.manual_seed(0)
+    model, x = ConvRelu().eval(), (torch.randn(1, 3, 8, 6),)
+    device = lower(model, x, [x])
+    reference = lower(model, x, [x], reference=True)
+    (blob,), (ref_blob,) = device.payloads.values(), reference.payloads.values()
+    payload, ref_payload = unpack(blob), unpack(ref_blob)
+    assert payload.is_microcode and payload.weights == fake.WEIGHTS and payload.kernels[:21] == fake.KERNELS
+    assert payload.header == ref_payload.header  # same io maps; version 0 (scratch output only)
+    assert payload.microcode == fake.fake_microcode(ref_payload.tflite, 1, 1, fake.WEIGHTS)  # the same TFLite went in
+    with pytest.raises(NeutronRuntimeError) as info:
+        run(device.pte, x)
+    assert str(info.value) == MICROCODE_REFUSAL
+    torch.testing.assert_close(run(reference.pte, x)[0].shape, torch.Size([1, 8, 8, 6]))
