@@ -20,6 +20,7 @@ _LAZY = {
     "NeutronBackend": ".backend",
     "lower": ".lowering",
     "LoweringResult": ".lowering",
+    "compare": ".compare",
 }
 
 __all__ = ["NeutronCompileSpec", "NeutronTarget", "TARGETS", "get_target", *_LAZY]

@@ -1,0 +1,299 @@
+"""Numerical debugging: where does the lowered model drift from PyTorch, and which partition is to blame?
+
+`compare(model, inputs, calibration)` lowers the model (or takes a `LoweringResult`), then on the same input
+samples runs the float model, PyTorch's quantized model (`convert_pt2e`, the reference) and the .pte on the host.
+
+Per model output: max error in output quantization steps (.pte vs quantized model), SQNR in dB (.pte vs float;
+also quantized vs float for scale) and, for classifiers (2-D outputs), top-1 agreement.
+Per partition: the partition's int8 inputs are captured from the quantized model (interpreting its graph and
+keeping the quantize nodes whose scale, zero point and shape match the partition's boundary), its TFLite runs
+in LiteRT on them, and its int8 outputs are compared with the quantized model's values at the partition outputs
+(max steps, SQNR vs quantized). The partition with the largest error is named.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+import torch
+
+
+@dataclass
+class OutputStats:
+    index: int
+    shape: list[int]
+    scale: float | None  # output quantization step (None when the output is not dequantized int8)
+    max_steps: float | None  # max |pte - quantized| / scale
+    max_abs_error: float  # max |pte - quantized|
+    sqnr_db: float | None  # pte vs float
+    quantized_sqnr_db: float | None  # quantized PyTorch vs float (what quantization alone costs)
+    top1_agreement: float | None = None  # pte vs float, classifiers only
+    top1_agreement_quantized: float | None = None  # pte vs quantized PyTorch
+
+
+@dataclass
+class PartitionStats:
+    tag: str
+    max_steps: int
+    mean_steps: float
+    sqnr_db: float | None  # partition output vs the quantized model at the same boundary
+    note: str = ""
+
+
+@dataclass
+class CompareResult:
+    samples: int
+    outputs: list[OutputStats]
+    partitions: list[PartitionStats] = field(default_factory=list)
+
+    @property
+    def worst_partition(self) -> PartitionStats | None:
+        if not self.partitions:
+            return None
+        return max(self.partitions, key=lambda p: (p.max_steps, -(p.sqnr_db if p.sqnr_db is not None else 1e9)))
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["worst_partition"] = self.worst_partition.tag if self.worst_partition else None
+        return d
+
+    def __str__(self) -> str:
+        lines = [f"compared on {self.samples} sample(s)"]
+        for o in self.outputs:
+            parts = [f"output {o.index} {o.shape}:"]
+            parts.append(f"max error {o.max_steps:.2f} steps (scale {o.scale:.4g})" if o.max_steps is not None
+                         else f"max |error| {o.max_abs_error:.4g}")
+            parts.append(f"SQNR vs float {_db(o.sqnr_db)} (quantized PyTorch: {_db(o.quantized_sqnr_db)})")
+            if o.top1_agreement is not None:
+                parts.append(f"top-1 agreement {100 * o.top1_agreement:.1f}% vs float, "
+                             f"{100 * o.top1_agreement_quantized:.1f}% vs quantized")
+            lines.append(" ".join(parts[:1]) + " " + "; ".join(parts[1:]))
+        for p in self.partitions:
+            lines.append(f"partition {p.tag}: max error {p.max_steps} steps, mean {p.mean_steps:.3f}, "
+                         f"SQNR vs quantized {_db(p.sqnr_db)}" + (f" ({p.note})" if p.note else ""))
+        worst = self.worst_partition
+        if worst is not None:
+            lines.append(f"worst partition: {worst.tag} ({worst.max_steps} steps)")
+        return "\n".join(lines)
+
+
+def _db(value: float | None) -> str:
+    return "n/a" if value is None else ("inf dB" if math.isinf(value) else f"{value:.1f} dB")
+
+
+def sqnr(reference: np.ndarray, test: np.ndarray) -> float | None:
+    """10*log10(sum(reference^2) / sum((reference - test)^2)) in dB; inf when identical."""
+    reference, test = np.asarray(reference, np.float64), np.asarray(test, np.float64)
+    noise = float(np.sum((reference - test) ** 2))
+    signal = float(np.sum(reference ** 2))
+    if noise == 0.0:
+        return math.inf
+    return None if signal == 0.0 else 10.0 * math.log10(signal / noise)
+
+
+def _flat(out) -> list[torch.Tensor]:
+    leaves, _ = torch.utils._pytree.tree_flatten(out)
+    return [t for t in leaves if isinstance(t, torch.Tensor)]
+
+
+def _tuple(x) -> tuple:
+    return (x,) if isinstance(x, torch.Tensor) else tuple(x)
+
+
+def _arg(gm, value):
+    """A literal, or the value of a get_attr node."""
+    if isinstance(value, torch.fx.Node) and value.op == "get_attr":
+        value = getattr(gm, value.target)
+    return value.item() if isinstance(value, torch.Tensor) and value.numel() == 1 else value
+
+
+def _qdq_kind(node) -> str | None:
+    """'q' / 'dq' for per-tensor quantize / dequantize nodes (ATen or edge dialect), else None."""
+    if not isinstance(node, torch.fx.Node) or node.op != "call_function":
+        return None
+    from .report.macs import _base_name
+
+    name = _base_name(node.target)
+    return {"quantize_per_tensor": "q", "dequantize_per_tensor": "dq"}.get(name)
+
+
+def _output_scales(gm) -> list[float | None]:
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    nodes, _ = torch.utils._pytree.tree_flatten(out.args[0])
+    scales = []
+    for n in nodes:
+        ok = _qdq_kind(n) == "dq"
+        scale = _arg(gm, n.args[1]) if ok else None
+        scales.append(float(scale) if isinstance(scale, (int, float)) else None)
+    return scales
+
+
+def _output_stats(i, floats, quants, ptes, scale) -> OutputStats:
+    f = np.stack([x.numpy() for x in floats]) if floats else None
+    q = np.stack([x.numpy() for x in quants])
+    p = np.stack([x.numpy() for x in ptes]).astype(np.float64)
+    err = float(np.max(np.abs(p - q))) if p.size else 0.0
+    stats = OutputStats(i, list(ptes[0].shape), scale, err / scale if scale else None, err,
+                        sqnr(f, p) if f is not None else None, sqnr(f, q) if f is not None else None)
+    if p.ndim == 3 and p.shape[-1] > 1:  # (samples, batch, classes): a classifier
+        top = p.argmax(-1)
+        stats.top1_agreement_quantized = float(np.mean(top == q.argmax(-1)))
+        stats.top1_agreement = float(np.mean(top == f.argmax(-1))) if f is not None else None
+    return stats
+
+
+def compare(
+    model: torch.nn.Module | None = None,
+    inputs=None,
+    calibration: Iterable | None = None,
+    target: str = "imxrt700",
+    *,
+    result=None,
+    samples: Sequence | None = None,
+    max_samples: int = 8,
+    progress=None,
+    **lower_options,
+) -> CompareResult:
+    """Compare the float model, PyTorch's quantized model and the .pte (host run) on the same inputs.
+
+    model, inputs, calibration, target, lower_options: as for `lower()` (skipped when `result` is given).
+    result: an existing LoweringResult (its quantized_model is the reference; `model` is then the float model,
+        optional).
+    samples: input tuples to evaluate on; default: up to `max_samples` calibration samples, else the inputs.
+    """
+    from .runtime import load
+
+    if result is None:
+        if model is None or inputs is None:
+            raise ValueError("compare() needs a model and example inputs, or result=LoweringResult")
+        from .lowering import lower
+
+        calibration = list(calibration) if calibration is not None else None
+        result = lower(model, inputs, calibration, target, progress=progress, **lower_options)
+    quantized = result.quantized_model
+    if quantized is None:
+        raise ValueError("the LoweringResult has no quantized_model (quantize_model=False): nothing to compare with; "
+                         "lower the float model, or compare your QAT model before converting")
+    if samples is None:
+        samples = list(calibration)[:max_samples] if calibration else [_tuple(inputs)]
+    samples = [_tuple(s) for s in samples]
+    float_model = model if model is not None and model is not quantized and lower_options.get(
+        "quantize_model", True) else None
+
+    program = load(result.pte)
+    floats, quants, ptes = [], [], []
+    with torch.no_grad():
+        for x in samples:
+            if float_model is not None:
+                floats.append(_flat(float_model(*x)))
+            quants.append(_flat(quantized(*x)))
+            ptes.append(program.execute(list(x)))
+    scales = _output_scales(quantized)
+    outputs = []
+    for i in range(len(quants[0])):
+        outputs.append(_output_stats(i, [f[i] for f in floats], [q[i] for q in quants], [p[i] for p in ptes],
+                                     scales[i] if i < len(scales) else None))
+    return CompareResult(len(samples), outputs, partition_stats(result, samples))
+
+
+# --- per partition -----------------------------------------------------------------------------------------
+
+def _qkey(gm, node, value=None) -> tuple | None:
+    """(scale, zero point, shape) of a per-tensor quantize/dequantize node, used to match boundaries."""
+    kind = _qdq_kind(node)
+    if kind is None:
+        return None
+    scale, zp = _arg(gm, node.args[1]), _arg(gm, node.args[2])
+    src = node if kind == "q" else node.args[0]
+    val = value if value is not None else src.meta.get("val") if isinstance(src, torch.fx.Node) else None
+    if not isinstance(scale, (int, float)) or val is None:
+        return None
+    return (round(float(scale), 9), int(zp), tuple(val.shape))
+
+
+def _boundaries(original) -> tuple[list[tuple | None], list[tuple | None]]:
+    """Keys of a partition's inputs (via the dequantize node each feeds) and outputs (their quantize nodes)."""
+    sig = original.graph_signature
+    graph = original.graph
+    ins = []
+    for n in graph.nodes:
+        if n.op == "placeholder" and n.name in sig.user_inputs:
+            ins.append(next((k for u in n.users if (k := _qkey(original.graph_module, u))), None))
+    out = next(n for n in graph.nodes if n.op == "output").args[0]
+    return ins, [_qkey(original.graph_module, n) for n in out]
+
+
+class _Capture(torch.fx.Interpreter):
+    """Interprets the quantized model, keeping the int8 results of its quantize nodes by boundary key."""
+
+    def __init__(self, gm, keys: set):
+        super().__init__(gm)
+        self.keys, self.seen = keys, {}
+
+    def run_node(self, n):
+        result = super().run_node(n)
+        key = _qkey(self.module, n, result) if _qdq_kind(n) == "q" else None
+        if key in self.keys:
+            self.seen.setdefault(key, []).append(result.detach().clone())
+        return result
+
+
+def _physical(x: np.ndarray, fmt: int) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if fmt == 1 and x.ndim == 4 else x
+
+
+def _logical(x: np.ndarray, fmt: int) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if fmt == 1 and x.ndim == 4 else x
+
+
+def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
+    """Run every host-reference partition in LiteRT on the quantized model's values at its inputs."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    from .payload import unpack
+
+    gm = result.edge_program.exported_program().graph_module
+    lowered = [getattr(gm, n.target) for n in gm.graph.nodes
+               if n.op == "get_attr" and str(n.target).startswith("lowered_module")]
+    bounds = [_boundaries(m.original_module) for m in lowered]
+    keys = {k for ins, outs in bounds for k in ins + outs if k is not None}
+    captured = []
+    with torch.no_grad():
+        for x in samples:
+            cap = _Capture(result.quantized_model, keys)
+            cap.run(*x)
+            captured.append(cap.seen)
+    stats = []
+    for (ins, outs), module, tag in zip(bounds, lowered, result.report.partitions):
+        payload = unpack(module.processed_bytes)
+        if not payload.is_reference:
+            stats.append(PartitionStats(tag.tag, 0, 0.0, None, "device microcode: cannot run on the host"))
+            continue
+        if any(k is None or k not in captured[0] for k in ins + outs):
+            stats.append(PartitionStats(tag.tag, 0, 0.0, None, "boundary not found in the quantized model"))
+            continue
+        ambiguous = any(len(captured[0][k]) > 1 for k in ins + outs)
+        h = payload.header
+        interp = Interpreter(model_content=payload.tflite, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+        interp.allocate_tensors()
+        diffs, refs, tests = [], [], []
+        for seen in captured:
+            for i, detail in enumerate(interp.get_input_details()):
+                x = seen[ins[h.input_args[i]]][0].numpy()
+                interp.set_tensor(detail["index"], _physical(x, h.input_formats[i]))
+            interp.invoke()
+            for j, detail in enumerate(interp.get_output_details()):
+                got = _logical(interp.get_tensor(detail["index"]), h.output_formats[j]).astype(np.int32)
+                want = seen[outs[h.output_args[j]]][0].numpy().astype(np.int32)
+                zp = outs[h.output_args[j]][1]
+                diffs.append(np.abs(got - want).ravel())
+                refs.append((want - zp).ravel())
+                tests.append((got - zp).ravel())
+        d = np.concatenate(diffs)
+        note = "a boundary matched several quantize nodes; the first was used" if ambiguous else ""
+        stats.append(PartitionStats(tag.tag, int(d.max()) if d.size else 0, float(d.mean()) if d.size else 0.0,
+                                    sqnr(np.concatenate(refs), np.concatenate(tests)), note))
+    return stats

@@ -1,0 +1,176 @@
+"""What is inside a .pte file: methods, their inputs and outputs, CPU kernels and every delegate with its payload.
+
+Parses the file with ExecuTorch's own flatbuffer deserializer (`executorch.exir._serialize._program.
+deserialize_pte_binary`, which also inlines delegate segments). Neutron delegate blobs are unpacked with
+`payload.unpack`: payload kind (host-reference or device microcode), header (inputs, outputs, format flags) and,
+for host-reference payloads, the TFLite operators inside.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+NEUTRON_BACKEND_ID = "NeutronBackend"
+
+
+class PteError(ValueError):
+    """The file is not a .pte ExecuTorch can parse."""
+
+
+@dataclass
+class TensorInfo:
+    shape: list[int]
+    dtype: str
+
+
+@dataclass
+class DelegateInfo:
+    index: int
+    backend_id: str
+    bytes: int
+    compile_specs: dict[str, str] = field(default_factory=dict)
+    kind: str | None = None  # Neutron payload kind
+    inputs: int | None = None
+    outputs: int | None = None
+    input_formats: list[int] = field(default_factory=list)
+    output_formats: list[int] = field(default_factory=list)
+    tflite_ops: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass
+class MethodInfo:
+    name: str
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+    cpu_kernels: dict[str, int]  # operator -> number of kernel calls
+    delegate_calls: int
+    delegates: list[DelegateInfo]
+
+
+@dataclass
+class PteSummary:
+    path: str | None
+    bytes: int
+    methods: list[MethodInfo]
+
+    @property
+    def delegates(self) -> list[DelegateInfo]:
+        return [d for m in self.methods for d in m.delegates]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def __str__(self) -> str:
+        lines = [f".pte {self.path or '<bytes>'}: {self.bytes} bytes, {len(self.methods)} method(s)"]
+        for m in self.methods:
+            lines.append(f"method {m.name}: inputs {_tensors(m.inputs)} -> outputs {_tensors(m.outputs)}")
+            kernels = ", ".join(f"{k} x{c}" for k, c in sorted(m.cpu_kernels.items())) or "none"
+            lines.append(f"  CPU kernels: {kernels}")
+            lines.append(f"  delegates: {len(m.delegates)} ({m.delegate_calls} call(s))")
+            for d in m.delegates:
+                lines.append(f"  [{d.index}] {d.backend_id}: {d.bytes} bytes"
+                             + (f", target {d.compile_specs['target']}" if "target" in d.compile_specs else ""))
+                if d.kind:
+                    lines.append(f"      payload {d.kind}: {d.inputs} input(s) formats {d.input_formats}, "
+                                 f"{d.outputs} output(s) formats {d.output_formats}")
+                if d.tflite_ops:
+                    lines.append("      TFLite ops: " + ", ".join(f"{k} x{c}" for k, c in sorted(d.tflite_ops.items())))
+                if d.error:
+                    lines.append(f"      payload error: {d.error}")
+        return "\n".join(lines)
+
+
+def _tensors(items: list[TensorInfo]) -> str:
+    return ", ".join(f"{t.dtype}{t.shape}" for t in items) or "()"
+
+
+def _tensor_info(value) -> TensorInfo:
+    val = getattr(value, "val", None)
+    if val is None or not hasattr(val, "sizes"):
+        return TensorInfo([], type(val).__name__.lower())
+    return TensorInfo(list(val.sizes), val.scalar_type.name.lower())
+
+
+def _tflite_ops(tflite: bytes) -> dict[str, int]:
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = schema.ModelT.InitFromPackedBuf(bytearray(tflite), 0)
+    names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in model.operatorCodes]
+    ops = Counter()
+    for sub in model.subgraphs:
+        for op in sub.operators:
+            ops[names.get(codes[op.opcodeIndex], str(codes[op.opcodeIndex]))] += 1
+    return dict(ops)
+
+
+def _delegate(index: int, delegate, blob: bytes) -> DelegateInfo:
+    specs = {}
+    for cs in delegate.compile_specs:
+        value = bytes(cs.value)
+        try:
+            specs[cs.key.removeprefix("neutron.")] = json.loads(value.decode())
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            specs[cs.key] = value.hex()
+    info = DelegateInfo(index, delegate.id, len(blob), specs)
+    if delegate.id != NEUTRON_BACKEND_ID:
+        return info
+    from ..payload import PayloadError, unpack
+
+    try:
+        payload = unpack(blob)
+        h = payload.header
+        info.kind, info.inputs, info.outputs = payload.kind, h.n_inputs, h.n_outputs
+        info.input_formats, info.output_formats = list(h.input_formats), list(h.output_formats)
+        if payload.is_reference:
+            info.tflite_ops = _tflite_ops(payload.tflite)
+    except (PayloadError, Exception) as exc:  # noqa: BLE001 - a damaged blob is reported, not fatal
+        info.error = str(exc)
+    return info
+
+
+def inspect_pte(pte: str | Path | bytes) -> PteSummary:
+    """Summarize a .pte given as a path or bytes; raises PteError when it cannot be parsed."""
+    path = None
+    if not isinstance(pte, (bytes, bytearray, memoryview)):
+        path = str(pte)
+        if not Path(path).is_file():
+            raise PteError(f"no .pte file at {path}")
+        pte = Path(path).read_bytes()
+    data = bytes(pte)
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    try:
+        program = deserialize_pte_binary(data).program
+    except Exception as exc:  # noqa: BLE001 - flatbuffer errors come in many types
+        raise PteError(f"not a valid .pte file ({type(exc).__name__}: {exc})") from None
+    blobs = [bytes(d.data) for d in program.backend_delegate_data]
+    methods = []
+    for plan in program.execution_plan:
+        kernel_calls, delegate_calls = Counter(), 0
+        for chain in plan.chains:
+            for instr in chain.instructions:
+                kind = type(instr.instr_args).__name__
+                if kind == "KernelCall":
+                    op = plan.operators[instr.instr_args.op_index]
+                    kernel_calls[f"{op.name}.{op.overload}" if op.overload else op.name] += 1
+                elif kind == "DelegateCall":
+                    delegate_calls += 1
+        delegates = [_delegate(i, d, blobs[d.processed.index] if d.processed.index < len(blobs) else b"")
+                     for i, d in enumerate(plan.delegates)]
+        methods.append(MethodInfo(
+            name=plan.name,
+            inputs=[_tensor_info(plan.values[i]) for i in plan.inputs],
+            outputs=[_tensor_info(plan.values[i]) for i in plan.outputs],
+            cpu_kernels=dict(kernel_calls),
+            delegate_calls=delegate_calls,
+            delegates=delegates,
+        ))
+    return PteSummary(path, len(data), methods)
