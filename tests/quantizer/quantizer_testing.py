@@ -28,13 +28,18 @@ def quantize_ptq(
     calib: Sequence[tuple] | None = None,
     quantizer: NeutronQuantizer | None = None,
 ) -> GraphModule:
-    """export -> prepare_pt2e -> calibrate (the example inputs plus `calib`) -> convert_pt2e."""
+    """export -> prepare_pt2e -> calibrate (the example inputs plus `calib`) -> convert_pt2e.
+
+    The result carries `exported_targets`: the call targets of the exported graph before quantization."""
     model = model.eval()
     gm = torch.export.export(model, inputs).module()
+    exported_targets = {n.target for n in gm.graph.nodes if n.op == "call_function"}
     prepared = prepare_pt2e(gm, quantizer or NeutronQuantizer(target="imxrt700"))
     for batch in [inputs, *(calib or ())]:
         prepared(*batch)
-    return convert_pt2e(prepared)
+    converted = convert_pt2e(prepared)
+    converted.exported_targets = exported_targets
+    return converted
 
 
 def quantize_qat(

@@ -56,10 +56,15 @@ class Fn(nn.Module):
 class Case:
     make: Callable[[], nn.Module]
     shapes: tuple  # input shapes (distinct extents so that a wrong axis cannot pass by accident)
-    op: object  # the aten op that anchors the pattern
+    op: object  # the aten op that anchors the pattern, as torch.export produces it
     tail: tuple = ()  # ops fused after the anchor, in order
     weight_axis: int | None = None  # weighted ops: expected per-channel axis (None: per tensor)
     extra: dict = field(default_factory=dict)
+    lowered: object = None  # the anchor after the quantizer's ATen passes (conv1d -> conv2d, ...); default: op
+
+    @property
+    def anchor(self):
+        return self.lowered or self.op
 
     def inputs(self, seed: int = 0) -> tuple:
         g = torch.Generator().manual_seed(seed)
@@ -72,6 +77,8 @@ def run(case: Case, quantizer=None):
         settle_batch_norm(model, lambda: case.inputs(seed=torch.randint(1000, ()).item()))
     x = case.inputs()
     gm = quantize_ptq(model, x, calib=[case.inputs(1), case.inputs(2)], quantizer=quantizer)
+    if case.op is not None:
+        assert case.op in gm.exported_targets, f"torch.export no longer produces {case.op}"
     return model, x, gm
 
 
@@ -134,7 +141,9 @@ def check_chain(gm, anchor, tail):
 # ------------------------------------------------------------------------------------------------ cases
 
 WEIGHTED = {
-    "conv1d": Case(lambda: nn.Conv1d(3, 5, 3), [(1, 3, 11)], aten.conv1d.default, weight_axis=0),
+    "conv1d": Case(
+        lambda: nn.Conv1d(3, 5, 3), [(1, 3, 11)], aten.conv1d.default, weight_axis=0, lowered=aten.conv2d.default
+    ),
     "conv2d": Case(lambda: nn.Conv2d(3, 6, 3, padding=1), [(1, 3, 10, 7)], aten.conv2d.default, weight_axis=0),
     "conv2d_no_bias_s2": Case(
         lambda: nn.Conv2d(3, 6, (3, 2), stride=2, bias=False), [(1, 3, 10, 7)], aten.conv2d.default, weight_axis=0
@@ -219,8 +228,9 @@ FUSED = {
         lambda: nn.Sequential(nn.Conv1d(3, 5, 3), nn.BatchNorm1d(5), nn.ReLU()),
         [(1, 3, 11)],
         aten.conv1d.default,
-        tail=(aten.relu.default,),
+        tail=(aten.relu.default,),  # the squeeze of conv1d -> conv2d moves below the relu
         weight_axis=0,
+        lowered=aten.conv2d.default,
     ),
     "conv_transpose_bn_relu": Case(
         lambda: nn.Sequential(nn.ConvTranspose2d(4, 6, 2, stride=2), nn.BatchNorm2d(6), nn.ReLU()),
@@ -263,9 +273,13 @@ X4 = [(1, 3, 10, 7)]
 X3 = [(1, 3, 11)]
 SHARED = {
     "max_pool2d": Case(_fn(lambda x: F.max_pool2d(x, 2)), X4, aten.max_pool2d.default),
-    "max_pool1d": Case(_fn(lambda x: F.max_pool1d(x, 3, 2)), X3, aten.max_pool1d.default),
+    "max_pool1d": Case(
+        _fn(lambda x: F.max_pool1d(x, 3, 2)), X3, aten.max_pool1d.default, lowered=aten.max_pool2d.default
+    ),
     "avg_pool2d": Case(_fn(lambda x: F.avg_pool2d(x, (3, 2))), X4, aten.avg_pool2d.default),
-    "avg_pool1d": Case(_fn(lambda x: F.avg_pool1d(x, 2)), X3, aten.avg_pool1d.default),
+    "avg_pool1d": Case(
+        _fn(lambda x: F.avg_pool1d(x, 2)), X3, aten.avg_pool1d.default, lowered=aten.avg_pool2d.default
+    ),
     # a global mean of zero-mean noise is tiny next to the shared input scale: looser sanity bound
     "adaptive_avg_pool2d_1": Case(
         _fn(lambda x: F.adaptive_avg_pool2d(x, 1)), X4, aten.adaptive_avg_pool2d.default, extra={"min_db": 15.0}
@@ -286,6 +300,12 @@ SHARED = {
     "slice": Case(_fn(lambda x: x[:, :, 2:9]), X4, aten.slice.Tensor),
     "upsample_nearest2d": Case(_fn(lambda x: F.interpolate(x, scale_factor=2)), X4, aten.upsample_nearest2d.vec),
     "dropout": Case(lambda: nn.Dropout(0.3), X4, aten.dropout.default),
+    # LiteRT int8 RESIZE_BILINEAR keeps the input's qparams
+    "upsample_bilinear2d": Case(
+        _fn(lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)),
+        X4,
+        aten.upsample_bilinear2d.vec,
+    ),
 }
 
 OWN = {
@@ -299,7 +319,13 @@ OWN = {
     "abs": Case(_fn(torch.abs), X4, aten.abs.default),
     "neg": Case(_fn(torch.neg), X4, aten.neg.default),
     "hardswish": Case(lambda: nn.Hardswish(), X4, aten.hardswish.default),
-    "div_by_constant": Case(_fn(lambda x: x / 3.0), X4, aten.div.Tensor),
+    "div_by_constant": Case(_fn(lambda x: x / 3.0), X4, aten.div.Tensor, lowered=aten.mul.Tensor),
+    "div_by_constant_tensor": Case(
+        lambda: Fn(lambda s, x: x / s.d, d=torch.tensor([2.0, -4.0, 0.5]).reshape(1, 3, 1, 1)),
+        X4,
+        aten.div.Tensor,
+        lowered=aten.mul.Tensor,
+    ),
     "sub": Case(_fn(lambda x, y: x - y), X4 * 2, aten.sub.Tensor),
     "add": Case(_fn(lambda x, y: x + y), X4 * 2, aten.add.Tensor),
     "add_broadcast": Case(_fn(lambda x, y: x + y), [(1, 3, 10, 7), (1, 3, 1, 7)], aten.add.Tensor),
@@ -311,11 +337,6 @@ OWN = {
     "mm": Case(_fn(torch.mm), [(3, 5), (5, 4)], aten.mm.default),
     "mean_dim": Case(_fn(lambda x: x.mean((2, 3), keepdim=True)), X4, aten.mean.dim),
     "mean_last": Case(_fn(lambda x: x.mean(-1)), X4, aten.mean.dim),
-    "upsample_bilinear2d": Case(
-        _fn(lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)),
-        X4,
-        aten.upsample_bilinear2d.vec,
-    ),
 }
 
 
@@ -326,8 +347,8 @@ OWN = {
 def test_weighted_and_fused(case: Case):
     model, x, gm = run(case)
     assert not nodes(gm, *BATCH_NORMS), "batch norm must be folded"
-    anchor = only(gm, case.op)
-    if case.op in (aten.add.Tensor, aten.mul.Tensor):
+    anchor = only(gm, case.anchor)
+    if case.anchor in (aten.add.Tensor, aten.mul.Tensor):
         for a in anchor.args:
             check_int8_act(input_dq(gm, anchor, a))
     else:
@@ -340,7 +361,7 @@ def test_weighted_and_fused(case: Case):
 @pytest.mark.parametrize("case", FIXED.values(), ids=FIXED.keys())
 def test_fixed_output_qparams(case: Case):
     model, x, gm = run(case)
-    node = only(gm, case.op)
+    node = only(gm, case.anchor)
     check_int8_act(input_dq(gm, node, node.args[0]))
     out = output_q(gm, node)
     check_int8_act(out)
@@ -352,7 +373,7 @@ def test_fixed_output_qparams(case: Case):
 @pytest.mark.parametrize("case", SHARED.values(), ids=SHARED.keys())
 def test_shared_qparams(case: Case):
     model, x, gm = run(case)
-    node = only(gm, case.op)
+    node = only(gm, case.anchor)
     qp_in = input_dq(gm, node, node.args[0])
     check_int8_act(qp_in)
     assert output_q(gm, node).same_as(qp_in), "output qparams must equal the input's"
@@ -362,7 +383,7 @@ def test_shared_qparams(case: Case):
 @pytest.mark.parametrize("case", OWN.values(), ids=OWN.keys())
 def test_own_output_qparams(case: Case):
     model, x, gm = run(case)
-    node = only(gm, case.op)
+    node = only(gm, case.anchor)
     tensor_inputs = [a for a in node.args if isinstance(a, torch.fx.Node)]
     assert tensor_inputs
     for a in tensor_inputs:
@@ -395,15 +416,15 @@ def test_cat_shares_one_set_of_qparams_for_all_inputs_and_output():
     ],
     ids=["split", "split_with_sizes", "chunk"],
 )
-def test_split_outputs_share_input_qparams(fn, op):
-    case = Case(_fn(fn), [(1, 5, 10, 8)], op)
-    model, x, gm = run(case)
-    node = only(gm, op)
-    qp_in = input_dq(gm, node, node.args[0])
-    getitems = list(node.users)
-    assert len(getitems) >= 2
-    for g in getitems:
-        assert output_q(gm, g).same_as(qp_in)
+def test_split_pieces_share_input_qparams(fn, op):
+    """split/chunk become one slice per piece (ATen pass); every piece keeps the input's qparams."""
+    model, x, gm = run(Case(_fn(fn), [(1, 5, 10, 8)], op))
+    pieces = nodes(gm, aten.slice.Tensor, aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default)
+    assert len(pieces) >= 2 and all(p.target == aten.slice.Tensor for p in pieces)
+    qp_in = input_dq(gm, pieces[0], pieces[0].args[0])
+    for piece in pieces:
+        assert input_dq(gm, piece, piece.args[0]).same_as(qp_in)
+        assert output_q(gm, piece).same_as(qp_in)
     check_close_to_float(model, gm, x)
 
 

@@ -1,4 +1,4 @@
-"""QAT with NeutronQuantizer: prepare_qat_pt2e on conv+bn+relu (and linear+bn1d+relu), a few training steps,
+"""QAT with NeutronQuantizer: prepare_qat_pt2e on conv+bn+relu (also conv1d and linear+bn1d), a few training steps,
 convert: batch norm folded, LiteRT-style int8 parameters, output close to the float model."""
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ class ConvBnReluNet(nn.Module):
             nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
             nn.Conv2d(8, 8, 3, groups=8), nn.BatchNorm2d(8), nn.ReLU6(),
         )  # fmt: skip
-        self.head = nn.Sequential(nn.Flatten(), nn.Linear(8 * 8 * 5, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 3))
+        self.seq = nn.Sequential(nn.Conv1d(8, 8, 3), nn.BatchNorm1d(8), nn.ReLU())  # lowered to conv2d
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(8 * 38, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 3))
 
     def forward(self, x):
-        return self.head(self.features(x))
+        return self.head(self.seq(self.features(x).flatten(2)))
 
 
 SHAPE = (8, 3, 10, 7)
@@ -56,7 +57,7 @@ def test_qat_conv_bn_relu():
 
     assert not nodes(gm, aten.batch_norm.default, aten._native_batch_norm_legit_no_training.default)
     convs = nodes(gm, aten.conv2d.default)
-    assert len(convs) == 2
+    assert len(convs) == 3
     for conv in convs:
         x_qp = input_dq(gm, conv, conv.args[0])
         w_qp = input_dq(gm, conv, conv.args[1])

@@ -24,6 +24,7 @@ from ..target import NeutronTarget, get_target
 from .fold_linear_batch_norm import fold_linear_batch_norm
 from .patterns import ANNOTATORS, AnnotationContext, annotate_graph
 from .qconfig import NeutronQConfig, make_qconfig
+from .sink_squeeze import sink_squeeze
 
 
 class NeutronQuantizer(Quantizer):
@@ -66,7 +67,7 @@ class NeutronQuantizer(Quantizer):
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
         from ..passes import run_aten_passes  # conv1d->conv2d, pool1d->pool2d, div->mul, split->slices, no-ops
 
-        return run_aten_passes(fold_linear_batch_norm(model))
+        return sink_squeeze(run_aten_passes(fold_linear_batch_norm(model)))
 
     def annotate(self, model: GraphModule) -> GraphModule:
         annotate_graph(model, AnnotationContext(qconfig=self.qconfig, skip=self._skipped))

@@ -316,8 +316,6 @@ def _table() -> dict:
                 aten.neg.default,
                 aten.mean.dim,
                 aten.mean.default,
-                aten.upsample_bilinear2d.vec,
-                aten.upsample_bilinear2d.default,
             ),
             own_output(),
         ),
@@ -336,6 +334,8 @@ def _table() -> dict:
                 aten.slice.Tensor,
                 aten.upsample_nearest2d.vec,
                 aten.upsample_nearest2d.default,
+                aten.upsample_bilinear2d.vec,  # LiteRT int8 RESIZE_BILINEAR keeps the input's qparams
+                aten.upsample_bilinear2d.default,
                 aten.dropout.default,
                 aten.alias.default,
             ),
