@@ -1,12 +1,323 @@
-"""Command line: `executorch-neutron <command>` (also `python -m executorch_neutron`). argparse -> public API."""
+"""Command line: `executorch-neutron <command>` (also `python -m executorch_neutron`). argparse -> public API.
+
+Commands: demo, compile, run, report, compare, targets, ops. Exit codes: 0 success, 1 failure while working,
+2 bad input (missing file, bad factory path, unknown target, shape mismatch, ...), 3 nothing was delegated.
+Errors are one line plus a hint; `--verbose` shows the traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import sys
 from pathlib import Path
 
+EXIT_OK, EXIT_FAIL, EXIT_BAD_INPUT, EXIT_NOT_DELEGATED = 0, 1, 2, 3
+MODEL_HELP = "path/to/file.py:factory (a function returning (module, example_inputs[, calibration])) or a .pt2 file"
+
+
+class UserError(Exception):
+    """Bad input from the user: a one-line message, a hint and an exit code."""
+
+    def __init__(self, message: str, hint: str | None = None, code: int = EXIT_BAD_INPUT):
+        super().__init__(message)
+        self.hint, self.code = hint, code
+
+
+# --- loading models and tensors ------------------------------------------------------------------------------
+
+def load_model(spec: str):
+    """(module, example_inputs, calibration or None) from 'file.py:factory' or a torch.export .pt2 file."""
+    import torch
+
+    if spec.endswith(".pt2") and ":" not in Path(spec).name:
+        path = Path(spec)
+        if not path.is_file():
+            raise UserError(f"no such file: {path}", MODEL_HELP)
+        try:
+            ep = torch.export.load(str(path))
+        except Exception as exc:  # noqa: BLE001
+            raise UserError(f"cannot load {path} as a torch.export program: {exc}", "save it with torch.export.save")
+        args, _ = ep.example_inputs or ((), {})
+        if not args:
+            raise UserError(f"{path} holds no example inputs", "export with example inputs and torch.export.save")
+        return ep.module(), tuple(args), None
+    file, sep, name = spec.rpartition(":")
+    if not sep or not file.endswith(".py"):
+        raise UserError(f"cannot read the model spec {spec!r}", f"MODEL is {MODEL_HELP}")
+    path = Path(file)
+    if not path.is_file():
+        raise UserError(f"no such file: {path}", f"MODEL is {MODEL_HELP}")
+    mod_name = f"_neutron_user_{path.stem}"
+    sys.path.insert(0, str(path.resolve().parent))
+    try:
+        loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[mod_name] = module
+        loader_spec.loader.exec_module(module)
+    finally:
+        sys.path.pop(0)
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        funcs = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_")
+                       and getattr(v, "__module__", None) == mod_name)
+        raise UserError(f"{path} has no function {name!r}", f"functions defined there: {', '.join(funcs) or 'none'}")
+    made = factory()
+    if not isinstance(made, (tuple, list)) or len(made) not in (2, 3):
+        raise UserError(f"{spec} returned {type(made).__name__}", "the factory must return (module, example_inputs)"
+                        " or (module, example_inputs, calibration_samples)")
+    inputs = (made[1],) if isinstance(made[1], torch.Tensor) else tuple(made[1])
+    return made[0], inputs, (list(made[2]) if len(made) == 3 else None)
+
+
+def load_tensor(path: Path):
+    """A tensor from .npy or .pt; a tuple of tensors from .npz or a .pt holding a tuple/list."""
+    import numpy as np
+    import torch
+
+    if not path.is_file():
+        raise UserError(f"no such file: {path}", "pass .npy, .npz or .pt files")
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        return torch.from_numpy(np.load(path))
+    if suffix == ".npz":
+        with np.load(path) as z:
+            return tuple(torch.from_numpy(z[k]) for k in z.files)
+    if suffix == ".pt":
+        value = torch.load(path, weights_only=True)
+        return tuple(value) if isinstance(value, (tuple, list)) else value
+    raise UserError(f"{path}: unsupported file type {suffix!r}", "use .npy, .npz or .pt")
+
+
+def _fit(x, like, what: str):
+    """Cast to the example input's dtype; check the shape."""
+    import torch
+
+    if tuple(x.shape) != tuple(like.shape):
+        raise UserError(f"{what} has shape {list(x.shape)} but the model takes {list(like.shape)}",
+                        "save samples with the example input's shape (a leading batch of samples is split)")
+    return x.to(like.dtype) if x.dtype != like.dtype and torch.is_floating_point(like) else x
+
+
+def load_samples(directory: Path, inputs: tuple) -> list[tuple]:
+    """Calibration samples: every .npy/.npz/.pt file of a directory, sorted by name; arrays of shape
+    (N, *input_shape) are split into N samples (single-input models)."""
+    if not directory.is_dir():
+        raise UserError(f"no such directory: {directory}", "--calibration takes a directory of .npy/.npz/.pt files")
+    files = sorted(p for p in directory.iterdir() if p.suffix.lower() in (".npy", ".npz", ".pt"))
+    if not files:
+        raise UserError(f"{directory} holds no .npy, .npz or .pt files", "save one sample per file with numpy.save")
+    samples = []
+    for f in files:
+        value = load_tensor(f)
+        if not isinstance(value, tuple):
+            if len(inputs) == 1 and value.dim() == inputs[0].dim() + 1 and tuple(value.shape[1:]) == tuple(
+                    inputs[0].shape):
+                samples += [(_fit(v, inputs[0], f.name),) for v in value]
+                continue
+            value = (value,)
+        if len(value) != len(inputs):
+            raise UserError(f"{f.name} holds {len(value)} tensor(s), the model takes {len(inputs)}",
+                            "use .npz or a .pt tuple with one array per model input")
+        samples.append(tuple(_fit(v, x, f.name) for v, x in zip(value, inputs)))
+    return samples
+
+
+def _calibration(args, inputs, bundled):
+    if args.calibration:
+        return load_samples(Path(args.calibration), inputs)
+    if bundled is not None:
+        return bundled
+    if getattr(args, "random_calibration", False):
+        from . import zoo
+
+        logging.getLogger("executorch_neutron").warning(
+            "warning: calibrating on random data (--random-calibration): the int8 model will be inaccurate on real "
+            "inputs; pass --calibration DIR with representative samples")
+        return [inputs] + zoo.calibration(inputs, 8)
+    raise UserError("no calibration data", "pass --calibration DIR (of .npy/.npz/.pt samples), or "
+                                           "--random-calibration to try the flow on random data")
+
+
+def _spec_options(args) -> dict:
+    ops = [o for entry in args.operators_not_to_delegate or [] for o in entry.split(",") if o.strip()]
+    return dict(
+        extra_flags=args.extra_flags,
+        operators_not_to_delegate=tuple(o.strip() for o in ops),
+        use_neutron_for_format_conversion=not args.no_neutron_format_conversion,
+        fetch_constants_to_sram=args.fetch_constants_to_sram,
+        dump_kernel_selection_code=args.dump_kernel_selection_code,
+        intermediates_dir=args.intermediates,
+        use_profiling=args.use_profiling,
+        reference=args.reference,
+    )
+
+
+def _check_target(name: str) -> str:
+    from .target import TARGETS
+
+    if name.lower() not in TARGETS:
+        raise UserError(f"unknown target {name!r}", f"valid targets: {', '.join(sorted(TARGETS))} "
+                                                    "(see `executorch-neutron targets`)")
+    return name.lower()
+
+
+def _lower(args):
+    from tqdm import tqdm
+
+    from . import lower
+
+    target = _check_target(args.target)
+    model, inputs, bundled = load_model(args.model)
+    quantize = not args.qat
+    calib = _calibration(args, inputs, bundled) if quantize else None
+    stages = tqdm(total=2, desc="quantize + lower" if quantize else "lower", unit="stage", file=sys.stderr,
+                  leave=False)
+    try:
+        stages.update(1)
+        result = lower(model, inputs, calib, target=target, quantize_model=quantize, progress=tqdm,
+                       **_spec_options(args))
+        stages.update(1)
+    finally:
+        stages.close()
+    return result, model, inputs, calib
+
+
+# --- commands ------------------------------------------------------------------------------------------------
+
+def _compile(args) -> int:
+    result, *_ = _lower(args)
+    path = result.save(args.output)
+    result.report.pte_bytes = len(result.pte)
+    print(result.report)
+    print(f"\nwrote {path} ({len(result.pte)} bytes); stage seconds: "
+          + ", ".join(f"{k} {v:.2f}" for k, v in result.timings.items()))
+    if args.report:
+        print(f"wrote {result.report.save(args.report)}")
+    if not result.report.partitions and not args.allow_cpu_only:
+        raise UserError("no node was delegated to the Neutron NPU", "see 'On the CPU' above for the reasons; "
+                        "--allow-cpu-only accepts a CPU-only .pte", EXIT_NOT_DELEGATED)
+    return EXIT_OK
+
+
+def _run(args) -> int:
+    import numpy as np
+    import torch
+
+    from .report.pte import PteError, inspect_pte
+    from .runtime import NeutronRuntimeError, run
+
+    try:
+        method = inspect_pte(args.pte).methods[0]
+    except PteError as exc:
+        raise UserError(str(exc), "pass a .pte written by `executorch-neutron compile`") from None
+    inputs = []
+    for i, file in enumerate(args.input or []):
+        x = load_tensor(Path(file))
+        x = x[0] if isinstance(x, tuple) else x
+        want = method.inputs[i].dtype if i < len(method.inputs) else None
+        if want == "float" and x.dtype != torch.float32:
+            x = x.float()
+        inputs.append(x)
+    if len(inputs) != len(method.inputs):
+        shapes = ", ".join(f"{t.dtype}{t.shape}" for t in method.inputs)
+        raise UserError(f"the program takes {len(method.inputs)} input(s) ({shapes}), got {len(inputs)}",
+                        "pass one --input FILE.npy per model input")
+    try:
+        outputs = run(args.pte, inputs)
+    except NeutronRuntimeError as exc:
+        raise UserError(str(exc), "check the input files against `executorch-neutron report MODEL.pte`") from None
+    save = Path(args.save_outputs) if args.save_outputs else None
+    if save:
+        save.mkdir(parents=True, exist_ok=True)
+    for j, out in enumerate(outputs):
+        a = out.detach().numpy()
+        line = (f"output {j}: {a.dtype}{list(a.shape)} min {a.min():.6g} max {a.max():.6g} mean {a.mean():.6g}"
+                if a.size else f"output {j}: {a.dtype}{list(a.shape)} (empty)")
+        if a.ndim == 2 and a.shape[1] > 1:
+            line += f" argmax {a.argmax(1).tolist()}"
+        print(line)
+        if save:
+            np.save(save / f"output_{j}.npy", a)
+    if save:
+        print(f"wrote {len(outputs)} output(s) to {save}")
+    return EXIT_OK
+
+
+def _report(args) -> int:
+    from .report.pte import PteError, inspect_pte
+
+    try:
+        summary = inspect_pte(args.pte)
+    except PteError as exc:
+        raise UserError(str(exc), "pass a .pte written by `executorch-neutron compile`") from None
+    print(summary.to_json() if args.json else summary)
+    return EXIT_OK
+
+
+def _compare(args) -> int:
+    from .compare import compare
+
+    result, model, inputs, calib = _lower(args)
+    samples = load_samples(Path(args.samples), inputs) if args.samples else None
+    cmp = compare(model if not args.qat else None, inputs, calib, result=result, samples=samples,
+                  max_samples=args.max_samples)
+    if args.json:
+        import json
+
+        print(json.dumps(cmp.to_dict(), indent=2, default=str))
+    else:
+        print(cmp)
+    return EXIT_OK
+
+
+def _targets(args) -> int:
+    import dataclasses
+    import json
+
+    from .target import TARGETS
+
+    if args.json:
+        print(json.dumps({k: dataclasses.asdict(t) for k, t in TARGETS.items()}, indent=2))
+        return EXIT_OK
+    for t in TARGETS.values():
+        print(f"{t.name}: {t.soc}; NPU {t.npu} ({'Neutron-S subsystem' if t.subsystem else 'Neutron-C'}, "
+              f"{t.hw_version}); {t.num_units} unit(s) x {t.num_pipes} pipes x {t.num_macs} MACs = "
+              f"{t.macs_per_cycle} MACs/cycle; SRAM {t.sram_bytes // 1024} KiB; CPU {t.cpu}; "
+              f"{'upstream' if t.upstream_supported else 'preview'}")
+        for note in t.notes:
+            print(f"    - {note}")
+    return EXIT_OK
+
+
+def _ops(args) -> int:
+    if args.markdown:
+        try:
+            from .ops import docs
+        except ImportError:
+            docs = None
+        render = next((getattr(docs, n) for n in ("render_markdown", "markdown", "render", "generate")
+                       if docs is not None and callable(getattr(docs, n, None))), None)
+        print(render() if render else _ops_markdown())
+        return EXIT_OK
+    from .ops.registry import entries
+
+    for e in entries():
+        print(e.name + (f": {e.doc.splitlines()[0]}" if e.doc else ""))
+        for c in e.constraints:
+            print(f"    - {c.text}" + (f" (hint: {c.hint})" if c.hint else ""))
+    return EXIT_OK
+
+
+def _ops_markdown() -> str:
+    from .ops.registry import entries
+
+    lines = ["# Operators supported by the Neutron backend", "", "| operator | constraints |", "|---|---|"]
+    for e in entries():
+        cons = "<br>".join(c.text.replace("|", "\\|") for c in e.constraints) or "none"
+        lines.append(f"| `{e.name}` | {cons} |")
+    return "\n".join(lines)
 
 
 def _demo(args) -> int:
@@ -20,6 +331,7 @@ def _demo(args) -> int:
     print(f"Lowering the bundled {args.model} for {args.target} ...")
     result = lower(model, inputs, calib, target=args.target)
     path = result.save(args.output)
+    result.report.pte_bytes = len(result.pte)
     print(result.report)
     print(f"\nwrote {path} ({len(result.pte)} bytes); stage seconds: "
           + ", ".join(f"{k} {v:.2f}" for k, v in result.timings.items()))
@@ -29,7 +341,30 @@ def _demo(args) -> int:
     diff = (outputs[0] - reference).abs().max().item()
     print(f"host run of the .pte: output {tuple(outputs[0].shape)}, top-1 {int(outputs[0].argmax())} "
           f"(quantized PyTorch: {int(reference.argmax())}), max |difference| {diff:.5f}")
-    return 0
+    return EXIT_OK
+
+
+# --- parser --------------------------------------------------------------------------------------------------
+
+def _add_lowering_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help=MODEL_HELP)
+    p.add_argument("--target", default="imxrt700", help="Neutron target (see `targets`; default imxrt700)")
+    p.add_argument("--calibration", metavar="DIR", help="directory of calibration samples (.npy/.npz/.pt)")
+    p.add_argument("--random-calibration", action="store_true", help="calibrate on random data (warns)")
+    p.add_argument("--qat", "--quantized", dest="qat", action="store_true",
+                   help="the factory returns an already quantized model (QAT: prepare_qat_pt2e, train, convert_pt2e); "
+                        "skip PTQ (quantize_model=False)")
+    g = p.add_argument_group("NeutronCompileSpec options")
+    g.add_argument("--extra-flags", default="", help="extra flags passed verbatim to the eIQ Neutron converter")
+    g.add_argument("--operators-not-to-delegate", nargs="+", metavar="OP",
+                   help="operators kept on the CPU, e.g. aten.convolution.default (comma or space separated)")
+    g.add_argument("--no-neutron-format-conversion", action="store_true",
+                   help="partitions take PyTorch layouts and transpose inside instead of the runtime")
+    g.add_argument("--fetch-constants-to-sram", action="store_true", help="prefetch weights to SRAM")
+    g.add_argument("--dump-kernel-selection-code", action="store_true", help="keep the kernel-selection code")
+    g.add_argument("--intermediates", metavar="DIR", help="write each partition's int8 TFLite (<tag>.tflite) here")
+    g.add_argument("--use-profiling", action="store_true", help="profiling microcode (eIQ SDK)")
+    g.add_argument("--reference", action="store_true", help="host-reference payloads even with the eIQ SDK")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,12 +374,61 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="executorch-neutron", description="ExecuTorch backend for NXP eIQ Neutron NPUs")
     p.add_argument("--verbose", action="store_true", help="show tracebacks and debug logs")
     sub = p.add_subparsers(dest="command", required=True)
+
     d = sub.add_parser("demo", help="lower a bundled example model, run the .pte on the host, print the report")
     d.add_argument("--model", choices=sorted(MODELS), default="cifarnet")
     d.add_argument("--target", choices=sorted(TARGETS), default="imxrt700")
     d.add_argument("-o", "--output", type=Path, default=Path("out/demo.pte"))
     d.set_defaults(func=_demo)
+
+    c = sub.add_parser("compile", help="quantize and lower a model to a .pte; print (and save) the delegation report")
+    _add_lowering_options(c)
+    c.add_argument("-o", "--output", type=Path, required=True, help="the .pte to write")
+    c.add_argument("--report", metavar="FILE", help="save the report: .md, .html, .json (schema: report/schema.json)")
+    c.add_argument("--allow-cpu-only", action="store_true", help="exit 0 even when nothing was delegated")
+    c.set_defaults(func=_compile)
+
+    r = sub.add_parser("run", help="run a .pte on the host and summarize its outputs")
+    r.add_argument("pte", type=Path)
+    r.add_argument("--input", action="append", metavar="FILE", help="one .npy/.pt per model input, in order")
+    r.add_argument("--save-outputs", metavar="DIR", help="write output_<i>.npy files here")
+    r.set_defaults(func=_run)
+
+    s = sub.add_parser("report", help="what is inside a .pte: methods, CPU kernels, delegates and payloads")
+    s.add_argument("pte", type=Path)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=_report)
+
+    m = sub.add_parser("compare", help="float vs quantized PyTorch vs the .pte, per output and per partition")
+    _add_lowering_options(m)
+    m.add_argument("--samples", metavar="DIR", help="evaluation samples (default: the calibration samples)")
+    m.add_argument("--max-samples", type=int, default=8, help="at most this many calibration samples (default 8)")
+    m.add_argument("--json", action="store_true")
+    m.set_defaults(func=_compare)
+
+    t = sub.add_parser("targets", help="the Neutron targets and their facts")
+    t.add_argument("--json", action="store_true")
+    t.set_defaults(func=_targets)
+
+    o = sub.add_parser("ops", help="the supported operators and their constraints")
+    o.add_argument("--markdown", action="store_true", help="SUPPORTED_OPS.md")
+    o.set_defaults(func=_ops)
     return p
+
+
+def _hint_for(exc: Exception) -> tuple[str | None, int]:
+    from .target import UnknownTargetError
+
+    if isinstance(exc, UnknownTargetError):
+        return "see `executorch-neutron targets`", EXIT_BAD_INPUT
+    if isinstance(exc, FileNotFoundError):
+        return "check the path", EXIT_BAD_INPUT
+    name = type(exc).__name__
+    if name == "LoweringError":
+        return "the model could not be exported or lowered; --verbose shows where", EXIT_BAD_INPUT
+    if name == "NeutronRuntimeError":
+        return "check the inputs against `executorch-neutron report MODEL.pte`", EXIT_BAD_INPUT
+    return "--verbose shows the traceback", EXIT_FAIL
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,10 +437,15 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("torchao").setLevel(logging.ERROR)
     try:
         return args.func(args)
+    except BrokenPipeError:  # `executorch-neutron ops | head`
+        sys.stderr.close()
+        return EXIT_OK
     except Exception as exc:  # one line for users, the traceback with --verbose
         if args.verbose:
             raise
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-
-
+        hint, code = (exc.hint, exc.code) if isinstance(exc, UserError) else _hint_for(exc)
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"error: {message[:500]}", file=sys.stderr)
+        if hint:
+            print(f"hint: {hint}", file=sys.stderr)
+        return code
