@@ -10,6 +10,11 @@ Usage (PTQ):
 QAT is the same with `is_qat=True` and `prepare_qat_pt2e`, a few training steps, then `convert_pt2e`.
 The specs are in `qconfig.py`, the per-op annotation rules in `patterns.py`; ops missing from that table stay
 float (they run on the CPU).
+
+Before annotation (`transform_for_annotation`): linear+bn1d is folded (`fold_linear_batch_norm.py`; conv+bn is
+folded by `prepare_pt2e` itself, or rewritten for QAT by `prepare_qat_pt2e`), the ATen passes of
+`executorch_neutron.passes` run (conv1d->conv2d, pool1d->pool2d, div->mul, split->slices, no-op removal), and
+the squeeze left by conv1d->conv2d is moved below the conv's batch norm / activation (`sink_squeeze.py`).
 """
 
 from __future__ import annotations

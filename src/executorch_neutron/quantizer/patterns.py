@@ -9,9 +9,11 @@ node float. The families:
 - `binary`: add / mul [+ relu], sub, div by a scalar: every tensor input int8, own output qparams.
 - `own_output`: unary ops whose int8 LiteRT kernel has free output qparams (relu, mean, hardswish, ...).
 - `fixed_output`: sigmoid, softmax, tanh with the output qparams LiteRT requires.
-- `shared`: data movement and pools: the output reuses the input's qparams (LiteRT requires equal scales).
+- `shared`: data movement, pools, nearest/bilinear resize: the output reuses the input's qparams (LiteRT's int8
+  kernels require equal input and output scales).
 - `concat`: all inputs and the output share one set of qparams.
-- `multi_output`: split / chunk: the getitem outputs share the input's qparams.
+- `multi_output`: split / chunk (normally rewritten to slices by the ATen passes first): the getitem outputs
+  share the input's qparams.
 - `matmul`: mm / addmm with a constant right operand are annotated like linear; otherwise all operands int8.
 
 Inputs produced by an already annotated op reuse that op's output qparams (`SharedQuantizationSpec`), so a
