@@ -1,4 +1,6 @@
-"""Standalone activations: relu, hardtanh / relu6, clamp, sigmoid, tanh -> TFLite RELU*, LOGISTIC, TANH.
+"""Standalone activations: relu, hardtanh / relu6, clamp, sigmoid, tanh, leaky_relu, hardswish, abs, neg.
+
+They map to TFLite RELU*, LOGISTIC, TANH, LEAKY_RELU, HARD_SWISH, ABS and MUL by -1 (neg).
 
 When an activation directly follows a conv/linear/add/mul it is fused into that op instead (see fusion.py) and
 never reaches these converters. LOGISTIC and TANH need fixed output quantization (1/256, -128 and 1/128, 0).
@@ -10,6 +12,8 @@ from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 
 from .fusion import SUPPORTED_BOUNDS_TEXT, activation_bounds, activation_codes
+from ..tflite.builder import Quant, options
+from .common import is_dq, is_dq_per_tensor, is_q
 from .registry import Constraint, constraint, register
 
 _aten = exir_ops.edge.aten
@@ -45,7 +49,7 @@ def fixed_output(scale: float, zero_point: int) -> Constraint:
     def check(a, ctx):
         from .. import qdq
 
-        qs = [u for u in a.node.users if qdq.is_q(u)]
+        qs = [u for u in a.node.users if is_q(u)]
         if not qs:
             return None  # reported by the generic int8 check
         s, z = float(qs[0].args[1]), int(qs[0].args[2])
@@ -68,3 +72,34 @@ def convert_tanh(ctx, a):
     unary(ctx, a, schema.BuiltinOperator.TANH)
 
 
+
+
+@register(_aten.leaky_relu.default)
+def convert_leaky_relu(ctx, a):
+    """x for x >= 0, negative_slope * x otherwise."""
+    unary(ctx, a, schema.BuiltinOperator.LEAKY_RELU,
+          opts=options("LeakyReluOptionsT", alpha=float(a["negative_slope"])))
+
+
+@register(_aten.hardswish.default)
+def convert_hardswish(ctx, a):
+    """x * relu6(x + 3) / 6 (kept from decomposition by the partitioner when the NPU takes it)."""
+    unary(ctx, a, schema.BuiltinOperator.HARD_SWISH)
+
+
+@register(_aten.abs.default)
+def convert_abs(ctx, a):
+    """|x| with requantization."""
+    unary(ctx, a, schema.BuiltinOperator.ABS)
+
+
+@register(_aten.neg.default)
+def convert_neg(ctx, a):
+    """-x, as an int8 MUL by the exactly representable constant -1 (scale 1, value -1)."""
+    import numpy as np
+
+    x = ctx.value(a["self"])
+    minus_one = ctx.builder.constant(a.node.name + "_minus_one", np.full([1] * len(x.shape), -1, dtype=np.int8),
+                                     Quant.per_tensor(1.0, 0))
+    out = ctx.emit_output(a.node, x.layout)
+    ctx.builder.op(schema.BuiltinOperator.MUL, [x.tensor, minus_one], [out.tensor], options("MulOptionsT"))

@@ -9,8 +9,8 @@ from torch.fx import Node
 
 
 def _schema(target):
-    op = getattr(target, "_op", target)
-    return op._schema
+    schema = getattr(target, "_schema", None)  # ATen OpOverload (its `_op` is the C++ builtin)
+    return schema if schema is not None else target._op._schema  # edge op
 
 
 class NodeArgs(dict):

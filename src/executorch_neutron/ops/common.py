@@ -46,9 +46,27 @@ def batch_one(of: str = "self") -> Constraint:
     return Constraint("batch size 1", check)
 
 
+def is_dq(node) -> bool:
+    """A dequantize node, in the edge dialect or (for decisions taken before decomposition) in ATen."""
+    return qdq.is_dq(node) or (getattr(node, "op", None) == "call_function" and node.target in _ATEN_DQ)
+
+
+def is_q(node) -> bool:
+    return qdq.is_q(node) or (getattr(node, "op", None) == "call_function" and node.target in _ATEN_Q)
+
+
+_ATEN_DQ = {getattr(op, "_op", op) for op in qdq.DEQUANTIZE}
+_ATEN_Q = {getattr(op, "_op", op) for op in qdq.QUANTIZE}
+_ATEN_DQ_PER_TENSOR = {getattr(op, "_op", op) for op in qdq.DQ_PER_TENSOR}
+
+
+def is_dq_per_tensor(node) -> bool:
+    return is_dq(node) and (node.target in qdq.DQ_PER_TENSOR or node.target in _ATEN_DQ_PER_TENSOR)
+
+
 def is_int8_constant(node, ctx) -> bool:
     """dequantize(constant integer tensor): a weight the converter can bake into the flatbuffer."""
-    if not qdq.is_dq(node) or not ctx.is_constant(node.args[0]):
+    if not is_dq(node) or not ctx.is_constant(node.args[0]):
         return False
     val = node.args[0].meta.get("val")
     return val is not None and not val.dtype.is_floating_point

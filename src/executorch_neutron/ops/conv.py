@@ -1,4 +1,5 @@
-"""aten.convolution: 2D convolution (regular and depthwise) -> TFLite CONV_2D / DEPTHWISE_CONV_2D.
+"""aten.convolution: 2D convolution (regular, depthwise, transposed) -> TFLite CONV_2D / DEPTHWISE_CONV_2D /
+TRANSPOSE_CONV. 1D convolutions are rewritten to 2D before quantization (passes/conv1d_to_conv2d.py).
 
 Weights are per-channel symmetric int8 (OIHW in PyTorch -> OHWI, or 1HWO for depthwise), bias int32 with scale
 input_scale * weight_scale. Symmetric padding becomes SAME when that is exactly equivalent, else an explicit PAD.
@@ -23,9 +24,24 @@ def _rank(a, ctx):
     return None if r == 4 else f"{r - 2}D convolution: Neutron converts 2D convolutions (1D after the conv1d->conv2d pass)"
 
 
-@constraint("not transposed (transposed convolution has its own constraints)")
-def _not_transposed(a, ctx):
-    return "transposed convolution is not supported yet" if a["transposed"] else None
+@constraint("transposed: groups 1, stride <= 2 and <= kernel, padding < kernel, output_padding <= padding, "
+            "dilation 1")
+def _transposed(a, ctx):
+    if not a["transposed"]:
+        return None
+    k = a.shape("weight")[2:]
+    s, p, op, d = (list(a[n]) for n in ("stride", "padding", "output_padding", "dilation"))
+    if a["groups"] != 1:
+        return f"transposed convolution with groups {a['groups']}: Neutron supports groups 1"
+    if any(x > 2 or x > kk for x, kk in zip(s, k)):
+        return f"transposed convolution stride {s} with kernel {list(k)}: stride must be <= 2 and <= kernel"
+    if any(x >= kk for x, kk in zip(p, k)):
+        return f"transposed convolution padding {p} with kernel {list(k)}: padding must be < kernel"
+    if any(o > x for o, x in zip(op, p)):
+        return f"output_padding {op} > padding {p}"
+    if any(x != 1 for x in d):
+        return f"transposed convolution dilation {d}: Neutron supports dilation 1"
+    return None
 
 
 @constraint("constant int8 weights (dequantized per channel or per tensor)")
@@ -36,23 +52,28 @@ def _constant_weights(a, ctx):
 @constraint("groups 1 or groups == input channels (depthwise)")
 def _groups(a, ctx):
     g, c = a["groups"], a.shape("input")[1]
+    if a["transposed"]:
+        return None
     return None if g in (1, c) else f"groups {g}: Neutron supports groups 1 or groups == input channels ({c})"
 
 
 @constraint("kernel_h * kernel_w * round_up(in_channels, num_macs) <= 65535")
 def _kernel_size(a, ctx):
-    _, i, kh, kw = a.shape("weight")
+    kh, kw = a.shape("weight")[2:]
     in_c = a.shape("input")[1]
     size = kh * kw * round_up(in_c, ctx.num_macs)
     return None if size <= 65535 else f"kernel {kh}x{kw} with {in_c} input channels needs {size} > 65535 weight slots"
 
 
-CONSTRAINTS = (_rank, _not_transposed, _constant_weights, _groups, _kernel_size)
+CONSTRAINTS = (_rank, _constant_weights, _groups, _transposed, _kernel_size)
 
 
 @register(exir_ops.edge.aten.convolution.default, constraints=CONSTRAINTS)
 def convert_conv2d(ctx, a):
-    """Conv2d and depthwise Conv2d with optional fused relu/relu6/hardtanh/clamp."""
+    """Conv2d, depthwise and transposed Conv2d with optional fused relu/relu6/hardtanh/clamp."""
+    if a["transposed"]:
+        _transpose_conv(ctx, a)
+        return
     b = ctx.builder
     x = ctx.value(a["input"], Layout.CHANNELS_LAST)
     w = ctx.quantized_constant(a["weight"])
@@ -93,3 +114,38 @@ def _explicit_pad(ctx, x, pad):
     out = b.tensor(f"t{x.tensor}_padded", physical_shape(shape, Layout.CHANNELS_LAST), np.int8, x.quant)
     b.op(schema.BuiltinOperator.PAD, [x.tensor, pt], [out], options("PadOptionsT"))
     return type(x)(out, shape, Layout.CHANNELS_LAST, x.quant)
+
+
+def _transpose_conv(ctx, a):
+    """TRANSPOSE_CONV with VALID padding computes the full (in - 1) * s + k output; PyTorch's padding crops it
+    (a STRIDED_SLICE); output_padding <= padding only extends the crop window."""
+    b = ctx.builder
+    x = ctx.value(a["input"], Layout.CHANNELS_LAST)
+    w = ctx.quantized_constant(a["weight"])  # [in, out, kh, kw], per channel along axis 1
+    _, out_c, kh, kw = w.data.shape
+    n, _, h, wd = x.shape
+    s, p = list(a["stride"]), list(a["padding"])
+    full = (n, out_c, (h - 1) * s[0] + kh, (wd - 1) * s[1] + kw)
+    w_quant = Quant(w.quant.scale, w.quant.zero_point, 0)
+    wt = b.constant(a.node.name + "_w", np.transpose(w.data, (1, 2, 3, 0)).astype(np.int8), w_quant)
+    bias, bias_scales = quantize_bias(a["bias"], x.quant.scale[0], w.quant.scale, ctx, out_c)
+    bt = b.constant(a.node.name + "_b", bias, Quant(tuple(bias_scales), (0,) * out_c, 0))
+    shape_t = b.int32_vector(a.node.name + "_out_shape", physical_shape(full, Layout.CHANNELS_LAST))
+    final = tuple(a.out_shape)
+    act = fused_code(a.node)
+    opts = options("TransposeConvOptionsT", padding=schema.Padding.VALID, strideH=s[0], strideW=s[1],
+                   fusedActivationFunction=act)
+    if final == full:
+        out = ctx.emit_output(a.node, Layout.CHANNELS_LAST)
+        b.op(schema.BuiltinOperator.TRANSPOSE_CONV, [shape_t, wt, x.tensor, bt], [out.tensor], opts)
+        return
+    quant = ctx.output_quant(a.node)
+    tmp = b.tensor(a.node.name + "_full", physical_shape(full, Layout.CHANNELS_LAST), np.int8, quant)
+    b.op(schema.BuiltinOperator.TRANSPOSE_CONV, [shape_t, wt, x.tensor, bt], [tmp], opts)
+    out = ctx.emit_output(a.node, Layout.CHANNELS_LAST, quant=quant)
+    begin = [0, p[0], p[1], 0]
+    end = [full[0], p[0] + final[2], p[1] + final[3], out_c]
+    b.op(schema.BuiltinOperator.STRIDED_SLICE, [tmp, b.int32_vector(a.node.name + "_begin", begin),
+                                                b.int32_vector(a.node.name + "_end", end),
+                                                b.int32_vector(a.node.name + "_strides", [1, 1, 1, 1])],
+         [out.tensor], options("StridedSliceOptionsT"))

@@ -1,6 +1,8 @@
-"""Binary elementwise ops: add.Tensor, mul.Tensor -> TFLite ADD / MUL (int8, with requantization).
+"""Binary elementwise ops: add.Tensor, mul.Tensor, div.Tensor -> TFLite ADD / MUL (int8, with requantization).
 
-Both operands are brought to one layout (channels-last for rank 4); an operand may be a quantized constant.
+Both operands are brought to one layout (channels-last for rank 4); an operand may be a quantized constant. A
+float scalar operand (mul by 0.5, or a division the div->mul pass did not see) is represented exactly in int8:
+value c is stored as q = sign(c) with scale |c|. Division by a constant is a MUL by its reciprocal.
 """
 
 from __future__ import annotations
@@ -9,9 +11,15 @@ from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 from torch.fx import Node
 
-from ..tflite.builder import options
-from ..tflite.layout import Layout
+import numpy as np
+import torch
+
+from .. import qdq
+from ..tflite.builder import Quant, options
+from ..tflite.context import Value
+from ..tflite.layout import Layout, to_physical_perm
 from .fusion import fused_code
+from .common import is_dq, is_dq_per_tensor, is_q
 from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
@@ -47,22 +55,122 @@ def _equal_rank(a, ctx):
     return None if len(s) == len(o) else f"operand ranks {len(s)} and {len(o)} differ"
 
 
-def binary(ctx, a, builtin: int, opts) -> None:
+def _float_constant(a, ctx, name: str) -> torch.Tensor | None:
+    """The float tensor behind operand `name` when it is an unquantized constant (lifted scalar or tensor)."""
+    node = a[name]
+    if not ctx.is_constant(node):
+        return None
+    val = node.meta.get("val")
+    return val if val is not None and val.dtype.is_floating_point else None
+
+
+@constraint("each operand int8, or a float constant scalar (float constant tensors: custom option "
+            "allow_float_constants)", hint="quantize the constant with NeutronQuantizer, or pass "
+            "custom_delegation_options=('allow_float_constants',)")
+def _operands_int8(a, ctx):
+    for name in ("self", "other"):
+        val = _float_constant(a, ctx, name)
+        if val is not None and val.numel() > 1 and not ctx.allows("allow_float_constants"):
+            return f"operand {a[name].name} is an unquantized float constant tensor"
+    return None
+
+
+def _operand(ctx, a, name: str, layout: Layout, reciprocal: bool = False) -> Value:
+    """Operand `name` as an int8 tensor in `layout`; float constants are quantized here (scalars exactly)."""
+    node = a[name]
+    if not is_dq(node):
+        t = ctx.constant_tensor(node)
+        if t is not None and t.dtype.is_floating_point:
+            data = t.detach().double().numpy()
+            if reciprocal:
+                data = 1.0 / data
+            return _quantized_float(ctx, node.name + ("_recip" if reciprocal else ""), data, layout)
+    v = ctx.value(node, layout)
+    if reciprocal:  # dq(int8 constant): dequantize, invert, requantize
+        c = ctx.quantized_constant(node)
+        real = (c.data.astype(np.float64) - c.quant.zero_point[0]) * c.quant.scale[0]
+        return _quantized_float(ctx, node.name + "_recip", 1.0 / real, layout)
+    return v
+
+
+def _quantized_float(ctx, name: str, data: np.ndarray, layout: Layout) -> Value:
+    shape = tuple(data.shape)
+    if data.size == 1:
+        c = float(data.reshape(-1)[0])
+        q, quant = np.full(shape, 1 if c >= 0 else -1, dtype=np.int8), Quant.per_tensor(abs(c) or 1.0, 0)
+        if c == 0:
+            q[...] = 0
+    else:
+        scale = float(np.abs(data).max()) / 127 or 1.0
+        q, quant = np.clip(np.round(data / scale), -127, 127).astype(np.int8), Quant.per_tensor(scale, 0)
+    if len(shape) != 4:
+        layout = Layout.NATURAL
+    phys = np.transpose(q, to_physical_perm(len(shape), layout)) if layout is Layout.CHANNELS_LAST else q
+    return Value(ctx.builder.constant(name, phys, quant), shape, layout, quant)
+
+
+def binary(ctx, a, builtin: int, opts, reciprocal: bool = False) -> None:
     rank = len(a.out_shape)
     layout = Layout.preferred(rank)
-    x = ctx.value(a["self"], layout)
-    y = ctx.value(a["other"], layout)
+    x = _operand(ctx, a, "self", layout)
+    y = _operand(ctx, a, "other", layout, reciprocal)
     out = ctx.emit_output(a.node, layout)
     ctx.builder.op(builtin, [x.tensor, y.tensor], [out.tensor], opts)
 
 
-@register(_aten.add.Tensor, constraints=(_tensor_operands, _alpha, _equal_shapes))
+@register(_aten.add.Tensor, constraints=(_tensor_operands, _alpha, _equal_shapes, _operands_int8))
 def convert_add(ctx, a):
     """Elementwise sum, optional fused relu."""
     binary(ctx, a, schema.BuiltinOperator.ADD, options("AddOptionsT", fusedActivationFunction=fused_code(a.node)))
 
 
-@register(_aten.mul.Tensor, constraints=(_tensor_operands, _equal_rank, _size_multiple))
+@constraint("operands of equal rank, or a scalar operand")
+def _equal_rank_or_scalar(a, ctx):
+    if not isinstance(a["other"], Node):
+        return None
+    s, o = a.shape("self"), a.shape("other")
+    if len(s) == len(o) or 1 in (_numel(s), _numel(o)):
+        return None
+    return f"operand ranks {len(s)} and {len(o)} differ"
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+@register(_aten.mul.Tensor, constraints=(_tensor_operands, _equal_rank_or_scalar, _size_multiple, _operands_int8))
 def convert_mul(ctx, a):
     """Elementwise product (broadcasting within equal ranks), optional fused relu."""
     binary(ctx, a, schema.BuiltinOperator.MUL, options("MulOptionsT", fusedActivationFunction=fused_code(a.node)))
+
+
+@constraint("divisor a static tensor or scalar (division by a computed tensor stays on the CPU)")
+def _static_divisor(a, ctx):
+    d = a["other"]
+    if not isinstance(d, Node):
+        return None
+    if ctx.is_constant(d) or (is_dq(d) and ctx.is_constant(d.args[0])):
+        val = (d if ctx.is_constant(d) else d.args[0]).meta.get("val")
+        if val is not None and val.numel() > 1 and not ctx.allows("allow_float_constants"):
+            return ("division by a constant tensor: its reciprocal would be requantized by the converter "
+                    "(the div->mul pass of NeutronQuantizer avoids this)")
+        return None
+    return f"divisor {d.name} is computed at run time"
+
+
+@constraint("one dimension % 8 == 0, or scalar division")
+def _div_dims(a, ctx):
+    d = a["other"]
+    if not isinstance(d, Node) or _numel(a.shape("other")) == 1:
+        return None
+    shape = a.out_shape
+    return None if any(s % 8 == 0 for s in shape) else f"no dimension of {list(shape)} is a multiple of 8"
+
+
+@register(_aten.div.Tensor, constraints=(_static_divisor, _equal_rank_or_scalar, _div_dims))
+def convert_div(ctx, a):
+    """Division by a constant: MUL by the reciprocal (exact for scalars)."""
+    binary(ctx, a, schema.BuiltinOperator.MUL, options("MulOptionsT"), reciprocal=True)

@@ -95,3 +95,28 @@ def _addmm_scalars(a, ctx):
 def convert_addmm(ctx, a):
     """bias + mat1 @ mat2 with a constant mat2 (a linear layer)."""
     _matmul(ctx, a, a["self"])
+
+
+@constraint("3D tensors only")
+def _three_d(a, ctx):
+    ranks = (len(a.shape("self")), len(a.shape("mat2")))
+    return None if ranks == (3, 3) else f"ranks {ranks}: Neutron supports 3D batched matrix products"
+
+
+@constraint("width and channel dims of both arguments % 8 == 0", hint="pad the matrix sizes to multiples of 8")
+def _bmm_dims(a, ctx):
+    for name in ("self", "mat2"):
+        shape = a.shape(name)
+        if any(d % ctx.num_macs for d in shape[1:]):
+            return f"{name} shape {list(shape)}: dims 1 and 2 must be multiples of {ctx.num_macs}"
+    return None
+
+
+@register(_aten.bmm.default, constraints=(_three_d, _bmm_dims))
+def convert_bmm(ctx, a):
+    """Batched matrix product of two int8 tensors [B, N, M] @ [B, M, P]."""
+    x = ctx.value(a["self"], Layout.NATURAL)
+    y = ctx.value(a["mat2"], Layout.NATURAL)
+    out = ctx.emit_output(a.node, Layout.NATURAL)
+    ctx.builder.op(schema.BuiltinOperator.BATCH_MATMUL, [x.tensor, y.tensor], [out.tensor],
+                   options("BatchMatMulOptionsT"))

@@ -13,7 +13,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from .. import qdq
 from ..tflite.builder import options
 from ..tflite.layout import Layout, physical_axis
-from .common import batch_one, channels_multiple, same_padding_matches
+from .common import batch_one, channels_multiple, same_padding_matches, is_dq, is_dq_per_tensor, is_q
 from .fusion import result_node
 from .registry import Constraint, constraint, register
 
@@ -32,8 +32,8 @@ def _pair(v, default=None):
 def shared_quantization() -> Constraint:
     def check(a, ctx):
         first = a.node.all_input_nodes[0]
-        users = [u for u in result_node(a.node).users if qdq.is_q(u)]
-        if not (qdq.is_dq(first) and users):
+        users = [u for u in result_node(a.node).users if is_q(u)]
+        if not (is_dq(first) and users):
             return None  # reported by the generic int8 check
         pin, pout = qdq.qparams(first), qdq.qparams(users[0])
         if not pin.same_as(pout):
@@ -143,16 +143,37 @@ def mean_hw(ctx, a, keepdim: bool):
     b.op(schema.BuiltinOperator.MEAN, [x.tensor, at], [out.tensor], options("ReducerOptionsT", keepDims=keepdim))
 
 
-@constraint("output size 1x1")
-def _global(a, ctx):
+@constraint("output size 1x1, or dividing the input size (then it is an average pool with kernel = stride)")
+def _adaptive_size(a, ctx):
     size = _pair(a["output_size"])
-    return None if size == [1, 1] else f"output size {size}: only global (1x1) adaptive average pooling"
+    h, w = a.shape("self")[2:]
+    if size == [1, 1] or (h % size[0] == 0 and w % size[1] == 0):
+        return None
+    return f"output size {size} does not divide the input size {[h, w]}: the pooling windows would overlap"
 
 
-@register(_aten._adaptive_avg_pool2d.default, constraints=(_rank4, _global))
+def _adaptive_is_pool(a) -> bool:
+    return _pair(a["output_size"]) != [1, 1]
+
+
+@constraint("equal input and output quantization (when not global)")
+def _adaptive_shared(a, ctx):
+    return shared_quantization().check(a, ctx) if _adaptive_is_pool(a) else None
+
+
+@register(_aten._adaptive_avg_pool2d.default, constraints=(_rank4, _adaptive_size, _adaptive_shared))
 def convert_adaptive_avg_pool2d(ctx, a):
-    """Global average pooling to 1x1."""
-    mean_hw(ctx, a, keepdim=True)
+    """Average pooling to a fixed output size: MEAN when global, else AVERAGE_POOL_2D with kernel = stride."""
+    if not _adaptive_is_pool(a):
+        mean_hw(ctx, a, keepdim=True)
+        return
+    oh, ow = _pair(a["output_size"])
+    h, w = a.shape("self")[2:]
+    x = ctx.value(a["self"], Layout.CHANNELS_LAST)
+    out = ctx.emit_output(a.node, Layout.CHANNELS_LAST, quant=x.quant)
+    opts = options("Pool2DOptionsT", padding=schema.Padding.VALID, strideH=h // oh, strideW=w // ow,
+                   filterHeight=h // oh, filterWidth=w // ow)
+    ctx.builder.op(schema.BuiltinOperator.AVERAGE_POOL_2D, [x.tensor], [out.tensor], opts)
 
 
 @constraint("4D tensors only, dims [-1, -2] or [-2, -1]")
@@ -168,3 +189,89 @@ def _mean_dims(a, ctx):
 def convert_mean(ctx, a):
     """Mean over H and W."""
     mean_hw(ctx, a, keepdim=bool(a["keepdim"]))
+
+
+# upsampling ------------------------------------------------------------------------------------------------------
+
+def _scales(a):
+    """(H scale, W scale) of an upsample node from its input and output shapes."""
+    n, c, h, w = a.shape("input")
+    _, _, oh, ow = a.out_shape
+    return oh / h, ow / w
+
+
+@constraint("channels % 8 == 0", hint="pad the channel count to a multiple of 8")
+def _up_channels(a, ctx):
+    c = a.shape("input")[1]
+    return None if c % ctx.num_macs == 0 else f"channels {c} not a multiple of {ctx.num_macs}"
+
+
+@constraint("H scale == W scale, 2 or 4")
+def _up_scale(a, ctx):
+    if len(a.shape("input")) != 4:
+        return f"rank {len(a.shape('input'))}: upsampling needs a rank-4 input"
+    sh, sw = _scales(a)
+    if sh != sw or sh not in (2.0, 4.0):
+        return f"scales H {sh:g}, W {sw:g}: Neutron upsamples by 2 or 4, equal in H and W"
+    return None
+
+
+def _resize(ctx, a, builtin, opts_name, **fields):
+    b = ctx.builder
+    x = ctx.value(a["input"], Layout.CHANNELS_LAST)
+    size = b.int32_vector(a.node.name + "_size", a.out_shape[2:])
+    out = ctx.emit_output(a.node, Layout.CHANNELS_LAST, quant=x.quant)
+    b.op(builtin, [x.tensor, size], [out.tensor], options(opts_name, **fields))
+
+
+@register(_aten.upsample_bilinear2d.vec, constraints=(_up_channels, _up_scale, shared_quantization()),
+          shared_qparams=True)
+def convert_upsample_bilinear(ctx, a):
+    """Bilinear upsampling; align_corners=False is TFLite's half_pixel_centers, True is its align_corners."""
+    ac = bool(a["align_corners"])
+    _resize(ctx, a, schema.BuiltinOperator.RESIZE_BILINEAR, "ResizeBilinearOptionsT", alignCorners=ac,
+            halfPixelCenters=not ac)
+
+
+@register(_aten.upsample_nearest2d.vec, constraints=(_up_channels, _up_scale, shared_quantization()),
+          shared_qparams=True)
+def convert_upsample_nearest(ctx, a):
+    """Nearest upsampling: PyTorch's 'nearest' picks floor(out * in / out_size), TFLite's default mode."""
+    _resize(ctx, a, schema.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR, "ResizeNearestNeighborOptionsT",
+            alignCorners=False, halfPixelCenters=False)
+
+
+# prelu ---------------------------------------------------------------------------------------------------------
+
+@constraint("rank 4, channels % 8 == 0, flat size / channels <= 4096")
+def _prelu_shape(a, ctx):
+    shape = a.shape("self")
+    if len(shape) != 4:
+        return f"rank {len(shape)}: Neutron PReLU needs rank 4"
+    c = shape[1]
+    flat = int(np.prod(shape))
+    if c % ctx.num_macs:
+        return f"channels {c} not a multiple of {ctx.num_macs}"
+    if flat // c > 4096:
+        return f"flat size / channels = {flat // c} > 4096"
+    return None
+
+
+@constraint("constant int8 slopes (one, or one per channel)")
+def _prelu_weight(a, ctx):
+    w = a["weight"]
+    if not (is_dq(w) and ctx.is_constant(w.args[0]) and is_dq_per_tensor(w)):
+        return "slopes are not a constant int8 tensor quantized per tensor"
+    n = a.shape("weight")
+    return None if len(n) == 1 and n[0] in (1, a.shape("self")[1]) else f"slope shape {list(n)}"
+
+
+@register(_aten.prelu.default, constraints=(_prelu_shape, _prelu_weight))
+def convert_prelu(ctx, a):
+    """x for x >= 0, slope[c] * x otherwise (kept from decomposition by the partitioner when the NPU takes it)."""
+    b = ctx.builder
+    x = ctx.value(a["self"], Layout.CHANNELS_LAST)
+    w = ctx.quantized_constant(a["weight"])
+    alpha = b.constant(a.node.name + "_alpha", w.data.reshape(1, 1, -1).astype(np.int8), w.quant)
+    out = ctx.emit_output(a.node, Layout.CHANNELS_LAST)
+    b.op(schema.BuiltinOperator.PRELU, [x.tensor, alpha], [out.tensor])

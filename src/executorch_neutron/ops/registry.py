@@ -39,6 +39,33 @@ class CheckContext:
     def num_macs(self) -> int:
         return self.target.num_macs
 
+    def allows(self, option: str) -> bool:
+        """Whether the model author enabled the custom delegation option `option` (see DELEGATION_OPTIONS)."""
+        if option not in DELEGATION_OPTIONS:
+            raise KeyError(f"undocumented delegation option {option!r}")
+        return option in self.spec.custom_delegation_options
+
+
+#: custom_delegation_options: opt-in, case-by-case delegation the defensive defaults refuse. name -> what it does.
+DELEGATION_OPTIONS: dict[str, str] = {
+    "allow_float_constants": (
+        "a float constant operand that the quantizer left unquantized (e.g. a tensor multiplier or divisor) is "
+        "quantized by the converter (symmetric int8 per tensor); results then differ from PyTorch's quantized "
+        "model by that rounding. Scalars are always accepted: they are represented exactly."),
+    "allow_any_permutation": (
+        "permute_copy of any rank and any permutation is delegated (the default keeps rank <= 4 permutations "
+        "that leave a batch dimension larger than 1 in front)."),
+    "allow_noop_partitions": (
+        "partitions made only of no-op nodes (views, clones, squeezes) are created (by default they stay on the "
+        "CPU: a delegate call costs more than the copy)."),
+}
+
+
+def validate_delegation_options(options) -> None:
+    unknown = [o for o in options if o not in DELEGATION_OPTIONS]
+    if unknown:
+        raise ValueError(f"unknown custom_delegation_options {unknown}; known: {sorted(DELEGATION_OPTIONS)}")
+
 
 CheckFn = Callable[[NodeArgs, CheckContext], Optional[str]]
 
@@ -121,6 +148,15 @@ def constraint(text: str, hint: str | None = None):
 def lookup(target) -> OpEntry | None:
     _ensure_loaded()
     return REGISTRY.get(target)
+
+
+def lookup_aten(target) -> OpEntry | None:
+    """The entry of the edge op whose ATen overload is `target` (for decisions taken before decomposition)."""
+    _ensure_loaded()
+    for key, entry in REGISTRY.items():
+        if getattr(key, "_op", key) == target:
+            return entry
+    return None
 
 
 def entries() -> list[OpEntry]:

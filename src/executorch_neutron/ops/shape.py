@@ -1,4 +1,4 @@
-"""Data movement: view_copy (reshape), permute_copy, cat, constant_pad_nd, clone.
+"""Data movement: view / squeeze / unsqueeze (reshape), permute_copy, slice_copy, cat, constant_pad_nd, clone.
 
 Reshape and permute are defined on PyTorch's order, so their input is taken in natural layout (the context
 inserts the transpose, or a reshape when only size-1 dims move) and a rank-4 result is handed on as it is.
@@ -12,16 +12,21 @@ from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 
 from ..tflite.builder import options
-from ..tflite.layout import Layout, logical_perm_to_physical, physical_axis, to_physical_perm
+from ..tflite.layout import Layout, logical_perm_to_physical, physical_axis, physical_shape, to_physical_perm
 from .pooling import shared_quantization
+from .common import is_dq, is_dq_per_tensor, is_q
 from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
 
 
-@register(_aten.view_copy.default, noop=True, constraints=(shared_quantization(),), shared_qparams=True)
+_DIM_ORDER_CLONE = exir_ops.edge.dim_order_ops._clone_dim_order.default
+
+
+@register(_aten.view_copy.default, _aten.squeeze_copy.default, _aten.squeeze_copy.dim, _aten.squeeze_copy.dims,
+          _aten.unsqueeze_copy.default, noop=True, constraints=(shared_quantization(),), shared_qparams=True)
 def convert_view(ctx, a):
-    """Reshape (no data movement in PyTorch order)."""
+    """Reshape (no data movement in PyTorch order); squeeze and unsqueeze are reshapes too."""
     b = ctx.builder
     x = ctx.value(a["self"], Layout.NATURAL)
     out_shape = a.out_shape
@@ -30,13 +35,37 @@ def convert_view(ctx, a):
     b.op(schema.BuiltinOperator.RESHAPE, [x.tensor, st], [out.tensor], options("ReshapeOptionsT", newShape=list(out_shape)))
 
 
-@register(_aten.clone.default, noop=True, constraints=(shared_quantization(),), shared_qparams=True)
+@constraint("contiguous result (no dim_order other than the default)")
+def _default_dim_order(a, ctx):
+    order = a.get("dim_order")
+    if order is not None and list(order) != list(range(len(a.out_shape))):
+        return f"dim_order {list(order)}: only the default (contiguous) order is a copy"
+    return None
+
+
+@register(_aten.clone.default, _DIM_ORDER_CLONE, noop=True, constraints=(_default_dim_order, shared_quantization()),
+          shared_qparams=True)
 def convert_clone(ctx, a):
     """Copy: the result aliases its input's tensor."""
     ctx.bind(a.node, ctx.value(a["self"]))
 
 
-@register(_aten.permute_copy.default, constraints=(shared_quantization(),), shared_qparams=True)
+@constraint("rank <= 4; for rank 3 and 4 the batch dimension stays first unless it is 1",
+            hint="pass custom_delegation_options=('allow_any_permutation',) to delegate other transpositions")
+def _permutation(a, ctx):
+    """Neutron's transpose kernel works on its NHWC data layout: at most 4 dims, one batch item at a time."""
+    if ctx.allows("allow_any_permutation"):
+        return None
+    shape = a.shape("self")
+    dims = [d % len(shape) for d in a["dims"]]
+    if len(shape) > 4:
+        return f"rank {len(shape)} permutation: Neutron transposes tensors of rank <= 4"
+    if len(shape) >= 3 and dims[0] != 0 and shape[0] != 1:
+        return f"permutation {dims} moves the batch dimension (size {shape[0]}): Neutron keeps batch first"
+    return None
+
+
+@register(_aten.permute_copy.default, constraints=(_permutation, shared_quantization()), shared_qparams=True)
 def convert_permute(ctx, a):
     """Transpose by `dims`, composed with the layouts of input and result into one TRANSPOSE."""
     b = ctx.builder
@@ -53,15 +82,15 @@ def convert_permute(ctx, a):
     b.op(schema.BuiltinOperator.TRANSPOSE, [x.tensor, pt], [out.tensor], options("TransposeOptionsT"))
 
 
-@constraint("input channels % 8 == 0 and output channels % 8 == 0 (rank-4 concatenation)")
+@constraint("input channels % 8 == 0 and output channels % 8 == 0 (channels: dim 1 of a 4D tensor, else the "
+            "last dim)", hint="pad the channel counts to a multiple of 8")
 def _cat_channels(a, ctx):
-    tensors = a["tensors"]
-    shapes = [a.shape_of(t) for t in tensors]
-    if len(shapes[0]) != 4:
-        return None
-    for s in shapes + [a.out_shape]:
-        if s[1] % ctx.num_macs:
-            return f"channels {s[1]} not a multiple of {ctx.num_macs}"
+    shapes = [a.shape_of(t) for t in a["tensors"]] + [a.out_shape]
+    rank = len(shapes[0])
+    ch = 1 if rank == 4 else rank - 1
+    for s in shapes:
+        if s[ch] % ctx.num_macs:
+            return f"channels {s[ch]} not a multiple of {ctx.num_macs}"
     return None
 
 
@@ -69,8 +98,8 @@ def _cat_channels(a, ctx):
 def _cat_shared(a, ctx):
     from .. import qdq
 
-    params = [qdq.qparams(t) for t in a["tensors"] if qdq.is_dq(t)]
-    outs = [qdq.qparams(u) for u in a.node.users if qdq.is_q(u)]
+    params = [qdq.qparams(t) for t in a["tensors"] if is_dq(t)]
+    outs = [qdq.qparams(u) for u in a.node.users if is_q(u)]
     ref = outs[0] if outs else (params[0] if params else None)
     if ref is not None and any(not p.same_as(ref) for p in params + outs):
         return "inputs and output quantized differently: LiteRT needs one set (NeutronQuantizer shares them)"
@@ -89,12 +118,15 @@ def convert_cat(ctx, a):
                    options("ConcatenationOptionsT", axis=axis))
 
 
-@constraint("padding of H or W only (the last two dimensions)")
+@constraint("padding of H or W only (the spatial dims of a 3D or 4D tensor), non-negative")
 def _pad_hw(a, ctx):
     pad = list(a["pad"])
     rank = len(a.shape("self"))
-    if len(pad) > 4 or (rank < 2):
-        return f"padding {pad} reaches beyond H and W"
+    spatial = min(max(rank - 2, 0), 2)
+    if rank not in (3, 4) or len(pad) > 2 * spatial:
+        return f"padding {pad} of a rank-{rank} tensor reaches beyond H and W"
+    if any(p < 0 for p in pad):
+        return f"negative padding {pad} (cropping) is not a pad"
     return None
 
 
@@ -116,3 +148,32 @@ def convert_constant_pad(ctx, a):
     out = ctx.emit_output(a.node, x.layout, quant=x.quant)
     b.op(schema.BuiltinOperator.PADV2, [x.tensor, pt, vt], [out.tensor], options("PadV2OptionsT"))
 
+
+
+@constraint("step 1")
+def _slice_step(a, ctx):
+    return None if a["step"] in (1, None) else f"step {a['step']}: Neutron slices with step 1"
+
+
+@register(_aten.slice_copy.Tensor, constraints=(_slice_step, shared_quantization()), shared_qparams=True)
+def convert_slice(ctx, a):
+    """Contiguous slice [start, end) of one dimension (split becomes slices before quantization)."""
+    b = ctx.builder
+    shape = a.shape("self")
+    rank = len(shape)
+    layout = Layout.preferred(rank)
+    x = ctx.value(a["self"], layout)
+    dim = a["dim"] % rank
+    size = shape[dim]
+    start = 0 if a["start"] is None else a["start"]
+    end = size if a["end"] is None else a["end"]
+    start = min(max(start + size if start < 0 else start, 0), size)
+    end = min(max(end + size if end < 0 else end, start), size)
+    begin, stop = [0] * rank, list(physical_shape(shape, layout))
+    axis = physical_axis(dim, rank, layout)
+    begin[axis], stop[axis] = start, end
+    bt = b.int32_vector(a.node.name + "_begin", begin)
+    et = b.int32_vector(a.node.name + "_end", stop)
+    st = b.int32_vector(a.node.name + "_strides", [1] * rank)
+    out = ctx.emit_output(a.node, layout, quant=x.quant)
+    b.op(schema.BuiltinOperator.STRIDED_SLICE, [x.tensor, bt, et, st], [out.tensor], options("StridedSliceOptionsT"))

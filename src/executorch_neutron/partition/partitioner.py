@@ -1,10 +1,16 @@
 """NeutronPartitioner: tags the edge nodes the NPU runs, grouping them into partitions with int8 boundaries.
 
 Each supported compute node goes to the NPU together with the dequantize nodes of its inputs and the quantize
-nodes of its output, so a partition takes and returns int8 tensors. Dequantize nodes shared by several
-consumers are duplicated first (one per consumer), so a CPU consumer and an NPU consumer never share one.
-Partitions made only of no-op nodes (views, clones) are not created. Every rejected node keeps its reason in
-`self.rejections` (and in the delegation report).
+nodes of its output, so a partition takes and returns int8 tensors. A partitioner must not change the graph, so
+a dequantize node shared by an NPU consumer and a CPU consumer cannot be split: the NPU consumer then stays on the
+CPU too, with that reason (torchao's convert_pt2e already gives every consumer its own dequantize; sharing only
+appears when ExecuTorch decomposes an op after quantization). Partitions made only of no-op nodes (views,
+clones) are not created unless the custom option `allow_noop_partitions` is set. Every rejected node keeps its
+reason in `self.rejections` (and in the delegation report).
+
+Ops kept from decomposition (`ops_to_not_decompose`): aten.linear (weights stay one constant operand) always,
+and prelu, hardswish, upsample_bilinear2d/upsample_nearest2d only for nodes the NPU will take: the CPU runtime
+has no kernel for prelu and hardswish, so a node the NPU refuses must be decomposed.
 """
 
 from __future__ import annotations
@@ -27,13 +33,17 @@ from ..compile_spec import NeutronCompileSpec
 from ..ops import registry
 from ..ops.fusion import result_node
 from ..ops.registry import CheckContext
-from .support import Rejection, decide, is_compute
+from .support import Rejection, decide, decide_aten, excluded, is_compute
 
 log = logging.getLogger("executorch_neutron")
 
 BACKEND_ID = "NeutronBackend"
+_aten = torch.ops.aten
 # kept from decomposition so that weights stay one constant operand of one node
-_PRESERVE = (torch.ops.aten.linear.default,)
+_PRESERVE_ALWAYS = (_aten.linear.default,)
+# kept only for nodes the NPU will take (their support is decided on the ATen node with the registry's checks)
+_PRESERVE_IF_DELEGATED = (_aten.prelu.default, _aten.hardswish.default, _aten.upsample_bilinear2d.vec,
+                          _aten.upsample_nearest2d.vec)
 
 
 class _Support(OperatorSupportBase):
@@ -47,26 +57,32 @@ class _Support(OperatorSupportBase):
 class NeutronPartitioner(Partitioner):
     def __init__(self, spec: NeutronCompileSpec | Sequence[CompileSpec] | None = None, **options) -> None:
         self.neutron_spec = NeutronCompileSpec.coerce(spec, **options)
+        registry.validate_delegation_options(self.neutron_spec.custom_delegation_options)
         self.delegation_spec = DelegationSpec(BACKEND_ID, self.neutron_spec.to_compile_specs())
         self.rejections: list[Rejection] = []
         self.partition_tags: dict[str, list[str]] = {}
 
     def ops_to_not_decompose(self, ep: ExportedProgram):
-        def keep(node: Node) -> bool:
-            if registry.op_name(node.target).rsplit(".", 1)[0] in {
-                e.replace("::", ".") for e in self.neutron_spec.operators_not_to_delegate
-            }:
-                return False
-            weight = node.args[1] if len(node.args) > 1 else None
-            return isinstance(weight, Node) and weight.target in {q._op for q in qdq.DEQUANTIZE}
+        ctx = CheckContext.for_program(self.neutron_spec, ep)
+        aten_dq = {q._op for q in qdq.DEQUANTIZE}
 
-        return list(_PRESERVE), keep
+        def keep(node: Node) -> bool:
+            if node.target not in _PRESERVE_ALWAYS + _PRESERVE_IF_DELEGATED:
+                return False
+            if excluded(registry.op_name(node.target), self.neutron_spec):
+                return False
+            if node.target in _PRESERVE_ALWAYS:
+                weight = node.args[1] if len(node.args) > 1 else None
+                return isinstance(weight, Node) and weight.target in aten_dq
+            return decide_aten(node, ctx) is None
+
+        return list(_PRESERVE_ALWAYS + _PRESERVE_IF_DELEGATED), keep
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         gm = exported_program.graph_module
         ctx = CheckContext.for_program(self.neutron_spec, exported_program)
-        _duplicate_shared_dequants(gm.graph)
         decisions = decide(gm.graph, ctx)
+        _reject_shared_dequants(decisions)
         self.rejections = [r for r in decisions.values() if r is not None]
         supported = {n for n, r in decisions.items() if r is None}
         members = set(supported)
@@ -88,7 +104,8 @@ class NeutronPartitioner(Partitioner):
             compute = [n for n in nodes if is_compute(n)]
             if not compute:
                 continue
-            if all(registry.lookup(n.target).noop for n in compute if registry.lookup(n.target)):
+            if not ctx.allows("allow_noop_partitions") and all(
+                    registry.lookup(n.target).noop for n in compute if registry.lookup(n.target)):
                 for n in compute:
                     self.rejections.append(Rejection(n.name, registry.op_name(n.target),
                                                      "a partition of only no-op nodes is not worth a delegate call"))
@@ -106,14 +123,25 @@ class NeutronPartitioner(Partitioner):
 
 
 
-def _duplicate_shared_dequants(graph) -> None:
-    """Give each consumer of a shared dequantize node its own copy (numerically identical)."""
-    for node in list(graph.nodes):
-        if not qdq.is_dq(node) or len(node.users) < 2:
-            continue
-        for user in list(node.users)[1:]:
-            with graph.inserting_before(user):
-                copy = graph.call_function(node.target, node.args, node.kwargs)
-            copy.meta = dict(node.meta)
-            user.replace_input_with(node, copy)
-    graph.lint()
+def _reject_shared_dequants(decisions: dict) -> None:
+    """A dequantize feeding both an NPU node and a CPU node cannot be split without changing the graph: reject its
+    NPU consumers too (repeated until no such dequantize is left)."""
+    changed = True
+    while changed:
+        changed = False
+        for node, rej in list(decisions.items()):
+            if rej is not None:
+                continue
+            for a in node.all_input_nodes:
+                if not qdq.is_dq(a) or len(a.users) < 2:
+                    continue
+                others = [u for u in a.users if u is not node and decisions.get(u, _CPU) is not None]
+                if others:
+                    decisions[node] = Rejection(
+                        node.name, registry.op_name(node.target),
+                        f"its input {a.name} is also read by {others[0].name}, which runs on the CPU")
+                    changed = True
+                    break
+
+
+_CPU = object()

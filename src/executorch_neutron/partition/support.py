@@ -37,7 +37,7 @@ def is_compute(node: Node) -> bool:
     return node.op == "call_function" and not qdq.is_qdq(node) and node.target is not operator.getitem
 
 
-def _excluded(name: str, spec) -> bool:
+def excluded(name: str, spec) -> bool:
     """operators_not_to_delegate entries like 'aten::convolution', 'aten.convolution.default', 'convolution'."""
     base = name.rsplit(".", 1)[0]  # aten.convolution
     for entry in spec.operators_not_to_delegate:
@@ -75,6 +75,11 @@ def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
     return None
 
 
+def _constant_only(node: Node, ctx: CheckContext) -> bool:
+    inputs = node.all_input_nodes
+    return bool(inputs) and all(ctx.is_constant(a) or (qdq.is_dq(a) and ctx.is_constant(a.args[0])) for a in inputs)
+
+
 def decide(graph: Graph, ctx: CheckContext) -> dict[Node, Rejection | None]:
     decisions: dict[Node, Rejection | None] = {}
     absorbed: dict[Node, Node] = {}  # fused activation -> producer
@@ -106,13 +111,15 @@ def _decide_one(node: Node, ctx: CheckContext) -> Rejection | None:
     def reject(reason, hint=None):
         return Rejection(node.name, name, reason, hint)
 
-    if _excluded(name, ctx.spec):
+    if excluded(name, ctx.spec):
         return reject("excluded by operators_not_to_delegate")
     entry = registry.lookup(node.target)
     if entry is None:
         return reject("no Neutron kernel for this operator")
     if not _static(node):
         return reject("dynamic shape: Neutron needs static shapes", "export with static shapes")
+    if _constant_only(node, ctx):
+        return reject("it computes on constants only (nothing to run per inference): fold it before export")
     reason = _int8_reason(node, ctx)
     if reason:
         return reject(f"{NOT_INT8}: {reason}")
@@ -120,3 +127,23 @@ def _decide_one(node: Node, ctx: CheckContext) -> Rejection | None:
     if failed:
         return reject(*failed)
     return None
+
+
+def decide_aten(node: Node, ctx: CheckContext) -> Rejection | None:
+    """The decision for an ATen node before decomposition (used to keep ops like prelu only when delegated):
+    the same registry checks, with int8 recognised on ATen quantize/dequantize nodes."""
+    from ..ops.common import is_dq, is_q
+
+    name = registry.op_name(node.target)
+    entry = registry.lookup_aten(node.target)
+    if entry is None or excluded(name, ctx.spec):
+        return Rejection(node.name, name, "not delegated")
+    if not _static(node):
+        return Rejection(node.name, name, "dynamic shape")
+    for arg in node.all_input_nodes:
+        if not ctx.is_constant(arg) and not is_dq(arg):
+            return Rejection(node.name, name, f"input {arg.name} is not quantized")
+    if not node.users or not all(is_q(u) for u in node.users):
+        return Rejection(node.name, name, "output is not quantized")
+    failed = entry.check(node, ctx)
+    return None if failed is None else Rejection(node.name, name, *failed)
