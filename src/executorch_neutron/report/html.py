@@ -38,7 +38,7 @@ def _io(shapes, formats) -> str:
 def to_html(report) -> str:
     mem = report.memory
     total_macs = max(report.total_macs, report.npu_macs)
-    pct = min(100.0, 100 * mem.share)
+    pct = min(100.0, max(0.5, 100 * mem.share))  # a sliver stays visible
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>Neutron delegation report: {escape(report.target)}</title><style>{_CSS}</style></head><body>",

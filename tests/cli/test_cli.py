@@ -1,0 +1,117 @@
+"""The `executorch-neutron` command line through a subprocess: exit codes, outputs, files written, bad input.
+
+Every subprocess imports torch (~5-10 s), so the tests are few and share one compiled .pte.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+
+from executorch_neutron.report import load_schema
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = '''
+import torch
+from torch import nn
+
+def factory():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 4 * 5, 8))
+    return model.eval(), (torch.randn(1, 3, 4, 5),)
+'''
+
+
+def cli(*args, cwd=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    return subprocess.run([sys.executable, "-m", "executorch_neutron", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd or ROOT, env=env, timeout=300)
+
+
+def error_lines(proc) -> list[str]:
+    return [l for l in proc.stderr.splitlines() if l.startswith(("error:", "hint:"))]
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """`compile examples/ds_cnn.py:factory` with random calibration, a JSON report and intermediates."""
+    out = tmp_path_factory.mktemp("cli")
+    proc = cli("compile", "examples/ds_cnn.py:factory", "--random-calibration", "-o", out / "kws.pte",
+               "--report", out / "kws.json", "--intermediates", out / "inter")
+    return out, proc
+
+
+def test_compile(compiled):
+    out, proc = compiled
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Neutron delegation report" in proc.stdout and "MACs on the NPU" in proc.stdout
+    assert "random data" in proc.stderr  # the --random-calibration warning
+    assert (out / "kws.pte").stat().st_size > 1000
+    assert (out / "inter" / "neutron_0.tflite").is_file()
+    report = json.loads((out / "kws.json").read_text())
+    jsonschema.validate(report, load_schema())
+    assert report["totals"]["npu_macs"] == 2_656_768  # DS-CNN, hand-counted in the example's docstring terms
+    assert report["totals"]["pte_bytes"] == (out / "kws.pte").stat().st_size
+
+
+def test_run_and_report(compiled):
+    out, _ = compiled
+    np.save(out / "x.npy", np.random.default_rng(0).standard_normal((1, 1, 49, 10)))  # float64: cast on load
+    proc = cli("run", out / "kws.pte", "--input", out / "x.npy", "--save-outputs", out / "outs")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "output 0: float32[1, 12]" in proc.stdout
+    assert np.load(out / "outs" / "output_0.npy").shape == (1, 12)
+    proc = cli("report", out / "kws.pte", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (method,) = json.loads(proc.stdout)["methods"]
+    (delegate,) = method["delegates"]
+    assert delegate["backend_id"] == "NeutronBackend" and delegate["kind"] == "host-reference"
+    # shape mismatch: a one-line error and a hint, exit code 2
+    np.save(out / "bad.npy", np.zeros((1, 1, 10, 49), np.float32))
+    proc = cli("run", out / "kws.pte", "--input", out / "bad.npy")
+    assert proc.returncode == 2
+    err = error_lines(proc)
+    assert err[0].startswith("error: input 0 is torch.float32[1, 1, 10, 49]") and err[1].startswith("hint:")
+
+
+def test_compare_tiny(tmp_path):
+    (tmp_path / "tiny.py").write_text(TINY)
+    calib = tmp_path / "calib"
+    calib.mkdir()
+    np.save(calib / "batch.npy", np.random.default_rng(1).standard_normal((4, 1, 3, 4, 5)).astype(np.float32))
+    proc = cli("compare", f"{tmp_path / 'tiny.py'}:factory", "--calibration", calib, "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(proc.stdout)
+    assert data["samples"] == 4 and data["worst_partition"] == "neutron_0"
+    assert data["outputs"][0]["max_steps"] <= 2
+
+
+BAD = {
+    "missing_file": (["compile", "nope.py:factory", "-o", "x.pte"], "error: no such file: nope.py"),
+    "bad_factory": (["compile", "examples/ds_cnn.py:nope", "-o", "x.pte"], "error: examples/ds_cnn.py has no function"),
+    "unknown_target": (["compile", "examples/ds_cnn.py:factory", "--target", "imx8", "-o", "x.pte"],
+                       "error: unknown target 'imx8'"),
+    "no_calibration": (["compile", "examples/ds_cnn.py:factory", "-o", "x.pte"], "error: no calibration data"),
+}
+
+
+@pytest.mark.parametrize("case", BAD.values(), ids=BAD.keys())
+def test_bad_input(case, tmp_path):
+    args, message = case
+    proc = cli(*args)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    err = error_lines(proc)
+    assert len(err) == 2 and err[0].startswith(message) and err[1].startswith("hint: "), proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+
+
+def test_targets_and_ops():
+    proc = cli("targets", "--json")
+    assert proc.returncode == 0 and set(json.loads(proc.stdout)) == {"imxrt700", "mcxn94x", "imx95"}
+    proc = cli("ops", "--markdown")
+    assert proc.returncode == 0 and "aten.convolution.default" in proc.stdout and proc.stdout.startswith("#")

@@ -1,0 +1,67 @@
+"""compare(): float vs quantized PyTorch vs the .pte per output, and per partition at its boundary."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import executorch_neutron
+from executorch_neutron.compare import CompareResult, sqnr
+from executorch_neutron.zoo import calibration
+
+
+class TwoPartitions(nn.Module):
+    """conv -> relu -> [sigmoid kept on the CPU] -> conv -> flatten -> linear: two NPU partitions."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 3, padding=1)
+        self.b = nn.Conv2d(8, 8, 3, padding=1)
+        self.fc = nn.Linear(8 * 5 * 6, 16)
+
+    def forward(self, x):
+        y = torch.relu(self.a(x))
+        y = torch.tanh(y)
+        return self.fc(torch.flatten(self.b(y), 1))
+
+
+def test_sqnr():
+    a = np.array([3.0, 4.0])
+    assert math.isinf(sqnr(a, a))
+    assert sqnr(a, a + np.array([0.3, 0.4])) == pytest.approx(20.0)
+
+
+@pytest.fixture(scope="module")
+def two_partitions() -> CompareResult:
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 5, 6)
+    calib = [(x,)] + calibration((x,), 4)
+    return executorch_neutron.compare(TwoPartitions().eval(), (x,), calib,
+                                      operators_not_to_delegate=("aten.tanh.default",))
+
+
+def test_outputs(two_partitions):
+    (out,) = two_partitions.outputs
+    assert out.shape == [1, 16] and out.scale and out.scale > 0
+    assert out.max_steps is not None and out.max_steps <= 2
+    assert out.sqnr_db is not None and out.sqnr_db > 15
+    assert out.top1_agreement_quantized is not None and out.top1_agreement_quantized >= 0.8
+    assert two_partitions.samples == 5
+
+
+def test_partitions_named(two_partitions):
+    parts = two_partitions.partitions
+    assert [p.tag for p in parts] == ["neutron_0", "neutron_1"]
+    for p in parts:
+        assert p.note == "" and p.max_steps <= 2 and p.sqnr_db is not None and p.sqnr_db > 20
+    assert two_partitions.worst_partition.tag in {"neutron_0", "neutron_1"}
+    text = str(two_partitions)
+    assert "worst partition" in text and "SQNR vs float" in text
+    assert two_partitions.to_dict()["worst_partition"] == two_partitions.worst_partition.tag
+
+
+def test_needs_a_model():
+    with pytest.raises(ValueError, match="needs a model"):
+        executorch_neutron.compare()
