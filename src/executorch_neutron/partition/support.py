@@ -58,8 +58,8 @@ def _static(node: Node) -> bool:
 
 def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
     for arg in node.all_input_nodes:
-        if ctx.is_constant(arg):
-            continue
+        if ctx.is_constant(arg) or (qdq.is_dq(arg) and ctx.is_constant(arg.args[0])):
+            continue  # weights and int32 biases: the op's own checks decide
         if not qdq.is_dq(arg):
             return f"input {arg.name} is not quantized to int8 (no dequantize node): quantize the model with NeutronQuantizer"
         if arg.target in qdq.DQ_PER_TENSOR and arg.args[5] != torch.int8:

@@ -1,0 +1,150 @@
+"""One test per documented constraint: a node that breaks it stays on the CPU with the matching reason."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from executorch_neutron import lower
+
+
+class Fn(nn.Module):
+    def __init__(self, fn, *modules):
+        super().__init__()
+        self.fn = fn
+        self.mods = nn.ModuleList(modules)
+
+    def forward(self, *x):
+        return self.fn(self, *x)
+
+
+def f(fn, *mods):
+    return lambda: Fn(fn, *mods)
+
+
+def x(*shape):
+    return (torch.randn(*shape),)
+
+
+def rejections(make, inputs, **spec):
+    torch.manual_seed(0)
+    r = lower(make().eval(), inputs, [inputs], **spec)
+    return r, r.report.rejections
+
+
+# name: (model factory, inputs, rejected edge op, substring of the reason)
+CASES = {
+    "add_alpha": (f(lambda s, a, b: torch.add(a, b, alpha=2)), x(1, 8, 4, 6) * 2, "aten.add.Tensor", "alpha 2"),
+    "add_broadcast": (f(lambda s, a, b: a + b), (torch.randn(1, 8, 4, 6), torch.randn(1, 8, 1, 1)),
+                      "aten.add.Tensor", "broadcasting"),
+    "mul_size": (f(lambda s, a, b: a * b), (torch.randn(1, 3, 5, 7), torch.randn(1, 3, 5, 7)), "aten.mul.Tensor",
+                 "not a multiple of 8"),
+    "div_runtime_divisor": (f(lambda s, a, b: a / (b.abs() + 1)), (torch.randn(1, 8, 4, 6), torch.randn(1, 8, 4, 6)),
+                            "aten.div.Tensor", "not quantized"),  # NeutronQuantizer keeps it float
+    "bmm_dims": (f(lambda s, a, b: torch.bmm(a, b)), (torch.randn(2, 8, 12), torch.randn(2, 12, 8)),
+                 "aten.bmm.default", "multiples of 8"),
+    "cat_channels": (f(lambda s, a, b: torch.cat([a, b], 1)), (torch.randn(1, 4, 3, 5), torch.randn(1, 8, 3, 5)),
+                     "aten.cat.default", "channels 4"),
+    "clamp_bounds": (f(lambda s, a: torch.clamp(a, 0, 2)), x(1, 8, 4, 6), "aten.clamp.default", "bounds"),
+    "hardtanh_range": (lambda: nn.Hardtanh(-2.0, 2.0), x(1, 8, 4, 6), "aten.hardtanh.default", "bounds"),
+    "pad_channels": (f(lambda s, a: F.pad(a, (0, 0, 0, 0, 1, 1))), x(1, 8, 4, 6), "aten.constant_pad_nd.default",
+                     "beyond H and W"),
+    "conv_groups": (lambda: nn.Conv2d(8, 8, 3, groups=2), x(1, 8, 6, 5), "aten.convolution.default", "groups 2"),
+    "conv_weights_input": (f(lambda s, a, w: F.conv2d(a, w)), (torch.randn(1, 8, 6, 5), torch.randn(8, 8, 3, 3)),
+                           "aten.convolution.default", "not a constant"),
+    "conv1d_input_weights": (f(lambda s, a, w: F.conv1d(a, w)), (torch.randn(1, 8, 9), torch.randn(8, 8, 3)),
+                             "aten.convolution.default", "1D convolution"),
+    "conv_kernel_slots": (lambda: nn.Conv2d(7290, 8, 3, bias=False), x(1, 7290, 3, 3), "aten.convolution.default",
+                          "65535"),
+    "conv_t_groups": (lambda: nn.ConvTranspose2d(8, 8, 2, stride=2, groups=2), x(1, 8, 3, 5),
+                      "aten.convolution.default", "groups 2"),
+    "conv_t_stride": (lambda: nn.ConvTranspose2d(8, 8, 3, stride=3), x(1, 8, 3, 5), "aten.convolution.default",
+                      "stride"),
+    "conv_t_padding": (lambda: nn.ConvTranspose2d(8, 8, 2, stride=2, padding=2), x(1, 8, 5, 6),
+                       "aten.convolution.default", "padding"),
+    "max_pool_dilation": (lambda: nn.MaxPool2d(2, dilation=2), x(1, 8, 9, 7),
+                          "aten.max_pool2d_with_indices.default", "dilation"),
+    "max_pool_ceil": (lambda: nn.MaxPool2d(2, ceil_mode=True), x(1, 8, 9, 7),
+                      "aten.max_pool2d_with_indices.default", "ceil_mode"),
+    "max_pool_channels": (lambda: nn.MaxPool2d(2), x(1, 6, 8, 10), "aten.max_pool2d_with_indices.default",
+                          "channels 6"),
+    "max_pool_batch": (lambda: nn.MaxPool2d(2), x(2, 8, 8, 10), "aten.max_pool2d_with_indices.default", "batch 2"),
+    "max_pool_stride": (lambda: nn.MaxPool2d(3, stride=3), x(1, 8, 9, 12), "aten.max_pool2d_with_indices.default",
+                        "stride"),
+    "avg_pool_ceil": (lambda: nn.AvgPool2d(2, ceil_mode=True), x(1, 8, 9, 7), "aten.avg_pool2d.default",
+                      "ceil_mode"),
+    "avg_pool_count_pad": (lambda: nn.AvgPool2d(3, 1, 1), x(1, 8, 7, 9), "aten.avg_pool2d.default",
+                           "count_include_pad"),
+    "avg_pool_divisor": (lambda: nn.AvgPool2d(2, divisor_override=3), x(1, 8, 6, 8), "aten.avg_pool2d.default",
+                         "divisor_override"),
+    "adaptive_overlap": (lambda: nn.AdaptiveAvgPool2d((4, 4)), x(1, 8, 6, 9), "aten._adaptive_avg_pool2d.default",
+                         "does not divide"),
+    "mean_dims": (f(lambda s, a: a.mean(dim=1, keepdim=True)), x(1, 8, 4, 6), "aten.mean.dim", "[-1, -2]"),
+    "mean_rank": (f(lambda s, a: a.mean(dim=(-1, -2))), x(8, 4, 6), "aten.mean.dim", "4D"),
+    "permute_rank5": (f(lambda s, a: torch.relu(a).permute(0, 1, 2, 4, 3) * 2.0), x(1, 2, 2, 4, 6),
+                      "aten.permute_copy.default", "rank 5"),
+    "permute_batch": (f(lambda s, a: torch.relu(a).permute(1, 0, 2, 3) * 2.0), x(2, 8, 4, 6),
+                      "aten.permute_copy.default", "batch"),
+    "prelu_channels": (lambda: nn.PReLU(6), x(1, 6, 4, 5), None, None),
+    "prelu_rows": (lambda: nn.PReLU(8), x(1, 8, 80, 64), None, None),
+    "slice_step": (f(lambda s, a: torch.relu(a)[:, :, ::2] * 2.0), x(1, 8, 6, 4), "aten.slice_copy.Tensor", "step 2"),
+    "softmax_channels": (lambda: nn.Softmax(-1), x(2, 12), "aten._softmax.default", "12 channels"),
+    "softmax_2048": (lambda: nn.Softmax(-1), x(1, 2048), "aten._softmax.default", "below 2048"),
+    "softmax_rows": (lambda: nn.Softmax(-1), x(4100, 8), "aten._softmax.default", "rows"),
+    "softmax_flat": (lambda: nn.Softmax(-1), x(520, 1024), "aten._softmax.default", "524288"),
+    "softmax_rank1": (lambda: nn.Softmax(-1), x(16), "aten._softmax.default", "rank 1"),
+    "upsample_channels": (lambda: nn.Upsample(scale_factor=2), x(1, 6, 3, 4), "aten.upsample_nearest2d.vec",
+                          "channels 6"),
+    "upsample_scale3": (lambda: nn.Upsample(scale_factor=3, mode="bilinear"), x(1, 8, 3, 4),
+                        "aten.upsample_bilinear2d.vec", "scales"),
+    "upsample_unequal": (lambda: nn.Upsample(scale_factor=(2, 4)), x(1, 8, 3, 4), "aten.upsample_nearest2d.vec",
+                         "scales"),
+}
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_constraint_keeps_node_on_cpu(case):
+    make, inputs, op, needle = case
+    r, rej = rejections(make, inputs)
+    if op is None:  # ops kept from decomposition only when delegated (prelu): decomposed for the CPU instead
+        assert not any("prelu" in o for o in r.report.delegated_ops), str(r.report)
+        return
+    mine = [j for j in rej if j.op == op]
+    assert mine, f"{op} not rejected:\n{r.report}"
+    assert any(needle in j.reason for j in mine), "\n".join(j.reason for j in mine)
+    assert op not in r.report.delegated_ops
+
+
+@pytest.mark.parametrize("name", ["aten::convolution", "aten.convolution.default", "convolution"])
+def test_operators_not_to_delegate(name):
+    r, rej = rejections(lambda: nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU()), x(1, 3, 7, 9),
+                        operators_not_to_delegate=(name,))
+    conv = [j for j in rej if j.op == "aten.convolution.default"]
+    assert conv and conv[0].reason == "excluded by operators_not_to_delegate"
+    assert "aten.convolution.default" not in r.report.delegated_ops
+
+
+def test_noop_only_partition_is_not_created():
+    make = f(lambda s, a: a.reshape(4, 30).permute(1, 0).reshape(2, 60) * 1.0)
+    r, rej = rejections(f(lambda s, a: torch.flatten(a, 1).unsqueeze(0)), x(1, 8, 3, 5))
+    assert not r.report.partitions
+    assert any("no-op" in j.reason for j in rej), str(r.report)
+
+
+def test_allow_noop_partitions_option():
+    r, _ = rejections(f(lambda s, a: torch.flatten(a, 1).unsqueeze(0)), x(1, 8, 3, 5),
+                      custom_delegation_options=("allow_noop_partitions",))
+    assert len(r.report.partitions) == 1
+
+
+def test_allow_any_permutation_option():
+    r, rej = rejections(CASES["permute_batch"][0], CASES["permute_batch"][1],
+                        custom_delegation_options=("allow_any_permutation",))
+    assert r.report.delegated_ops.get("aten.permute_copy.default") == 1, str(r.report)
+
+
+def test_unknown_delegation_option_is_an_error():
+    from executorch_neutron.partition import NeutronPartitioner
+
+    with pytest.raises(ValueError, match="allow_float_constants"):
+        NeutronPartitioner(custom_delegation_options=("allow_everything",))
