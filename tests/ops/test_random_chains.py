@@ -36,6 +36,9 @@ STEPS = {
     "pad": st.sampled_from([(1, 1), (0, 1, 2, 0), (0, 0, 0, 0, 1, 0)]),  # last is channel padding: illegal
     "upsample": st.tuples(st.sampled_from(["nearest", "bilinear"]), st.sampled_from([2, 3])),
     "slice_w": st.just(None),
+    "softmax_c": st.just(None),  # legal only when channels % 8 == 0
+    "permute_hw": st.just(None),
+    "prelu": st.sampled_from([1, 0]),  # 1 slope or one per channel
 }
 
 
@@ -49,6 +52,8 @@ class Chain(nn.Module):
             if name == "conv":
                 k, s, dw = p
                 self.convs[str(i)] = nn.Conv2d(c, c, k, stride=s, padding=k // 2, groups=c if dw else 1)
+            if name == "prelu":
+                self.convs[str(i)] = nn.PReLU(c if p == 0 else 1, 0.1)
             if name == "cat_self":
                 c *= 2
             if name == "pad" and len(p) == 6:
@@ -56,8 +61,12 @@ class Chain(nn.Module):
 
     def forward(self, x):
         for i, (name, p) in enumerate(self.steps):
-            if name == "conv":
+            if name in ("conv", "prelu"):
                 x = self.convs[str(i)](x)
+            elif name == "softmax_c":
+                x = torch.softmax(x, 1)
+            elif name == "permute_hw":
+                x = x.permute(0, 1, 3, 2)
             elif name in ("relu", "abs", "neg", "sigmoid", "tanh"):
                 x = getattr(torch, name)(x)
             elif name == "leaky_relu":

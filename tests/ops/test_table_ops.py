@@ -57,6 +57,8 @@ CASES = {
     # views and copies (inside a partition: no-op partitions are not created)
     "squeeze_dim": (f(lambda s, a: torch.relu(s.mods[0](a)).squeeze(2), conv()), x(1, 3, 1, 7),
                     {"aten.convolution.default": 1, "aten.relu.default": 1, "aten.squeeze_copy.dims": 1}),
+    "squeeze_all": (lambda: Fn(lambda s, a: torch.relu(s.mods[0](a)).squeeze(), conv(3, 16)), x(1, 3, 1, 1),
+                    {"aten.convolution.default": 1, "aten.relu.default": 1, "aten.squeeze_copy.dims": 1}),
     "unsqueeze": (f(lambda s, a: torch.relu(a).unsqueeze(1) * 2.0), x(2, 8, 4),
                   {"aten.relu.default": 1, "aten.unsqueeze_copy.default": 1, "aten.mul.Tensor": 1}),
     "view": (f(lambda s, a: torch.relu(a).reshape(1, 5, 48)), x(1, 8, 5, 6),
@@ -79,6 +81,8 @@ CASES = {
     "mean_neg_dims": (f(lambda s, a: a.mean(dim=[-2, -1])), x(1, 8, 6, 7), {"aten.mean.dim": 1}),
     # matrix products
     "mm": (f(lambda s, a, b: torch.mm(a, b)), (torch.randn(5, 16), torch.randn(16, 8)), {"aten.mm.default": 1}),
+    "addmm": (lambda: Buffer(lambda s, a: torch.addmm(s.c[0, :8], a, s.c[:, 8:24].t()[:16, :8]),
+                             torch.randn(16, 24)), x(5, 16), {"aten.addmm.default": 1}),
     "bmm": (f(lambda s, a, b: torch.bmm(a, b)), (torch.randn(2, 8, 16), torch.randn(2, 16, 24)),
             {"aten.bmm.default": 1}),
     # elementwise

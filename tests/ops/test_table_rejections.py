@@ -148,3 +148,17 @@ def test_unknown_delegation_option_is_an_error():
 
     with pytest.raises(ValueError, match="allow_float_constants"):
         NeutronPartitioner(custom_delegation_options=("allow_everything",))
+
+
+def test_refused_preserved_op_is_decomposed_for_the_cpu():
+    """hardswish and prelu have no CPU kernel: when the NPU refuses them they are decomposed, and the .pte runs."""
+    from executorch_neutron.runtime import run
+
+    model = nn.Sequential(nn.Conv2d(3, 8, 1), nn.Hardswish(), nn.PReLU(8)).eval()
+    inputs = x(1, 3, 4, 6)
+    r, rej = rejections(lambda: model, inputs, operators_not_to_delegate=("aten::hardswish", "aten::prelu"))
+    assert not any(op in r.report.delegated_ops for op in ("aten.hardswish.default", "aten.prelu.default"))
+    out = run(r.pte, list(inputs))[0]
+    with torch.no_grad():
+        ref = r.quantized_model(*inputs)
+    assert torch.allclose(out, ref, atol=0.05), (out - ref).abs().max()

@@ -107,7 +107,7 @@ REGISTRY: dict[object, OpEntry] = {}
 
 def op_name(target) -> str:
     """'aten.convolution.default' for an edge or aten OpOverload."""
-    op = getattr(target, "_op", target)
+    op = target if hasattr(target, "_schema") else getattr(target, "_op", target)  # ATen's `_op` is a builtin
     schema = getattr(op, "_schema", None)
     if schema is None:
         return getattr(op, "__name__", str(op))
