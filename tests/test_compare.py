@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import executorch_neutron
-from executorch_neutron.compare import CompareResult, sqnr
+from executorch_neutron.numerics import CompareResult, sqnr
 from executorch_neutron.zoo import calibration
 
 

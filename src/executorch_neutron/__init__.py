@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import importlib
 
+from . import _quiet
+
+_quiet.install()
+
 from .compile_spec import NeutronCompileSpec
 from .target import TARGETS, NeutronTarget, get_target
 
@@ -20,7 +24,7 @@ _LAZY = {
     "NeutronBackend": ".backend",
     "lower": ".lowering",
     "LoweringResult": ".lowering",
-    "compare": ".compare",
+    "compare": ".numerics",
 }
 
 __all__ = ["NeutronCompileSpec", "NeutronTarget", "TARGETS", "get_target", *_LAZY]

@@ -257,7 +257,7 @@ def _report(args) -> int:
 
 
 def _compare(args) -> int:
-    from .compare import compare
+    from .numerics import compare
 
     result, model, inputs, calib = _lower(args)
     samples = load_samples(Path(args.samples), inputs) if args.samples else None

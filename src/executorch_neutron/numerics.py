@@ -14,8 +14,6 @@ in LiteRT on them, and its int8 outputs are compared with the quantized model's 
 from __future__ import annotations
 
 import math
-import sys
-import types
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Sequence
 
@@ -300,13 +298,3 @@ def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
                                     sqnr(np.concatenate(refs), np.concatenate(tests)), note))
     return stats
 
-
-class _CallableModule(types.ModuleType):
-    """`executorch_neutron.compare` is both this module and the function: once the submodule is imported, Python
-    binds the package attribute to the module, so calling the module calls `compare()`."""
-
-    def __call__(self, *args, **kwargs) -> CompareResult:
-        return compare(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

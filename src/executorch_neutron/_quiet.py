@@ -1,0 +1,32 @@
+"""Drop two import-time log lines that say nothing to our users (installed before torch/torchao are imported).
+
+- torchao: "Failed to load ..._C_mxfp8...so / _C_cutlass_90a...so": CUDA-only kernels of the CPU wheel.
+- torch pytree: "<enum ...> is an Enum subclass ... register_constant() ... deprecated": raised by torchao itself.
+Only these messages are filtered; every other record of those loggers passes.
+"""
+
+from __future__ import annotations
+
+import logging
+
+_NOISE = {
+    "torchao": ("Failed to load ",),
+    "torch.utils._pytree": ("is an Enum subclass and is now natively supported",),
+}
+
+
+class _DropKnownNoise(logging.Filter):
+    def __init__(self, fragments: tuple[str, ...]):
+        super().__init__()
+        self.fragments = fragments
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(f in message for f in self.fragments)
+
+
+def install() -> None:
+    for name, fragments in _NOISE.items():
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropKnownNoise) for f in logger.filters):
+            logger.addFilter(_DropKnownNoise(fragments))
