@@ -111,7 +111,7 @@ def _steps(a: torch.Tensor, b, scale: float) -> int:
 def test_pte_equals_litert_on_the_partition(lowered):
     name, result, inputs = lowered
     if len(result.payloads) != 1:
-        pytest.skip("a CPU op between partitions: compared with PyTorch only")
+        pytest.skip("two partitions: see test_two_partitions_litert.py (chained LiteRT vs .pte)")
     outputs = run(result.pte, inputs)
     expected = _litert_outputs(next(iter(result.payloads.values())), inputs)
     assert len(outputs) == len(expected)
