@@ -29,6 +29,16 @@ class Buffer(nn.Module):
         return self.fn(self, *x)
 
 
+class AddMM(nn.Module):
+    def __init__(self, k, n):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(k, n) / k**0.5)
+        self.b = nn.Parameter(torch.randn(n))
+
+    def forward(self, a):
+        return torch.addmm(self.b, a, self.w)
+
+
 def f(fn, *mods):
     return lambda: Fn(fn, *mods)
 
@@ -81,8 +91,7 @@ CASES = {
     "mean_neg_dims": (f(lambda s, a: a.mean(dim=[-2, -1])), x(1, 8, 6, 7), {"aten.mean.dim": 1}),
     # matrix products
     "mm": (f(lambda s, a, b: torch.mm(a, b)), (torch.randn(5, 16), torch.randn(16, 8)), {"aten.mm.default": 1}),
-    "addmm": (lambda: Buffer(lambda s, a: torch.addmm(s.c[0, :8], a, s.c[:, 8:24].t()[:16, :8]),
-                             torch.randn(16, 24)), x(5, 16), {"aten.addmm.default": 1}),
+    "addmm": (lambda: AddMM(16, 8), x(5, 16), {"aten.addmm.default": 1}),
     "bmm": (f(lambda s, a, b: torch.bmm(a, b)), (torch.randn(2, 8, 16), torch.randn(2, 16, 24)),
             {"aten.bmm.default": 1}),
     # elementwise
@@ -131,3 +140,24 @@ def test_table_op_matches_quantized_pytorch(case):
     assert not r.rejections, str(r.result.report)
     for out, ref, scale in zip(r.outputs, r.references, r.output_scales):
         assert_within_steps(out, ref, 1, scale)
+
+
+CONV1D_DIRECT = {
+    "k3_pad1": (lambda: nn.Conv1d(4, 8, 3, padding=1), x(1, 4, 11)),
+    "dw_s2_relu": (lambda: nn.Sequential(nn.Conv1d(8, 8, 3, stride=2, groups=8), nn.ReLU()), x(1, 8, 13)),
+    "k5_dil2": (lambda: nn.Conv1d(3, 16, 5, dilation=2, padding=3), x(2, 3, 17)),
+}
+
+
+@pytest.mark.parametrize("case", CONV1D_DIRECT.values(), ids=CONV1D_DIRECT.keys())
+def test_conv1d_without_the_rewrite_pass(case, monkeypatch):
+    """A rank-3 convolution that reaches the partitioner (no conv1d->conv2d pass) is converted directly."""
+    import executorch_neutron.passes as passes
+
+    monkeypatch.setattr(passes, "ATEN_PASSES", ())
+    make, inputs = case
+    torch.manual_seed(0)
+    r = lower_and_run(make().eval(), inputs)
+    assert r.delegated_ops.get("aten.convolution.default") == 1, str(r.result.report)
+    assert not r.rejections
+    assert_within_steps(r.output, r.reference, 1, r.output_scale)

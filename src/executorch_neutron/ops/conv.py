@@ -18,10 +18,12 @@ from .fusion import fused_code
 from .registry import constraint, register
 
 
-@constraint("2D convolution (rank-4 input); 1D is rewritten to 2D before partitioning")
+@constraint("1D or 2D convolution (rank-3 or rank-4 input; transposed: 2D)")
 def _rank(a, ctx):
     r = len(a.shape("input"))
-    return None if r == 4 else f"{r - 2}D convolution: Neutron converts 2D convolutions (1D after the conv1d->conv2d pass)"
+    if r == 4 or (r == 3 and not a["transposed"]):
+        return None
+    return f"{r - 2}D {'transposed ' if a['transposed'] else ''}convolution: Neutron converts 1D and 2D convolutions"
 
 
 @constraint("transposed: groups 1, stride <= 2 and <= kernel, padding < kernel, output_padding <= padding, "
@@ -59,7 +61,8 @@ def _groups(a, ctx):
 
 @constraint("kernel_h * kernel_w * round_up(in_channels, num_macs) <= 65535")
 def _kernel_size(a, ctx):
-    kh, kw = a.shape("weight")[2:]
+    k = list(a.shape("weight")[2:])
+    kh, kw = ([1] + k)[-2:]
     in_c = a.shape("input")[1]
     size = kh * kw * round_up(in_c, ctx.num_macs)
     return None if size <= 65535 else f"kernel {kh}x{kw} with {in_c} input channels needs {size} > 65535 weight slots"
@@ -70,17 +73,50 @@ CONSTRAINTS = (_rank, _constant_weights, _groups, _transposed, _kernel_size)
 
 @register(exir_ops.edge.aten.convolution.default, constraints=CONSTRAINTS)
 def convert_conv2d(ctx, a):
-    """Conv2d, depthwise and transposed Conv2d with optional fused relu/relu6/hardtanh/clamp."""
+    """Conv1d, Conv2d, depthwise and transposed Conv2d with optional fused relu/relu6/hardtanh/clamp."""
     if a["transposed"]:
         _transpose_conv(ctx, a)
         return
-    b = ctx.builder
-    x = ctx.value(a["input"], Layout.CHANNELS_LAST)
     w = ctx.quantized_constant(a["weight"])
-    out_c, _, kh, kw = w.data.shape
+    stride, pad, dil = list(a["stride"]), list(a["padding"]), list(a["dilation"])
+    if len(a.shape("input")) == 4:
+        x = ctx.value(a["input"], Layout.CHANNELS_LAST)
+        out = ctx.emit_output(a.node, Layout.CHANNELS_LAST)
+        _conv2d(ctx, a, x, w.data, w.quant, stride, pad, dil, out.tensor)
+        return
+    # 1D: (N, C, L) is the image (N, C, 1, L); NHWC (N, 1, L, C) is (N, L, C) reshaped
+    b = ctx.builder
+    x3 = ctx.value(a["input"], Layout.NATURAL)
+    n, c, length = x3.shape
+    nlc = b.tensor(a.node.name + "_nlc", (n, length, c), np.int8, x3.quant)
+    b.op(schema.BuiltinOperator.TRANSPOSE, [x3.tensor, b.int32_vector(a.node.name + "_perm_in", (0, 2, 1))], [nlc],
+         options("TransposeOptionsT"))
+    x4 = _reshaped(ctx, a.node.name + "_in4", nlc, (n, 1, length, c), x3.quant)
+    x = type(x3)(x4, (n, c, 1, length), Layout.CHANNELS_LAST, x3.quant)
+    _, out_c, out_len = a.out_shape
+    quant = ctx.output_quant(a.node)
+    y4 = b.tensor(a.node.name + "_out4", (n, 1, out_len, out_c), np.int8, quant)
+    _conv2d(ctx, a, x, w.data[:, :, None, :], w.quant, [1] + stride, [0] + pad, [1] + dil, y4)
+    nlo = _reshaped(ctx, a.node.name + "_nlo", y4, (n, out_len, out_c), quant)
+    out = ctx.emit_output(a.node, Layout.NATURAL, quant=quant)
+    b.op(schema.BuiltinOperator.TRANSPOSE, [nlo, b.int32_vector(a.node.name + "_perm_out", (0, 2, 1))],
+         [out.tensor], options("TransposeOptionsT"))
+
+
+def _reshaped(ctx, name, tensor, shape, quant):
+    b = ctx.builder
+    out = b.tensor(name, shape, np.int8, quant)
+    b.op(schema.BuiltinOperator.RESHAPE, [tensor, b.int32_vector(name + "_shape", shape)], [out],
+         options("ReshapeOptionsT", newShape=list(shape)))
+    return out
+
+
+def _conv2d(ctx, a, x, w_data, w_quant_pt, stride, pad, dil, out_tensor):
+    """CONV_2D / DEPTHWISE_CONV_2D of channels-last `x` with OIHW int8 weights into `out_tensor`."""
+    b = ctx.builder
+    out_c, _, kh, kw = w_data.shape
     in_c = x.shape[1]
     depthwise = a["groups"] == in_c and a["groups"] != 1
-    stride, pad, dil = list(a["stride"]), list(a["padding"]), list(a["dilation"])
     in_scale = x.quant.scale[0]
 
     same = all(same_padding_matches(x.shape[2 + i], (kh, kw)[i], stride[i], dil[i], pad[i]) for i in range(2))
@@ -88,20 +124,19 @@ def convert_conv2d(ctx, a):
         x = _explicit_pad(ctx, x, pad)
     padding = schema.Padding.SAME if any(pad) and same else schema.Padding.VALID
 
-    w_quant = Quant(w.quant.scale, w.quant.zero_point, 3 if depthwise else 0)
-    data = np.transpose(w.data, (1, 2, 3, 0) if depthwise else (0, 2, 3, 1)).astype(np.int8)
+    w_quant = Quant(w_quant_pt.scale, w_quant_pt.zero_point, 3 if depthwise else 0)
+    data = np.transpose(w_data, (1, 2, 3, 0) if depthwise else (0, 2, 3, 1)).astype(np.int8)
     wt = b.constant(a.node.name + "_w", data, w_quant)
-    bias, bias_scales = quantize_bias(a["bias"], in_scale, w.quant.scale, ctx, out_c)
+    bias, bias_scales = quantize_bias(a["bias"], in_scale, w_quant_pt.scale, ctx, out_c)
     bt = b.constant(a.node.name + "_b", bias, Quant(tuple(bias_scales), (0,) * out_c, 0))
 
-    out = ctx.emit_output(a.node, Layout.CHANNELS_LAST)
     common = dict(padding=padding, strideH=stride[0], strideW=stride[1], dilationHFactor=dil[0],
                   dilationWFactor=dil[1], fusedActivationFunction=fused_code(a.node))
     if depthwise:
         opts = options("DepthwiseConv2DOptionsT", depthMultiplier=out_c // in_c, **common)
-        b.op(schema.BuiltinOperator.DEPTHWISE_CONV_2D, [x.tensor, wt, bt], [out.tensor], opts)
+        b.op(schema.BuiltinOperator.DEPTHWISE_CONV_2D, [x.tensor, wt, bt], [out_tensor], opts)
     else:
-        b.op(schema.BuiltinOperator.CONV_2D, [x.tensor, wt, bt], [out.tensor], options("Conv2DOptionsT", **common))
+        b.op(schema.BuiltinOperator.CONV_2D, [x.tensor, wt, bt], [out_tensor], options("Conv2DOptionsT", **common))
 
 
 def _explicit_pad(ctx, x, pad):

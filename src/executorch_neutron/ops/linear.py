@@ -27,7 +27,8 @@ def _linear_weights(a, ctx):
 
 @constraint("2D tensors only")
 def _two_d(a, ctx):
-    ranks = (len(a.shape("self")), len(a.shape("mat2")))
+    lhs = "mat1" if "mat1" in a else "self"  # addmm's self is the bias
+    ranks = (len(a.shape(lhs)), len(a.shape("mat2")))
     return None if ranks == (2, 2) else f"ranks {ranks}: Neutron supports 2D matrix products"
 
 
@@ -61,7 +62,7 @@ def convert_linear(ctx, a):
 
 
 def _matmul(ctx, a, bias_node):
-    x = ctx.value(a["self"], Layout.NATURAL)
+    x = ctx.value(a["mat1"] if "mat1" in a else a["self"], Layout.NATURAL)
     if is_int8_constant(a["mat2"], ctx.check_ctx):
         w = ctx.quantized_constant(a["mat2"])
         quant = Quant(w.quant.scale, w.quant.zero_point, 0)
