@@ -87,6 +87,8 @@ CASES = {
                       "aten.permute_copy.default", "batch"),
     "prelu_channels": (lambda: nn.PReLU(6), x(1, 6, 4, 5), None, None),
     "prelu_rows": (lambda: nn.PReLU(8), x(1, 8, 80, 64), None, None),
+    "clone_channels_last": (f(lambda s, a: torch.relu(a).contiguous(memory_format=torch.channels_last) * 2.0),
+                            x(1, 8, 4, 6), "dim_order_ops._clone_dim_order.default", "dim_order"),
     "slice_step": (f(lambda s, a: torch.relu(a)[:, :, ::2] * 2.0), x(1, 8, 6, 4), "aten.slice_copy.Tensor", "step 2"),
     "softmax_channels": (lambda: nn.Softmax(-1), x(2, 12), "aten._softmax.default", "12 channels"),
     "softmax_2048": (lambda: nn.Softmax(-1), x(1, 2048), "aten._softmax.default", "below 2048"),

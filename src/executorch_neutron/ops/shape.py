@@ -50,7 +50,8 @@ def convert_clone(ctx, a):
     ctx.bind(a.node, ctx.value(a["self"]))
 
 
-@constraint("rank <= 4; for rank 3 and 4 the batch dimension stays first unless it is 1",
+@constraint("rank <= 4; for rank 3 and 4 the batch dimension stays first unless it is 1 (inferred: Neutron "
+            "transposes within its 4D NHWC tensors and processes one batch item at a time)",
             hint="pass custom_delegation_options=('allow_any_permutation',) to delegate other transpositions")
 def _permutation(a, ctx):
     """Neutron's transpose kernel works on its NHWC data layout: at most 4 dims, one batch item at a time."""
