@@ -92,6 +92,8 @@ class Chain(nn.Module):
         return x
 
 
+_NOT_COMPUTE = ("quantize", "getitem", "executorch_call_delegate", "alloc", "memory", "executorch_prims", "view")
+
 chains = st.lists(st.one_of([st.tuples(st.just(k), v) for k, v in STEPS.items()]), min_size=1, max_size=4)
 
 
@@ -116,6 +118,14 @@ def test_random_chain_is_delegated_correctly_or_explained(steps, c, h, w):
     RUNS["cpu"] += len(report.rejections)
     for r in report.rejections:
         assert r.reason, r
+    # every compute node left outside a delegate is explained
+    explained = {r.node for r in report.rejections}
+    graph = result.edge_program.exported_program().graph
+    for n in graph.nodes:
+        name = getattr(n.target, "__name__", str(n.target))
+        if n.op != "call_function" or any(k in str(n.target) or k in name for k in _NOT_COMPUTE):
+            continue
+        assert n.name in explained, f"{n.name} ({n.target}) runs on the CPU without a reason\n{report}"
     out = run(result.pte, [x])[0]
     with torch.no_grad():
         ref = result.quantized_model(x)
