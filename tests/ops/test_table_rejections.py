@@ -164,3 +164,46 @@ def test_refused_preserved_op_is_decomposed_for_the_cpu():
     with torch.no_grad():
         ref = r.quantized_model(*inputs)
     assert torch.allclose(out, ref, atol=0.05), (out - ref).abs().max()
+
+
+def _float_constant_mul_model():
+    """A quantized model whose mul reads an unquantized float constant tensor (as other quantizers leave it)."""
+    from executorch_neutron.lowering import quantize
+    from executorch_neutron.quantizer import NeutronQuantizer
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("c", torch.rand(1, 8, 1, 1) + 0.5)
+
+        def forward(self, a):
+            return torch.relu(a) * self.c
+
+    torch.manual_seed(0)
+    inputs = x(1, 8, 4, 6)
+    q = quantize(M().eval(), inputs, [inputs], NeutronQuantizer())
+    mul = next(n for n in q.graph.nodes if n.target == torch.ops.aten.mul.Tensor)
+    q.register_buffer("float_c", torch.rand(1, 8, 1, 1) + 0.5)
+    with q.graph.inserting_before(mul):
+        const = q.graph.get_attr("float_c")
+    mul.args = (mul.args[0], const)
+    q.graph.eliminate_dead_code()
+    q.recompile()
+    return q, inputs
+
+
+def test_float_constant_tensor_operand_needs_the_option():
+    q, inputs = _float_constant_mul_model()
+    r = lower(q, inputs, quantize_model=False)
+    mul = [j for j in r.report.rejections if j.op == "aten.mul.Tensor"]
+    assert mul and "unquantized float constant" in mul[0].reason, str(r.report)
+
+    from executorch_neutron.runtime import run
+
+    r = lower(q, inputs, quantize_model=False, custom_delegation_options=("allow_float_constants",))
+    assert r.report.delegated_ops.get("aten.mul.Tensor") == 1, str(r.report)
+    out = run(r.pte, list(inputs))[0]
+    with torch.no_grad():
+        ref = q(*inputs)
+    out_scale = float(next(n for n in q.graph.nodes if n.op == "output").args[0][0].args[1])
+    assert (out - ref).abs().max().item() / out_scale <= 2.0  # the constant is rounded to int8 by the converter
