@@ -69,12 +69,10 @@ class NeutronPartitioner(Partitioner):
         def keep(node: Node) -> bool:
             if node.target not in _PRESERVE_ALWAYS + _PRESERVE_IF_DELEGATED:
                 return False
-            if excluded(registry.op_name(node.target), self.neutron_spec):
-                return False
-            if node.target in _PRESERVE_ALWAYS:
+            if node.target in _PRESERVE_ALWAYS:  # the CPU has a kernel too (linear.out): keep even when excluded
                 weight = node.args[1] if len(node.args) > 1 else None
                 return isinstance(weight, Node) and weight.target in aten_dq
-            return decide_aten(node, ctx) is None
+            return decide_aten(node, ctx) is None  # refuses excluded operators too
 
         return list(_PRESERVE_ALWAYS + _PRESERVE_IF_DELEGATED), keep
 
