@@ -207,3 +207,22 @@ def test_float_constant_tensor_operand_needs_the_option():
         ref = q(*inputs)
     out_scale = float(next(n for n in q.graph.nodes if n.op == "output").args[0][0].args[1])
     assert (out - ref).abs().max().item() / out_scale <= 2.0  # the constant is rounded to int8 by the converter
+
+
+def test_dequantize_shared_with_a_cpu_user_keeps_the_npu_user_on_the_cpu():
+    """The partitioner may not change the graph: a dequantize read by an NPU op and by a CPU consumer (here the
+    model output) cannot be split, so the NPU op stays on the CPU with that reason (and lowering succeeds)."""
+    from executorch_neutron.lowering import quantize
+    from executorch_neutron.quantizer import NeutronQuantizer
+
+    torch.manual_seed(0)
+    inputs = x(1, 8, 4, 6)
+    q = quantize(Fn(lambda s, a: (torch.relu(a), torch.abs(a))).eval(), inputs, [inputs], NeutronQuantizer())
+    relu = next(n for n in q.graph.nodes if n.target == torch.ops.aten.relu.default)
+    out = next(n for n in q.graph.nodes if n.op == "output")
+    out.args = ((out.args[0][0], relu.args[0]),)  # the second output now reads relu's input dequantize
+    q.graph.eliminate_dead_code()
+    q.recompile()
+    r = lower(q, inputs, quantize_model=False)
+    rej = [j for j in r.report.rejections if j.op == "aten.relu.default"]
+    assert rej and "also read by" in rej[0].reason, str(r.report)
