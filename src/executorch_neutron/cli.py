@@ -293,13 +293,9 @@ def _targets(args) -> int:
 
 def _ops(args) -> int:
     if args.markdown:
-        try:
-            from .ops import docs
-        except ImportError:
-            docs = None
-        render = next((getattr(docs, n) for n in ("render_markdown", "markdown", "render", "generate")
-                       if docs is not None and callable(getattr(docs, n, None))), None)
-        print(render() if render else _ops_markdown())
+        from .ops.docs import render_markdown
+
+        print(render_markdown(), end="")
         return EXIT_OK
     from .ops.registry import entries
 
@@ -308,16 +304,6 @@ def _ops(args) -> int:
         for c in e.constraints:
             print(f"    - {c.text}" + (f" (hint: {c.hint})" if c.hint else ""))
     return EXIT_OK
-
-
-def _ops_markdown() -> str:
-    from .ops.registry import entries
-
-    lines = ["# Operators supported by the Neutron backend", "", "| operator | constraints |", "|---|---|"]
-    for e in entries():
-        cons = "<br>".join(c.text.replace("|", "\\|") for c in e.constraints) or "none"
-        lines.append(f"| `{e.name}` | {cons} |")
-    return "\n".join(lines)
 
 
 def _demo(args) -> int:
