@@ -2,12 +2,14 @@
 
 - torchao: "Failed to load ..._C_mxfp8...so / _C_cutlass_90a...so": CUDA-only kernels of the CPU wheel.
 - torch pytree: "<enum ...> is an Enum subclass ... register_constant() ... deprecated": raised by torchao itself.
-Only these messages are filtered; every other record of those loggers passes.
+- FutureWarning "`isinstance(treespec, LeafSpec)` is deprecated": raised inside torch.export while copying.
+Only these messages are filtered; every other record of those loggers, and every other warning, passes.
 """
 
 from __future__ import annotations
 
 import logging
+import warnings
 
 _NOISE = {
     "torchao": ("Failed to load ",),
@@ -26,6 +28,8 @@ class _DropKnownNoise(logging.Filter):
 
 
 def install() -> None:
+    warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+                            category=FutureWarning)
     for name, fragments in _NOISE.items():
         logger = logging.getLogger(name)
         if not any(isinstance(f, _DropKnownNoise) for f in logger.filters):
