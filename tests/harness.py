@@ -51,6 +51,7 @@ class RunResult:
     outputs: list[np.ndarray]  # int8, PyTorch layout, from LiteRT running the partition TFLite
     references: list[np.ndarray]  # int8: PyTorch's quantized model, quantized with the same output parameters
     output_scales: list[float]
+    output_zero_points: list[int]
 
     @property
     def output(self) -> np.ndarray:
@@ -63,6 +64,10 @@ class RunResult:
     @property
     def output_scale(self) -> float:
         return self.output_scales[0]
+
+    @property
+    def output_zero_point(self) -> int:
+        return self.output_zero_points[0]
 
     @property
     def delegated_ops(self) -> dict[str, int]:
@@ -91,7 +96,7 @@ def lower_and_run(module, inputs, calib=None, **spec) -> RunResult:
         ref = result.quantized_model(*inputs)
     ref = ref if isinstance(ref, (tuple, list)) else (ref,)
     refs = [quantize_np(r.numpy(), *out_q[j]) for j, r in enumerate(ref)]
-    return RunResult(result, outs, refs, [q[0] for q in out_q])
+    return RunResult(result, outs, refs, [q[0] for q in out_q], [q[1] for q in out_q])
 
 
 def steps(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -1,5 +1,5 @@
 """Whole models (defined in executorch_neutron.zoo, no torchvision): one partition, everything int8 on the NPU,
-partition TFLite in LiteRT close to PyTorch's quantized model.
+partition TFLite in LiteRT close to PyTorch's quantized model, and the .pte on the host runtime equal to LiteRT.
 
 Bound for whole models: at most 3 output steps anywhere and at least 95% of outputs within 1 step. Why wider
 than the per-op bound of 1 step: each op of the TFLite graph matches the quantized PyTorch op within one step of
@@ -13,7 +13,8 @@ import pytest
 from ai_edge_litert import schema_py_generated as schema
 
 from executorch_neutron import zoo
-from harness import lower_and_run, steps
+from executorch_neutron.runtime import run
+from harness import lower_and_run, quantize_np, steps
 
 MODELS = {"cifarnet": zoo.cifarnet, "mobilenet_v2_like": zoo.mobilenet_v2_like}
 _FLOAT_TYPES = {schema.TensorType.FLOAT32, schema.TensorType.FLOAT16}
@@ -49,3 +50,7 @@ def test_whole_model_one_int8_partition(name):
     print(f"{name}: max {int(d.max())} steps, {within1 * 100:.1f}% within 1 step (scale {r.output_scale:.4g})")
     assert d.max() <= 3 and within1 >= 0.95, f"max {d.max()} steps, {within1:.3f} within 1 step"
     assert np.argmax(r.output) == np.argmax(r.reference)
+
+    # the .pte through ExecuTorch's runtime + host NeutronBackend computes exactly what LiteRT computes
+    host = run(r.result.pte, inputs)[0].numpy()
+    assert (quantize_np(host, r.output_scale, r.output_zero_point) == r.output).all()

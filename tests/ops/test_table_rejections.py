@@ -85,8 +85,10 @@ CASES = {
                       "aten.permute_copy.default", "rank 5"),
     "permute_batch": (f(lambda s, a: torch.relu(a).permute(1, 0, 2, 3) * 2.0), x(2, 8, 4, 6),
                       "aten.permute_copy.default", "batch"),
-    "prelu_channels": (lambda: nn.PReLU(6), x(1, 6, 4, 5), None, None),
-    "prelu_rows": (lambda: nn.PReLU(8), x(1, 8, 80, 64), None, None),
+    "prelu_channels": (lambda: nn.PReLU(6), x(1, 6, 4, 5), "aten.prelu.default", "channels 6"),
+    "prelu_rows": (lambda: nn.PReLU(8), x(1, 8, 80, 64), "aten.prelu.default", "4096"),
+    "prelu_rank": (lambda: nn.PReLU(8), x(2, 8, 5), "aten.prelu.default", "rank 3"),
+
     "clone_channels_last": (f(lambda s, a: torch.relu(a).contiguous(memory_format=torch.channels_last) * 2.0),
                             x(1, 8, 4, 6), "dim_order_ops._clone_dim_order.default", "dim_order"),
     "slice_step": (f(lambda s, a: torch.relu(a)[:, :, ::2] * 2.0), x(1, 8, 6, 4), "aten.slice_copy.Tensor", "step 2"),
@@ -108,9 +110,6 @@ CASES = {
 def test_constraint_keeps_node_on_cpu(case):
     make, inputs, op, needle = case
     r, rej = rejections(make, inputs)
-    if op is None:  # ops kept from decomposition only when delegated (prelu): decomposed for the CPU instead
-        assert not any("prelu" in o for o in r.report.delegated_ops), str(r.report)
-        return
     mine = [j for j in rej if j.op == op]
     assert mine, f"{op} not rejected:\n{r.report}"
     assert any(needle in j.reason for j in mine), "\n".join(j.reason for j in mine)
@@ -226,3 +225,28 @@ def test_dequantize_shared_with_a_cpu_user_keeps_the_npu_user_on_the_cpu():
     r = lower(q, inputs, quantize_model=False)
     rej = [j for j in r.report.rejections if j.op == "aten.relu.default"]
     assert rej and "also read by" in rej[0].reason, str(r.report)
+
+
+def test_div_needs_one_dimension_multiple_of_8():
+    """NeutronQuantizer rewrites division by constants to mul, so a div.Tensor only reaches the partitioner from
+    other quantizers: check the registry's constraint on the edge node directly."""
+    from executorch.exir import to_edge
+
+    from executorch_neutron import NeutronCompileSpec
+    from executorch_neutron.ops import registry
+    from executorch_neutron.ops.registry import CheckContext
+
+    class Div(nn.Module):
+        def __init__(self, shape):
+            super().__init__()
+            self.register_buffer("d", torch.rand(*shape) + 1)
+
+        def forward(self, a):
+            return a / self.d
+
+    spec = NeutronCompileSpec(custom_delegation_options=("allow_float_constants",))
+    for shape, expected in (((3, 5), "no dimension of [3, 5] is a multiple of 8"), ((3, 8), None)):
+        ep = to_edge(torch.export.export(Div(shape).eval(), (torch.randn(*shape),))).exported_program()
+        node = next(n for n in ep.graph.nodes if "div" in str(n.target))
+        failed = registry.lookup(node.target).check(node, CheckContext.for_program(spec, ep))
+        assert (failed[0] if failed else None) == expected

@@ -61,6 +61,8 @@ class NeutronPartitioner(Partitioner):
         self.delegation_spec = DelegationSpec(BACKEND_ID, self.neutron_spec.to_compile_specs())
         self.rejections: list[Rejection] = []
         self.partition_tags: dict[str, list[str]] = {}
+        # ops kept from decomposition only when delegated (prelu, ...): why they were not, by ATen node name
+        self._refused_before_decomposition: dict[str, Rejection] = {}
 
     def ops_to_not_decompose(self, ep: ExportedProgram):
         ctx = CheckContext.for_program(self.neutron_spec, ep)
@@ -72,8 +74,14 @@ class NeutronPartitioner(Partitioner):
             if node.target in _PRESERVE_ALWAYS:  # the CPU has a kernel too (linear.out): keep even when excluded
                 weight = node.args[1] if len(node.args) > 1 else None
                 return isinstance(weight, Node) and weight.target in aten_dq
-            return decide_aten(node, ctx) is None  # refuses excluded operators too
+            rejection = decide_aten(node, ctx)  # refuses excluded operators too
+            if rejection is not None:
+                self._refused_before_decomposition[node.name] = Rejection(
+                    rejection.node, rejection.op, f"{rejection.reason}; decomposed into CPU operators",
+                    rejection.hint)
+            return rejection is None
 
+        self._refused_before_decomposition = {}
         return list(_PRESERVE_ALWAYS + _PRESERVE_IF_DELEGATED), keep
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
@@ -81,7 +89,8 @@ class NeutronPartitioner(Partitioner):
         ctx = CheckContext.for_program(self.neutron_spec, exported_program)
         decisions = decide(gm.graph, ctx)
         _reject_shared_dequants(decisions)
-        self.rejections = [r for r in decisions.values() if r is not None]
+        self.rejections = list(self._refused_before_decomposition.values())
+        self.rejections += [r for r in decisions.values() if r is not None]
         supported = {n for n, r in decisions.items() if r is None}
         members = set(supported)
         for node in supported:
@@ -117,8 +126,6 @@ class NeutronPartitioner(Partitioner):
         for r in self.rejections:
             log.info(r.message())
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)
-
-
 
 
 def _reject_shared_dequants(decisions: dict) -> None:
