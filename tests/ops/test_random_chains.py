@@ -4,9 +4,7 @@ Every compute node is either delegated or left on the CPU with a reason, and the
 CPU kernels, run by the host runtime) matches PyTorch's quantized model in output quantization steps.
 """
 
-import math
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from hypothesis import HealthCheck, given, settings

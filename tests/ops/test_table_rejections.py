@@ -126,7 +126,6 @@ def test_operators_not_to_delegate(name):
 
 
 def test_noop_only_partition_is_not_created():
-    make = f(lambda s, a: a.reshape(4, 30).permute(1, 0).reshape(2, 60) * 1.0)
     r, rej = rejections(f(lambda s, a: torch.flatten(a, 1).unsqueeze(0)), x(1, 8, 3, 5))
     assert not r.report.partitions
     assert any("no-op" in j.reason for j in rej), str(r.report)

@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from executorch_neutron.passes import (conv1d_to_conv2d, div_to_mul, pool1d_to_pool2d, remove_noops,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
-from quantizer_testing import input_dq, nodes, only, output_q, quantize_qat, settle_batch_norm, sqnr_db
+from quantizer_testing import input_dq, nodes, output_q, quantize_qat, settle_batch_norm, sqnr_db
 from torchao.quantization.pt2e.fake_quantize import FakeQuantize
 
 aten = torch.ops.aten

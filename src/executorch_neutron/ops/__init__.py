@@ -8,6 +8,7 @@ FAMILIES = (
     "activations",
     "elementwise",
     "pooling",
+    "resize",
     "shape",
     "softmax",
 )

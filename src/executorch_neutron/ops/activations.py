@@ -1,6 +1,6 @@
-"""Standalone activations: relu, hardtanh / relu6, clamp, sigmoid, tanh, leaky_relu, hardswish, abs, neg.
+"""Standalone activations: relu, hardtanh / relu6, clamp, sigmoid, tanh, leaky_relu, hardswish, abs, neg, prelu.
 
-They map to TFLite RELU*, LOGISTIC, TANH, LEAKY_RELU, HARD_SWISH, ABS and MUL by -1 (neg).
+They map to TFLite RELU*, LOGISTIC, TANH, LEAKY_RELU, HARD_SWISH, ABS, MUL by -1 (neg) and PRELU.
 
 When an activation directly follows a conv/linear/add/mul it is fused into that op instead (see fusion.py) and
 never reaches these converters. LOGISTIC and TANH need fixed output quantization (1/256, -128 and 1/128, 0).
@@ -8,11 +8,13 @@ never reaches these converters. LOGISTIC and TANH need fixed output quantization
 
 from __future__ import annotations
 
+import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 
-from .fusion import SUPPORTED_BOUNDS_TEXT, activation_bounds, activation_codes
 from ..tflite.builder import Quant, options
+from ..tflite.layout import Layout
+from .fusion import SUPPORTED_BOUNDS_TEXT, activation_bounds, activation_codes
 from .common import is_dq, is_dq_per_tensor, is_q
 from .registry import Constraint, constraint, register
 
@@ -47,8 +49,6 @@ def convert_clamp(ctx, a):
 
 def fixed_output(scale: float, zero_point: int) -> Constraint:
     def check(a, ctx):
-        from .. import qdq
-
         qs = [u for u in a.node.users if is_q(u)]
         if not qs:
             return None  # reported by the generic int8 check
@@ -103,3 +103,37 @@ def convert_neg(ctx, a):
                                      Quant.per_tensor(1.0, 0))
     out = ctx.emit_output(a.node, x.layout)
     ctx.builder.op(schema.BuiltinOperator.MUL, [x.tensor, minus_one], [out.tensor], options("MulOptionsT"))
+
+
+@constraint("rank 4, channels % 8 == 0, flat size / channels <= 4096")
+def _prelu_shape(a, ctx):
+    shape = a.shape("self")
+    if len(shape) != 4:
+        return f"rank {len(shape)}: Neutron PReLU needs rank 4"
+    c = shape[1]
+    flat = int(np.prod(shape))
+    if c % ctx.num_macs:
+        return f"channels {c} not a multiple of {ctx.num_macs}"
+    if flat // c > 4096:
+        return f"flat size / channels = {flat // c} > 4096"
+    return None
+
+
+@constraint("constant int8 slopes (one, or one per channel)")
+def _prelu_weight(a, ctx):
+    w = a["weight"]
+    if not (is_dq(w) and ctx.is_constant(w.args[0]) and is_dq_per_tensor(w)):
+        return "slopes are not a constant int8 tensor quantized per tensor"
+    n = a.shape("weight")
+    return None if len(n) == 1 and n[0] in (1, a.shape("self")[1]) else f"slope shape {list(n)}"
+
+
+@register(_aten.prelu.default, constraints=(_prelu_shape, _prelu_weight))
+def convert_prelu(ctx, a):
+    """x for x >= 0, slope[c] * x otherwise (kept from decomposition by the partitioner when the NPU takes it)."""
+    b = ctx.builder
+    x = ctx.value(a["self"], Layout.CHANNELS_LAST)
+    w = ctx.quantized_constant(a["weight"])
+    alpha = b.constant(a.node.name + "_alpha", w.data.reshape(1, 1, -1).astype(np.int8), w.quant)
+    out = ctx.emit_output(a.node, Layout.CHANNELS_LAST)
+    b.op(schema.BuiltinOperator.PRELU, [x.tensor, alpha], [out.tensor])

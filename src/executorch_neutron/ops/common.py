@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from .. import qdq
+from .fusion import result_node
 from .registry import Constraint
 
 
@@ -101,4 +103,20 @@ def same_padding_matches(in_size: int, k: int, stride: int, dilation: int, pad: 
     same_out = math.ceil(in_size / stride)
     total = max((same_out - 1) * stride + eff - in_size, 0)
     return torch_out == same_out and total // 2 == pad
+
+
+def shared_quantization() -> Constraint:
+    def check(a, ctx):
+        first = a.node.all_input_nodes[0]
+        users = [u for u in result_node(a.node).users if is_q(u)]
+        if not (is_dq(first) and users):
+            return None  # reported by the generic int8 check
+        pin, pout = qdq.qparams(first), qdq.qparams(users[0])
+        if not pin.same_as(pout):
+            return (f"input quantization ({pin.scale:.6g}, {pin.zero_point}) differs from output "
+                    f"({pout.scale:.6g}, {pout.zero_point}): LiteRT needs them equal (NeutronQuantizer shares them)")
+        return None
+
+    return Constraint("equal input and output quantization", check)
+
 

@@ -14,12 +14,11 @@ from torch.fx import Node
 import numpy as np
 import torch
 
-from .. import qdq
 from ..tflite.builder import Quant, options
 from ..tflite.context import Value
 from ..tflite.layout import Layout, to_physical_perm
 from .fusion import fused_code
-from .common import is_dq, is_dq_per_tensor, is_q
+from .common import is_dq
 from .registry import constraint, register
 
 _aten = exir_ops.edge.aten

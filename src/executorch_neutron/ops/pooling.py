@@ -10,12 +10,10 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 
-from .. import qdq
 from ..tflite.builder import options
 from ..tflite.layout import Layout, physical_axis
-from .common import batch_one, channels_multiple, same_padding_matches, is_dq, is_dq_per_tensor, is_q
-from .fusion import result_node
-from .registry import Constraint, constraint, register
+from .common import batch_one, channels_multiple, same_padding_matches, shared_quantization
+from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
 
@@ -27,21 +25,6 @@ def _pair(v, default=None):
         return [v, v]
     v = list(v)
     return v * 2 if len(v) == 1 else v
-
-
-def shared_quantization() -> Constraint:
-    def check(a, ctx):
-        first = a.node.all_input_nodes[0]
-        users = [u for u in result_node(a.node).users if is_q(u)]
-        if not (is_dq(first) and users):
-            return None  # reported by the generic int8 check
-        pin, pout = qdq.qparams(first), qdq.qparams(users[0])
-        if not pin.same_as(pout):
-            return (f"input quantization ({pin.scale:.6g}, {pin.zero_point}) differs from output "
-                    f"({pout.scale:.6g}, {pout.zero_point}): LiteRT needs them equal (NeutronQuantizer shares them)")
-        return None
-
-    return Constraint("equal input and output quantization", check)
 
 
 @constraint("rank-4 input")
@@ -189,89 +172,3 @@ def _mean_dims(a, ctx):
 def convert_mean(ctx, a):
     """Mean over H and W."""
     mean_hw(ctx, a, keepdim=bool(a["keepdim"]))
-
-
-# upsampling ------------------------------------------------------------------------------------------------------
-
-def _scales(a):
-    """(H scale, W scale) of an upsample node from its input and output shapes."""
-    n, c, h, w = a.shape("input")
-    _, _, oh, ow = a.out_shape
-    return oh / h, ow / w
-
-
-@constraint("channels % 8 == 0", hint="pad the channel count to a multiple of 8")
-def _up_channels(a, ctx):
-    c = a.shape("input")[1]
-    return None if c % ctx.num_macs == 0 else f"channels {c} not a multiple of {ctx.num_macs}"
-
-
-@constraint("H scale == W scale, 2 or 4")
-def _up_scale(a, ctx):
-    if len(a.shape("input")) != 4:
-        return f"rank {len(a.shape('input'))}: upsampling needs a rank-4 input"
-    sh, sw = _scales(a)
-    if sh != sw or sh not in (2.0, 4.0):
-        return f"scales H {sh:g}, W {sw:g}: Neutron upsamples by 2 or 4, equal in H and W"
-    return None
-
-
-def _resize(ctx, a, builtin, opts_name, **fields):
-    b = ctx.builder
-    x = ctx.value(a["input"], Layout.CHANNELS_LAST)
-    size = b.int32_vector(a.node.name + "_size", a.out_shape[2:])
-    out = ctx.emit_output(a.node, Layout.CHANNELS_LAST, quant=x.quant)
-    b.op(builtin, [x.tensor, size], [out.tensor], options(opts_name, **fields))
-
-
-@register(_aten.upsample_bilinear2d.vec, constraints=(_up_channels, _up_scale, shared_quantization()),
-          shared_qparams=True)
-def convert_upsample_bilinear(ctx, a):
-    """Bilinear upsampling; align_corners=False is TFLite's half_pixel_centers, True is its align_corners."""
-    ac = bool(a["align_corners"])
-    _resize(ctx, a, schema.BuiltinOperator.RESIZE_BILINEAR, "ResizeBilinearOptionsT", alignCorners=ac,
-            halfPixelCenters=not ac)
-
-
-@register(_aten.upsample_nearest2d.vec, constraints=(_up_channels, _up_scale, shared_quantization()),
-          shared_qparams=True)
-def convert_upsample_nearest(ctx, a):
-    """Nearest upsampling: PyTorch's 'nearest' picks floor(out * in / out_size), TFLite's default mode."""
-    _resize(ctx, a, schema.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR, "ResizeNearestNeighborOptionsT",
-            alignCorners=False, halfPixelCenters=False)
-
-
-# prelu ---------------------------------------------------------------------------------------------------------
-
-@constraint("rank 4, channels % 8 == 0, flat size / channels <= 4096")
-def _prelu_shape(a, ctx):
-    shape = a.shape("self")
-    if len(shape) != 4:
-        return f"rank {len(shape)}: Neutron PReLU needs rank 4"
-    c = shape[1]
-    flat = int(np.prod(shape))
-    if c % ctx.num_macs:
-        return f"channels {c} not a multiple of {ctx.num_macs}"
-    if flat // c > 4096:
-        return f"flat size / channels = {flat // c} > 4096"
-    return None
-
-
-@constraint("constant int8 slopes (one, or one per channel)")
-def _prelu_weight(a, ctx):
-    w = a["weight"]
-    if not (is_dq(w) and ctx.is_constant(w.args[0]) and is_dq_per_tensor(w)):
-        return "slopes are not a constant int8 tensor quantized per tensor"
-    n = a.shape("weight")
-    return None if len(n) == 1 and n[0] in (1, a.shape("self")[1]) else f"slope shape {list(n)}"
-
-
-@register(_aten.prelu.default, constraints=(_prelu_shape, _prelu_weight))
-def convert_prelu(ctx, a):
-    """x for x >= 0, slope[c] * x otherwise (kept from decomposition by the partitioner when the NPU takes it)."""
-    b = ctx.builder
-    x = ctx.value(a["self"], Layout.CHANNELS_LAST)
-    w = ctx.quantized_constant(a["weight"])
-    alpha = b.constant(a.node.name + "_alpha", w.data.reshape(1, 1, -1).astype(np.int8), w.quant)
-    out = ctx.emit_output(a.node, Layout.CHANNELS_LAST)
-    b.op(schema.BuiltinOperator.PRELU, [x.tensor, alpha], [out.tensor])

@@ -7,7 +7,7 @@ the delegation report and the generated SUPPORTED_OPS.md, so they can never disa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from torch.fx import Node

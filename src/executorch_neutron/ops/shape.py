@@ -13,8 +13,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 
 from ..tflite.builder import options
 from ..tflite.layout import Layout, logical_perm_to_physical, physical_axis, physical_shape, to_physical_perm
-from .pooling import shared_quantization
-from .common import is_dq, is_dq_per_tensor, is_q
+from .common import is_dq, is_q, shared_quantization
 from .registry import constraint, register
 
 _aten = exir_ops.edge.aten

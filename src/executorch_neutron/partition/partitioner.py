@@ -33,7 +33,7 @@ from ..compile_spec import NeutronCompileSpec
 from ..ops import registry
 from ..ops.fusion import result_node
 from ..ops.registry import CheckContext
-from .support import Rejection, decide, decide_aten, excluded, is_compute
+from .support import Rejection, decide, decide_aten, is_compute
 
 log = logging.getLogger("executorch_neutron")
 

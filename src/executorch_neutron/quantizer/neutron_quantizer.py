@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from typing import Iterable
 
-import torch
 from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.quantizer import Quantizer
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from ai_edge_litert import schema_py_generated as schema
 from torch.export import ExportedProgram
 from torch.fx import Node
 
@@ -20,7 +19,7 @@ from .. import qdq
 from ..ops import registry
 from ..ops.fusion import activation_codes, fused_activation
 from ..ops.registry import CheckContext
-from .builder import ModelBuilder, options
+from .builder import ModelBuilder
 from .context import ConversionContext, ConversionError, Value, quant_from
 from .layout import Layout, physical_shape
 

@@ -1,0 +1,64 @@
+"""Upsampling: upsample_bilinear2d / upsample_nearest2d -> TFLite RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR.
+
+LiteRT's int8 resize kernels keep the input's quantization (NeutronQuantizer shares it).
+"""
+
+from __future__ import annotations
+
+from ai_edge_litert import schema_py_generated as schema
+from executorch.exir.dialects._ops import ops as exir_ops
+
+from ..tflite.builder import options
+from ..tflite.layout import Layout
+from .common import shared_quantization
+from .registry import constraint, register
+
+_aten = exir_ops.edge.aten
+
+
+def _scales(a):
+    """(H scale, W scale) of an upsample node from its input and output shapes."""
+    n, c, h, w = a.shape("input")
+    _, _, oh, ow = a.out_shape
+    return oh / h, ow / w
+
+
+@constraint("channels % 8 == 0", hint="pad the channel count to a multiple of 8")
+def _up_channels(a, ctx):
+    c = a.shape("input")[1]
+    return None if c % ctx.num_macs == 0 else f"channels {c} not a multiple of {ctx.num_macs}"
+
+
+@constraint("H scale == W scale, 2 or 4")
+def _up_scale(a, ctx):
+    if len(a.shape("input")) != 4:
+        return f"rank {len(a.shape('input'))}: upsampling needs a rank-4 input"
+    sh, sw = _scales(a)
+    if sh != sw or sh not in (2.0, 4.0):
+        return f"scales H {sh:g}, W {sw:g}: Neutron upsamples by 2 or 4, equal in H and W"
+    return None
+
+
+def _resize(ctx, a, builtin, opts_name, **fields):
+    b = ctx.builder
+    x = ctx.value(a["input"], Layout.CHANNELS_LAST)
+    size = b.int32_vector(a.node.name + "_size", a.out_shape[2:])
+    out = ctx.emit_output(a.node, Layout.CHANNELS_LAST, quant=x.quant)
+    b.op(builtin, [x.tensor, size], [out.tensor], options(opts_name, **fields))
+
+
+@register(_aten.upsample_bilinear2d.vec, constraints=(_up_channels, _up_scale, shared_quantization()),
+          shared_qparams=True)
+def convert_upsample_bilinear(ctx, a):
+    """Bilinear upsampling; align_corners=False is TFLite's half_pixel_centers, True is its align_corners."""
+    ac = bool(a["align_corners"])
+    _resize(ctx, a, schema.BuiltinOperator.RESIZE_BILINEAR, "ResizeBilinearOptionsT", alignCorners=ac,
+            halfPixelCenters=not ac)
+
+
+@register(_aten.upsample_nearest2d.vec, constraints=(_up_channels, _up_scale, shared_quantization()),
+          shared_qparams=True)
+def convert_upsample_nearest(ctx, a):
+    """Nearest upsampling: PyTorch's 'nearest' picks floor(out * in / out_size), TFLite's default mode."""
+    _resize(ctx, a, schema.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR, "ResizeNearestNeighborOptionsT",
+            alignCorners=False, halfPixelCenters=False)
