@@ -19,6 +19,7 @@ demo: $(STAMP)
 	$(PY) -m executorch_neutron demo --target imxrt700 -o out/demo.pte
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check --no-cache --select F,E9 src tests benchmarks examples
 	$(PY) -m pytest -q -n $(JOBS) --dist loadfile tests
 
 supported-ops: $(STAMP)
