@@ -5,6 +5,7 @@ Glue only: the converter lives in tflite/, the compile step in npu/, the blob fo
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import final
 
@@ -20,12 +21,14 @@ from .tflite.convert import convert_program
 
 
 def partition_name(program: ExportedProgram) -> str:
-    """The delegation tag of the partition (the name its intermediates are written under)."""
-    for node in program.graph.nodes:
-        tag = node.meta.get("delegation_tag")
-        if tag:
-            return tag
-    return "neutron_partition"
+    """The delegation tag of the partition (the name its intermediates are written under).
+
+    Read from the computing nodes only: an input placeholder keeps the meta of the node that produced it, which
+    may be the output of another partition (and carry that partition's tag).
+    """
+    tags = Counter(n.meta.get("delegation_tag") for n in program.graph.nodes
+                   if n.op == "call_function" and n.meta.get("delegation_tag"))
+    return tags.most_common(1)[0][0] if tags else "neutron_partition"
 
 
 @final
