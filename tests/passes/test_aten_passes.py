@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from executorch_neutron.passes import (conv1d_to_conv2d, div_to_mul, pool1d_to_pool2d, remove_noops,
+from executorch_neutron.passes import (conv1d_to_conv2d, div_to_mul, matmul_to_bmm, pool1d_to_pool2d, remove_noops,
                                        split_to_slices)
 
 aten = torch.ops.aten
@@ -41,6 +41,9 @@ CASES = {
                     aten.split_with_sizes.default, aten.slice.Tensor),
     "chunk": (split_to_slices, lambda: Fn(lambda s, a: torch.chunk(a, 3, -1)[2] - 1), (1, 3, 4, 8),
               aten.chunk.default, aten.slice.Tensor),
+    "matmul_3d": (matmul_to_bmm, lambda: Fn(lambda s, a: a @ a.transpose(1, 2)), (2, 8, 5), aten.matmul.default,
+                  aten.bmm.default),
+    "matmul_2d": (matmul_to_bmm, lambda: Fn(lambda s, a: a @ a.t()), (8, 5), aten.matmul.default, aten.mm.default),
     "clone": (remove_noops, lambda: Fn(lambda s, a: torch.relu(a).clone() + 1), (1, 8, 3, 5), aten.clone.default,
               None),
     "same_view": (remove_noops, lambda: Fn(lambda s, a: torch.relu(a).reshape(1, 8, 3, 5) + 1), (1, 8, 3, 5),

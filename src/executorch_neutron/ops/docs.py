@@ -27,6 +27,7 @@ _PASSES = (
     ("max_pool1d / avg_pool1d -> 2D", "1D pools become 2D pools over a 1 x L image."),
     ("div -> mul", "division by a scalar or constant tensor becomes multiplication by its reciprocal."),
     ("split -> slices", "split, split_with_sizes and chunk become one slice per used output."),
+    ("matmul -> bmm / mm", "torch.matmul of two 3-D (or two 2-D) tensors becomes one bmm (or mm)."),
     ("no-op removal", "clone, alias, detach, eval-mode dropout and same-shape views/reshapes are removed."),
     ("linear + batch norm", "folded by NeutronQuantizer; conv + batch norm is folded by prepare_pt2e itself."),
 )
