@@ -127,6 +127,10 @@ CASES = {
                         {"aten.convolution.default": 1}),
     "conv_t_k3_s1_relu": (lambda: nn.Sequential(nn.ConvTranspose2d(8, 8, 3), nn.ReLU()), x(1, 8, 4, 6),
                           {"aten.convolution.default": 1, "aten.relu.default": 1}),
+    "conv_t1d_k4_s2_p1_relu": (lambda: nn.Sequential(nn.ConvTranspose1d(8, 16, 4, stride=2, padding=1), nn.ReLU()),
+                               x(1, 8, 13), None),
+    "conv_t1d_k3_s2_op1": (lambda: nn.ConvTranspose1d(4, 8, 3, stride=2, padding=1, output_padding=1), x(2, 4, 7),
+                           None),
 }
 
 

@@ -60,6 +60,8 @@ CASES = {
                       "aten.convolution.default", "groups 2"),
     "conv_t_stride": (lambda: nn.ConvTranspose2d(8, 8, 3, stride=3), x(1, 8, 3, 5), "aten.convolution.default",
                       "stride"),
+    "conv_t1d_stride": (lambda: nn.ConvTranspose1d(8, 8, 3, stride=3), x(1, 8, 5), "aten.convolution.default",
+                        "stride"),
     "conv_t_padding": (lambda: nn.ConvTranspose2d(8, 8, 2, stride=2, padding=2), x(1, 8, 5, 6),
                        "aten.convolution.default", "padding"),
     "max_pool_dilation": (lambda: nn.MaxPool2d(2, dilation=2), x(1, 8, 9, 7),

@@ -1,5 +1,6 @@
 """aten.convolution: 2D convolution (regular, depthwise, transposed) -> TFLite CONV_2D / DEPTHWISE_CONV_2D /
-TRANSPOSE_CONV. 1D convolutions are rewritten to 2D before quantization (passes/conv1d_to_conv2d.py).
+TRANSPOSE_CONV. 1D convolutions (regular and transposed) are rewritten to 2D before quantization
+(passes/conv1d_to_conv2d.py); a regular rank-3 one that still reaches the partitioner is converted here directly.
 
 Weights are per-channel symmetric int8 (OIHW in PyTorch -> OHWI, or 1HWO for depthwise), bias int32 with scale
 input_scale * weight_scale. Symmetric padding becomes SAME when that is exactly equivalent, else an explicit PAD.

@@ -23,7 +23,8 @@ _GENERIC = (
 )
 
 _PASSES = (
-    ("conv1d -> conv2d", "1D convolutions become 2D convolutions over a 1 x L image (with unsqueeze/squeeze)."),
+    ("conv1d -> conv2d", "1D convolutions (regular and transposed) become 2D convolutions over a 1 x L image "
+                         "(with unsqueeze/squeeze)."),
     ("max_pool1d / avg_pool1d -> 2D", "1D pools become 2D pools over a 1 x L image."),
     ("div -> mul", "division by a scalar or constant tensor becomes multiplication by its reciprocal."),
     ("split -> slices", "split, split_with_sizes and chunk become one slice per used output."),

@@ -1,35 +1,51 @@
-"""ATen pass: conv1d(x, w) -> squeeze(conv2d(unsqueeze(x, 2), w[:, :, None]), 2).
+"""ATen pass: conv1d(x, w) -> squeeze(conv2d(unsqueeze(x, 2), w[:, :, None]), 2), and likewise conv_transpose1d ->
+conv_transpose2d.
 
-Neutron convolves 2D tensors only; a 1D convolution over length L is a 2D convolution over a 1 x L image. Runs
-before quantization (NeutronQuantizer.transform_for_annotation), so the unsqueeze/squeeze get int8 annotations
-like any other view and the whole chain can be delegated. The 4D weight becomes a new parameter of the module.
+Neutron convolves 2D tensors only; a 1D convolution over length L is a 2D convolution over a 1 x L image (for the
+transposed convolution too: its weight [in, out / groups, k] becomes [in, out / groups, 1, k]). Runs before
+quantization (NeutronQuantizer.transform_for_annotation), so the unsqueeze/squeeze get int8 annotations like any
+other view and the whole chain can be delegated. The 4D weight becomes a new parameter of the module.
 """
 
 from __future__ import annotations
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
 from ._graph import arg, call, constant, finish, new_parameter
 
 aten = torch.ops.aten
 
 
+def _conv2d(gm: GraphModule, node: Node, x4: Node, w4: Node) -> Node:
+    stride, padding, dilation = (list(arg(node, n)) for n in ("stride", "padding", "dilation"))
+    return call(gm, aten.conv2d.default, (x4, w4, arg(node, "bias"), [1, stride[0]], [0, padding[0]],
+                                          [1, dilation[0]], arg(node, "groups")), node)
+
+
+def _conv_transpose2d(gm: GraphModule, node: Node, x4: Node, w4: Node) -> Node:
+    stride, padding, out_padding, dilation = (list(arg(node, n)) for n in
+                                              ("stride", "padding", "output_padding", "dilation"))
+    return call(gm, aten.conv_transpose2d.input, (x4, w4, arg(node, "bias"), [1, stride[0]], [0, padding[0]],
+                                                  [0, out_padding[0]], arg(node, "groups"), [1, dilation[0]]), node)
+
+
+_REWRITES = {aten.conv1d.default: _conv2d, aten.conv_transpose1d.default: _conv_transpose2d}
+
+
 def conv1d_to_conv2d(gm: GraphModule) -> GraphModule:
     for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.conv1d.default:
+        rewrite = _REWRITES.get(node.target) if node.op == "call_function" else None
+        if rewrite is None:
             continue
         x, w_node = arg(node, "input"), arg(node, "weight")
         w = constant(gm, w_node)
         if w is None or w.dim() != 3:
             continue  # non-constant weights stay 1D (the partitioner explains why)
-        stride, padding, dilation = (list(arg(node, n)) for n in ("stride", "padding", "dilation"))
         with gm.graph.inserting_before(node):
             x4 = call(gm, aten.unsqueeze.default, (x, 2), node)
             w4 = new_parameter(gm, "_neutron_conv2d_weight", w.detach().unsqueeze(2), w_node)
-            conv = call(gm, aten.conv2d.default, (x4, w4, arg(node, "bias"), [1, stride[0]], [0, padding[0]],
-                                                  [1, dilation[0]], arg(node, "groups")), node)
-            out = call(gm, aten.squeeze.dims, (conv, [2]), node)
+            out = call(gm, aten.squeeze.dims, (rewrite(gm, node, x4, w4), [2]), node)
         node.replace_all_uses_with(out)
         gm.graph.erase_node(node)
     return finish(gm)
