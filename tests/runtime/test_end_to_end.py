@@ -108,10 +108,13 @@ def _steps(a: torch.Tensor, b, scale: float) -> int:
     return int(np.round(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)) / scale).max())
 
 
+SINGLE_PARTITION = [name for name, (_, _, partitions) in MODELS.items() if partitions == 1]
+
+
+@pytest.mark.parametrize("lowered", SINGLE_PARTITION, indirect=True)
 def test_pte_equals_litert_on_the_partition(lowered):
+    """Models with two partitions: test_two_partitions_litert.py chains their TFLite files in LiteRT."""
     name, result, inputs = lowered
-    if len(result.payloads) != 1:
-        pytest.skip("two partitions: see test_two_partitions_litert.py (chained LiteRT vs .pte)")
     outputs = run(result.pte, inputs)
     expected = _litert_outputs(next(iter(result.payloads.values())), inputs)
     assert len(outputs) == len(expected)
