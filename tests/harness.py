@@ -18,6 +18,18 @@ from executorch_neutron.payload import unpack
 from executorch_neutron.zoo import calibration
 
 
+class Fn(torch.nn.Module):
+    """A model from a function `fn(self, *inputs)`; its submodules are reachable as `self.mods[i]`."""
+
+    def __init__(self, fn, *modules):
+        super().__init__()
+        self.fn = fn
+        self.mods = torch.nn.ModuleList(modules)
+
+    def forward(self, *x):
+        return self.fn(self, *x)
+
+
 def run_tflite(tflite: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Run a TFLite flatbuffer with LiteRT's reference kernels on already-quantized, physically laid-out inputs."""
     it = Interpreter(model_content=tflite, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)

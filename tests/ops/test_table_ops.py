@@ -6,17 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness import assert_within_steps, lower_and_run
+from harness import Fn, assert_within_steps, lower_and_run
 
-
-class Fn(nn.Module):
-    def __init__(self, fn, *modules):
-        super().__init__()
-        self.fn = fn
-        self.mods = nn.ModuleList(modules)
-
-    def forward(self, *x):
-        return self.fn(self, *x)
 
 
 class Buffer(nn.Module):

@@ -5,17 +5,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from harness import Fn
+
 from executorch_neutron import lower
 
-
-class Fn(nn.Module):
-    def __init__(self, fn, *modules):
-        super().__init__()
-        self.fn = fn
-        self.mods = nn.ModuleList(modules)
-
-    def forward(self, *x):
-        return self.fn(self, *x)
 
 
 def f(fn, *mods):

@@ -7,16 +7,10 @@ from torch import nn
 from executorch_neutron.passes import (conv1d_to_conv2d, div_to_mul, matmul_to_bmm, pool1d_to_pool2d, remove_noops,
                                        split_to_slices)
 
+from harness import Fn
+
 aten = torch.ops.aten
 
-
-class Fn(nn.Module):
-    def __init__(self, fn, *mods):
-        super().__init__()
-        self.fn, self.mods = fn, nn.ModuleList(mods)
-
-    def forward(self, *x):
-        return self.fn(self, *x)
 
 
 def targets(gm):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
-from ._graph import arg, call, constant, finish, new_parameter
+from .fx_utils import arg, call, constant, finish, new_parameter
 
 aten = torch.ops.aten
 

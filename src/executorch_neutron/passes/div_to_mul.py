@@ -12,7 +12,7 @@ import numbers
 import torch
 from torch.fx import GraphModule
 
-from ._graph import call, constant, finish, new_parameter
+from .fx_utils import call, constant, finish, new_parameter
 
 aten = torch.ops.aten
 

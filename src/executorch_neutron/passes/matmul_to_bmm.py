@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule
 
-from ._graph import call, finish
+from .fx_utils import call, finish
 
 aten = torch.ops.aten
 

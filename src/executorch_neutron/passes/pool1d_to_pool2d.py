@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule
 
-from ._graph import arg, call, finish
+from .fx_utils import arg, call, finish
 
 aten = torch.ops.aten
 

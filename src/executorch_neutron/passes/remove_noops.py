@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule
 
-from ._graph import arg, finish
+from .fx_utils import arg, finish
 
 aten = torch.ops.aten
 _IDENTITY = {aten.clone.default, aten.alias.default, aten.detach.default, aten.detach_.default,

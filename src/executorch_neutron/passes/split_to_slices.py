@@ -11,7 +11,7 @@ import operator
 import torch
 from torch.fx import GraphModule
 
-from ._graph import arg, call, finish
+from .fx_utils import arg, call, finish
 
 aten = torch.ops.aten
 _SPLITS = (aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default,

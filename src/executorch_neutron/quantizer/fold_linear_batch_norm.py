@@ -17,18 +17,16 @@ import operator
 import torch
 from torch.fx import GraphModule, Node
 
+from ..passes.fx_utils import constant, new_parameter
+
 aten = torch.ops.aten
 
 _BN_EPS_INDEX = {aten.batch_norm.default: 7, aten._native_batch_norm_legit_no_training.default: 6}
 
 
 def _constant(gm: GraphModule, node: object) -> torch.Tensor | None:
-    if not isinstance(node, Node) or node.op != "get_attr":
-        return None
-    value = gm
-    for part in node.target.split("."):
-        value = getattr(value, part)
-    return value.detach()
+    value = constant(gm, node)
+    return None if value is None else value.detach()
 
 
 def _bn_output_users(bn: Node) -> list[Node] | None:
@@ -41,15 +39,6 @@ def _bn_output_users(bn: Node) -> list[Node] | None:
     if any(u.args[1] != 0 and len(u.users) > 0 for u in outs):
         return None  # mean/invstd outputs used: cannot remove
     return [u for u in outs if u.args[1] == 0]
-
-
-def _new_param(gm: GraphModule, stem: str, value: torch.Tensor, like: torch.Tensor | None) -> str:
-    i = 0
-    while hasattr(gm, f"{stem}{i}"):
-        i += 1
-    requires_grad = True if like is None else like.requires_grad or isinstance(like, torch.nn.Parameter)
-    gm.register_parameter(f"{stem}{i}", torch.nn.Parameter(value, requires_grad=requires_grad))
-    return f"{stem}{i}"
 
 
 def _erase_batch_counter(gm: GraphModule, bn: Node) -> None:
@@ -97,11 +86,9 @@ def fold_linear_batch_norm(gm: GraphModule) -> GraphModule:
         new_w = w * factor.reshape(-1, 1)
         new_b = (b - mean) * factor + beta
 
-        w_name = _new_param(gm, "_neutron_bn_folded_weight", new_w, w)
-        b_name = _new_param(gm, "_neutron_bn_folded_bias", new_b, w)
         with gm.graph.inserting_before(linear):
-            w_attr = gm.graph.get_attr(w_name)
-            b_attr = gm.graph.get_attr(b_name)
+            w_attr = new_parameter(gm, "_neutron_bn_folded_weight", new_w, linear.args[1])
+            b_attr = new_parameter(gm, "_neutron_bn_folded_bias", new_b, linear.args[1])
         linear.args = (linear.args[0], w_attr, b_attr, *linear.args[3:])
         for reader in readers:
             reader.replace_all_uses_with(linear)

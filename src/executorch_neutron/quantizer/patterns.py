@@ -36,6 +36,7 @@ from torchao.quantization.pt2e.quantizer import (
 )
 from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
 
+from ..passes.fx_utils import arg
 from .qconfig import NeutronQConfig
 
 aten = torch.ops.aten
@@ -80,18 +81,6 @@ def is_float_tensor(node: object) -> bool:
     if isinstance(val, (list, tuple)):
         return len(val) > 0 and all(isinstance(v, torch.Tensor) and v.is_floating_point() for v in val)
     return isinstance(val, torch.Tensor) and val.is_floating_point()
-
-
-def arg(node: Node, name: str):
-    """Argument `name` of an aten node, positional or keyword, with the schema default."""
-    for i, a in enumerate(node.target._schema.arguments):
-        if a.name == name:
-            if i < len(node.args):
-                return node.args[i]
-            if name in node.kwargs:
-                return node.kwargs[name]
-            return a.default_value if a.has_default_value() else None
-    raise KeyError(f"{node.target} has no argument {name!r}")
 
 
 def is_constant(node: object) -> bool:
