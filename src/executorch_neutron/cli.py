@@ -200,10 +200,8 @@ def _ops(args) -> int:
 
 
 def _demo(args) -> int:
-    import torch
-
     from . import lower, zoo
-    from .runtime import run
+    from .numerics import compare
 
     model, inputs = zoo.MODELS[args.model]()
     calib = zoo.calibration(inputs, 16)
@@ -214,12 +212,9 @@ def _demo(args) -> int:
     print(result.report)
     print(f"\nwrote {path} ({len(result.pte)} bytes); stage seconds: "
           + ", ".join(f"{k} {v:.2f}" for k, v in result.timings.items()))
-    outputs = run(result.pte, inputs)
-    with torch.no_grad():
-        reference = result.quantized_model(*inputs)
-    diff = (outputs[0] - reference).abs().max().item()
-    print(f"host run of the .pte: output {tuple(outputs[0].shape)}, top-1 {int(outputs[0].argmax())} "
-          f"(quantized PyTorch: {int(reference.argmax())}), max |difference| {diff:.5f}")
+    print("\nhost run of the .pte (ExecuTorch runtime + host NeutronBackend) vs the float and quantized PyTorch "
+          "models:")
+    print(compare(model, result=result, samples=calib[:8]))
     return EXIT_OK
 
 

@@ -115,3 +115,13 @@ def test_targets_and_ops():
     assert proc.returncode == 0 and set(json.loads(proc.stdout)) == {"imxrt700", "mcxn94x", "imx95"}
     proc = cli("ops", "--markdown")
     assert proc.returncode == 0 and "aten.convolution.default" in proc.stdout and proc.stdout.startswith("#")
+
+
+def test_demo(tmp_path):
+    """What `make demo` runs: the bundled CifarNet lowered, written, run on the host and compared."""
+    proc = cli("demo", "--target", "imxrt700", "-o", tmp_path / "demo.pte")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "11 of 11 compute nodes (100.0%) on the Neutron NPU in 1 partition(s)" in proc.stdout
+    assert "host-reference" in proc.stderr  # the one-line "no SDK" notice
+    assert (tmp_path / "demo.pte").stat().st_size > 10_000
+    assert "top-1 agreement" in proc.stdout and "worst partition: neutron_0" in proc.stdout
