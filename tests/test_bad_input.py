@@ -26,7 +26,8 @@ def test_unquantized_model_is_not_delegated_with_reason():
     model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())
     r = lower(model, (torch.randn(1, 3, 9, 7),), quantize_model=False)
     assert r.report.partitions == []
-    assert r.report.rejections and all("not quantized to int8" in x.reason for x in r.report.rejections)
+    assert r.report.rejections and all("not quantized to int8: the model has no quantize nodes: quantize it with "
+                                       "NeutronQuantizer" in x.reason for x in r.report.rejections)
     out = run(r.pte, [torch.ones(1, 3, 9, 7)])[0]  # still a valid, CPU-only .pte
     torch.testing.assert_close(out, model(torch.ones(1, 3, 9, 7)), rtol=1e-4, atol=1e-4)
 

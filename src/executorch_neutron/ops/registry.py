@@ -22,13 +22,17 @@ class CheckContext:
     target: NeutronTarget
     spec: NeutronCompileSpec
     constant_names: frozenset[str] = frozenset()  # placeholders that are parameters, buffers or constants
+    quantized_model: bool = True  # the program holds quantize nodes (else no node can be int8)
 
     @classmethod
     def for_program(cls, spec: NeutronCompileSpec, program) -> "CheckContext":
+        from ..qdq import is_q
+
         sig = program.graph_signature
         names = (list(sig.inputs_to_parameters) + list(sig.inputs_to_buffers)
                  + list(sig.inputs_to_lifted_tensor_constants))
-        return cls(spec.neutron_target, spec, frozenset(names))
+        quantized = any(is_q(n) for n in program.graph.nodes)
+        return cls(spec.neutron_target, spec, frozenset(names), quantized)
 
     def is_constant(self, node) -> bool:
         return isinstance(node, Node) and (

@@ -56,12 +56,39 @@ def _static(node: Node) -> bool:
     return True
 
 
+def source_op(node: Node) -> str | None:
+    """The ATen op the user's model called that this edge node comes from (the outermost `from_node` provenance),
+    when it is a different op: e.g. 'aten.hardsigmoid.default' for the add/clamp/div ExecuTorch decomposed it into."""
+    chain = node.meta.get("from_node") or []
+    outer = None
+    while chain:
+        outer = chain[-1]
+        chain = getattr(outer, "from_node", None) or []
+    target = str(getattr(outer, "target", "")) if outer is not None else ""
+    if not target.startswith("aten.") or target.split(".")[1] == registry.op_name(node.target).split(".")[1]:
+        return None
+    return target
+
+
+def _left_in_float(op: str) -> bool:
+    """Whether NeutronQuantizer leaves ATen op `op` unannotated (float)."""
+    from ..quantizer.patterns import ANNOTATORS
+
+    return op not in {registry.op_name(t) for t in ANNOTATORS}
+
+
 def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
     for arg in node.all_input_nodes:
         if ctx.is_constant(arg) or (qdq.is_dq(arg) and ctx.is_constant(arg.args[0])):
             continue  # weights and int32 biases: the op's own checks decide
         if not qdq.is_dq(arg):
-            return f"input {arg.name} is not quantized to int8 (no dequantize node): quantize the model with NeutronQuantizer"
+            if not ctx.quantized_model:
+                return "the model has no quantize nodes: quantize it with NeutronQuantizer (or use lower())"
+            origin = source_op(node)
+            if origin is not None and _left_in_float(origin):
+                return (f"it is part of {origin}, which is not in the Neutron operator table: NeutronQuantizer "
+                        "leaves it in float and ExecuTorch decomposed it into CPU operators")
+            return f"input {arg.name} is float (no dequantize node): it is computed in float on the CPU"
         if arg.target in qdq.DQ_PER_TENSOR and arg.args[5] != torch.int8:
             return f"input {arg.name} is {arg.args[5]}, Neutron computes int8"
     out = result_node(node)
@@ -115,7 +142,8 @@ def _decide_one(node: Node, ctx: CheckContext) -> Rejection | None:
         return reject("excluded by operators_not_to_delegate")
     entry = registry.lookup(node.target)
     if entry is None:
-        return reject("no Neutron kernel for this operator")
+        origin = source_op(node)
+        return reject("no Neutron kernel for this operator" + (f" (part of {origin})" if origin else ""))
     if not _static(node):
         return reject("dynamic shape: Neutron needs static shapes", "export with static shapes")
     if _constant_only(node, ctx):

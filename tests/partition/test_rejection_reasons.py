@@ -1,0 +1,54 @@
+"""Reasons for float nodes name their cause: an op of the user's model outside the operator table (which
+ExecuTorch decomposed into several CPU nodes) or a model that was never quantized."""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from executorch_neutron import lower
+from executorch_neutron.zoo import calibration
+
+
+class HardSigmoidGate(nn.Module):
+    """conv -> x * hardsigmoid(x): hardsigmoid is not in the table and decomposes into add/clamp/div."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y * F.hardsigmoid(y)
+
+
+def test_decomposed_float_op_is_named_in_every_reason():
+    torch.manual_seed(0)
+    inputs = (torch.randn(1, 8, 5, 6),)
+    r = lower(HardSigmoidGate().eval(), inputs, calibration(inputs, 4))
+    cpu = r.report.rejections
+    assert {x.op for x in cpu} >= {"aten.add.Tensor", "aten.clamp.default", "aten.div.Tensor"}, str(r.report)
+    for x in cpu:
+        assert "part of aten.hardsigmoid.default" in x.reason, x.reason
+    float_ops = [x for x in cpu if x.reason.startswith("not quantized to int8")]
+    assert float_ops and all("not in the Neutron operator table" in x.reason for x in float_ops)
+    # the conv and the gating mul around it still run on the NPU
+    assert r.report.delegated_ops == {"aten.convolution.default": 1, "aten.mul.Tensor": 1}
+
+
+def test_op_of_the_model_outside_the_table():
+    """floor() is an op of the model itself (not decomposed): its reason is plain; the conv after it, quantized
+    at its input by NeutronQuantizer, still runs on the NPU."""
+    class FloorThenConv(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(8, 8, 1)
+
+        def forward(self, x):
+            return self.conv(torch.floor(x))
+
+    torch.manual_seed(0)
+    inputs = (torch.randn(1, 8, 5, 6),)
+    r = lower(FloorThenConv().eval(), inputs, calibration(inputs, 4))
+    reasons = {x.op: x.reason for x in r.report.rejections}
+    assert reasons["aten.floor.default"] == "no Neutron kernel for this operator", reasons
+    assert r.report.delegated_ops == {"aten.convolution.default": 1}, str(r.report)
