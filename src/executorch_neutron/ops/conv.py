@@ -19,7 +19,7 @@ from .fusion import fused_code
 from .registry import constraint, register
 
 
-@constraint("1D or 2D convolution (rank-3 or rank-4 input; transposed: 2D)")
+@constraint("1D or 2D convolution (rank-3 or rank-4 input; transposed 1D ones arrive as 2D, see the conv1d pass)")
 def _rank(a, ctx):
     r = len(a.shape("input"))
     if r == 4 or (r == 3 and not a["transposed"]):
