@@ -80,6 +80,11 @@ CASES = {
     "adaptive_avg_2x3": (lambda: nn.AdaptiveAvgPool2d((2, 3)), x(1, 8, 6, 9), {"aten._adaptive_avg_pool2d.default": 1}),
     "max_pool_s2_k3": (lambda: nn.MaxPool2d(3, 2), x(1, 16, 9, 11), {"aten.max_pool2d_with_indices.default": 1}),
     "mean_neg_dims": (f(lambda s, a: a.mean(dim=[-2, -1])), x(1, 8, 6, 7), {"aten.mean.dim": 1}),
+    # rank-3 means over the length, rewritten to the 4D mean (passes/mean1d_to_mean2d.py)
+    "mean_1d_length": (f(lambda s, a: a.mean(-1)), x(1, 16, 21), None),
+    "mean_1d_keepdim_relu": (f(lambda s, a: torch.relu(a).mean(2, keepdim=True) * 2.0), x(2, 8, 13), None),
+    "adaptive_avg_pool1d": (lambda: nn.Sequential(nn.Conv1d(8, 16, 3), nn.AdaptiveAvgPool1d(1), nn.Flatten(),
+                                                  nn.Linear(16, 4)), x(1, 8, 30), None),
     # matrix products
     "mm": (f(lambda s, a, b: torch.mm(a, b)), (torch.randn(5, 16), torch.randn(16, 8)), {"aten.mm.default": 1}),
     "addmm": (lambda: AddMM(16, 8), x(5, 16), {"aten.addmm.default": 1}),

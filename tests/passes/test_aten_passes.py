@@ -4,8 +4,8 @@ import pytest
 import torch
 from torch import nn
 
-from executorch_neutron.passes import (conv1d_to_conv2d, div_to_mul, matmul_to_bmm, pool1d_to_pool2d, remove_noops,
-                                       split_to_slices)
+from executorch_neutron.passes import (conv1d_to_conv2d, div_to_mul, matmul_to_bmm, mean1d_to_mean2d, pool1d_to_pool2d,
+                                       remove_noops, split_to_slices)
 
 from harness import Fn
 
@@ -29,6 +29,8 @@ CASES = {
                    aten.max_pool2d.default),
     "avg_pool1d": (pool1d_to_pool2d, lambda: nn.AvgPool1d(2), (2, 8, 10), aten.avg_pool1d.default,
                    aten.avg_pool2d.default),
+    "adaptive_avg_pool1d": (mean1d_to_mean2d, lambda: nn.AdaptiveAvgPool1d(1), (1, 8, 10),
+                            aten.adaptive_avg_pool1d.default, aten.mean.dim),
     "div_scalar": (div_to_mul, lambda: Fn(lambda s, a: a / 4.0), (1, 8, 3, 5), aten.div.Tensor, aten.mul.Tensor),
     "div_const": (div_to_mul, lambda: Fn(lambda s, a: a / s.mods[0].weight, nn.Linear(5, 5)), (1, 8, 5, 5),
                   aten.div.Tensor, aten.mul.Tensor),
@@ -68,6 +70,22 @@ def test_pass_preserves_values(case):
     for g, e in zip(got if isinstance(got, (list, tuple)) else [got],
                     expected if isinstance(expected, (list, tuple)) else [expected]):
         torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("fn, shape, rewritten", [
+    (lambda s, a: a.mean(-1), (2, 8, 13), True),
+    (lambda s, a: a.mean(2, keepdim=True), (1, 8, 9), True),
+    (lambda s, a: a.mean(1), (1, 8, 9), False),  # over channels: not a mean over the length, left as it is
+    (lambda s, a: a.mean((-1, -2)), (1, 8, 3, 9), False),  # already 4D
+], ids=["length", "length_keepdim", "channels", "4d"])
+def test_mean_over_the_length_becomes_a_4d_mean(fn, shape, rewritten):
+    x = torch.randn(*shape)
+    gm = torch.export.export(Fn(fn), (x,), strict=False).module()
+    expected = gm(x)
+    gm = mean1d_to_mean2d(gm)
+    ranks = [n.args[0].meta["val"].dim() for n in gm.graph.nodes if n.target == aten.mean.dim]
+    assert ranks == ([4] if rewritten else [len(shape)])
+    torch.testing.assert_close(gm(x), expected, rtol=1e-5, atol=1e-6)
 
 
 def test_remove_noops_keeps_input_to_output_clone():

@@ -26,6 +26,8 @@ _PASSES = (
     ("conv1d -> conv2d", "1D convolutions (regular and transposed) become 2D convolutions over a 1 x L image "
                          "(with unsqueeze/squeeze)."),
     ("max_pool1d / avg_pool1d -> 2D", "1D pools become 2D pools over a 1 x L image."),
+    ("mean over L -> 4D mean", "a mean over the last axis of an (N, C, L) tensor, or adaptive_avg_pool1d(x, 1), "
+                               "becomes a mean over H and W of the (N, C, 1, L) image."),
     ("div -> mul", "division by a scalar or constant tensor becomes multiplication by its reciprocal."),
     ("split -> slices", "split, split_with_sizes and chunk become one slice per used output."),
     ("matmul -> bmm / mm", "torch.matmul of two 3-D (or two 2-D) tensors becomes one bmm (or mm)."),

@@ -13,8 +13,8 @@ float (they run on the CPU).
 
 Before annotation (`transform_for_annotation`): linear+bn1d is folded (`fold_linear_batch_norm.py`; conv+bn is
 folded by `prepare_pt2e` itself, or rewritten for QAT by `prepare_qat_pt2e`), the ATen passes of
-`executorch_neutron.passes` run (conv1d->conv2d, pool1d->pool2d, div->mul, split->slices, no-op removal), and
-the squeeze left by conv1d->conv2d is moved below the conv's batch norm / activation (`sink_squeeze.py`).
+`executorch_neutron.passes` run (conv1d->conv2d, pool1d->pool2d, mean over L -> 4D mean, div->mul,
+split->slices, matmul->bmm, no-op removal), and the squeeze left by conv1d->conv2d is moved below the conv's batch norm / activation (`sink_squeeze.py`).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class NeutronQuantizer(Quantizer):
     # -- Quantizer API ---------------------------------------------------------------------------------------
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
-        from ..passes import run_aten_passes  # conv1d->conv2d, pool1d->pool2d, div->mul, split->slices, no-ops
+        from ..passes import run_aten_passes
 
         return sink_squeeze(run_aten_passes(fold_linear_batch_norm(model)))
 
