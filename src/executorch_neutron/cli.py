@@ -1,6 +1,6 @@
 """Command line: `executorch-neutron <command>` (also `python -m executorch_neutron`). argparse -> public API.
 
-Commands: demo, compile, run, report, compare, targets, ops. Exit codes: 0 success, 1 failure while working,
+Commands: demo, compile, run, profile, report, compare, targets, ops. Exit codes: 0 success, 1 failure while working,
 2 bad input (missing file, bad factory path, unknown target, shape mismatch, ...), 3 nothing was delegated.
 Errors are one line plus a hint; `--verbose` shows the traceback.
 """
@@ -70,7 +70,7 @@ def _lower(args):
     try:
         stages.update(1)
         result = lower(model, inputs, calib, target=target, quantize_model=quantize, progress=tqdm,
-                       **_spec_options(args))
+                       etrecord=bool(getattr(args, "etrecord", None)), **_spec_options(args))
         stages.update(1)
     finally:
         stages.close()
@@ -88,23 +88,29 @@ def _compile(args) -> int:
           + ", ".join(f"{k} {v:.2f}" for k, v in result.timings.items()))
     if args.report:
         print(f"wrote {result.report.save(args.report)}")
+    if args.etrecord:
+        print(f"wrote {result.save_etrecord(args.etrecord)} (ETRecord for `executorch-neutron profile`)")
     if not result.report.partitions and not args.allow_cpu_only:
         raise UserError("no node was delegated to the Neutron NPU", "see 'On the CPU' above for the reasons; "
                         "--allow-cpu-only accepts a CPU-only .pte", EXIT_NOT_DELEGATED)
     return EXIT_OK
 
 
-def _run(args) -> int:
-    import numpy as np
+def _pte_inputs(args) -> list:
+    """The --input files of `run` / `profile`, checked against the .pte's method inputs (or random ones)."""
     import torch
 
     from .report.pte import PteError, inspect_pte
-    from .runtime import NeutronRuntimeError, run
 
     try:
         method = inspect_pte(args.pte).methods[0]
     except PteError as exc:
         raise UserError(str(exc), "pass a .pte written by `executorch-neutron compile`") from None
+    if getattr(args, "random_input", False) and not args.input:
+        logging.getLogger("executorch_neutron").warning("random inputs: the timings are real, the outputs mean nothing")
+        gen = torch.Generator().manual_seed(0)
+        return [torch.randn(t.shape, generator=gen) if t.dtype == "float" else torch.zeros(t.shape, dtype=torch.int8)
+                for t in method.inputs]
     inputs = []
     for i, file in enumerate(args.input or []):
         x = load_tensor(Path(file))
@@ -117,10 +123,21 @@ def _run(args) -> int:
         shapes = ", ".join(f"{t.dtype}{t.shape}" for t in method.inputs)
         raise UserError(f"the program takes {len(method.inputs)} input(s) ({shapes}), got {len(inputs)}",
                         "pass one --input FILE.npy per model input")
+    return inputs
+
+
+def _run(args) -> int:
+    import numpy as np
+
+    from .runtime import NeutronRuntimeError, run
+
+    inputs = _pte_inputs(args)
     try:
-        outputs = run(args.pte, inputs)
+        outputs = run(args.pte, inputs, etdump=args.etdump)
     except NeutronRuntimeError as exc:
         raise UserError(str(exc), "check the input files against `executorch-neutron report MODEL.pte`") from None
+    if args.etdump:
+        print(f"wrote {args.etdump} (ETDump: `executorch-neutron profile` or executorch.devtools.Inspector)")
     save = Path(args.save_outputs) if args.save_outputs else None
     if save:
         save.mkdir(parents=True, exist_ok=True)
@@ -135,6 +152,24 @@ def _run(args) -> int:
             np.save(save / f"output_{j}.npy", a)
     if save:
         print(f"wrote {len(outputs)} output(s) to {save}")
+    return EXIT_OK
+
+
+def _profile(args) -> int:
+    from .profiling import profile
+    from .runtime import NeutronRuntimeError
+
+    if args.runs < 1:
+        raise UserError(f"--runs {args.runs}: at least one run is needed", "pass --runs 10")
+    if args.etrecord and not Path(args.etrecord).is_file():
+        raise UserError(f"no ETRecord at {args.etrecord}", "write one with `executorch-neutron compile ... --etrecord "
+                                                          "FILE`")
+    inputs = _pte_inputs(args)
+    try:
+        prof = profile(args.pte, inputs, runs=args.runs, etrecord=args.etrecord, etdump_path=args.etdump)
+    except NeutronRuntimeError as exc:
+        raise UserError(str(exc), "check the input files against `executorch-neutron report MODEL.pte`") from None
+    print(prof)
     return EXIT_OK
 
 
@@ -260,13 +295,24 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", type=Path, required=True, help="the .pte to write")
     c.add_argument("--report", metavar="FILE", help="save the report: .md, .html, .json (schema: report/schema.json)")
     c.add_argument("--allow-cpu-only", action="store_true", help="exit 0 even when nothing was delegated")
+    c.add_argument("--etrecord", metavar="FILE", help="also write ExecuTorch's ETRecord (for `profile`/Inspector)")
     c.set_defaults(func=_compile)
 
     r = sub.add_parser("run", help="run a .pte on the host and summarize its outputs")
     r.add_argument("pte", type=Path)
     r.add_argument("--input", action="append", metavar="FILE", help="one .npy/.pt per model input, in order")
     r.add_argument("--save-outputs", metavar="DIR", help="write output_<i>.npy files here")
+    r.add_argument("--etdump", metavar="FILE", help="write the run's ExecuTorch profiling events (ETDump) here")
     r.set_defaults(func=_run)
+
+    f = sub.add_parser("profile", help="run a .pte on the host N times with ETDump on; per-event times (Inspector)")
+    f.add_argument("pte", type=Path)
+    f.add_argument("--input", action="append", metavar="FILE", help="one .npy/.pt per model input, in order")
+    f.add_argument("--random-input", action="store_true", help="random inputs of the program's shapes (warns)")
+    f.add_argument("--runs", type=int, default=10, help="executions to profile (default 10)")
+    f.add_argument("--etrecord", metavar="FILE", help="ETRecord from `compile --etrecord`: names the model's ops")
+    f.add_argument("--etdump", metavar="FILE", help="keep the ETDump here (default: a temporary directory)")
+    f.set_defaults(func=_profile)
 
     s = sub.add_parser("report", help="what is inside a .pte: methods, CPU kernels, delegates and payloads")
     s.add_argument("pte", type=Path)

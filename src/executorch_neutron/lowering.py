@@ -31,11 +31,21 @@ class LoweringResult:
     quantized_model: torch.fx.GraphModule | None  # PyTorch's own quantized model (convert_pt2e): the reference
     edge_program: object = None  # EdgeProgramManager after lowering
     timings: dict[str, float] = field(default_factory=dict)
+    etrecord: object = None  # ExecuTorch ETRecord, when lowered with etrecord=True
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(self.pte)
+        return path
+
+    def save_etrecord(self, path: str | Path) -> Path:
+        """Write the ETRecord (graphs and debug handle maps for ExecuTorch's Inspector)."""
+        if self.etrecord is None:
+            raise LoweringError("no ETRecord was recorded: lower the model with etrecord=True")
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.etrecord.save(str(path))
         return path
 
     @property
@@ -76,6 +86,7 @@ def lower(
     quantizer=None,
     quantize_model: bool = True,
     progress: Callable | None = None,
+    etrecord: bool = False,
     **spec_options,
 ) -> LoweringResult:
     """Quantize `model` for the NPU, partition and lower it, and return the .pte with its report.
@@ -86,6 +97,8 @@ def lower(
     spec / spec_options: NeutronCompileSpec, or its fields as keywords (intermediates_dir=..., ...).
     quantize_model: False when `model` is already quantized (a convert_pt2e GraphModule).
     progress: a tqdm-like wrapper for progress bars (the CLI passes tqdm).
+    etrecord: also record ExecuTorch's ETRecord (`result.etrecord`, `result.save_etrecord(path)`) so that an ETDump
+        of the .pte (host: `runtime.run(..., etdump=path)`) maps back to the model's operators in the Inspector.
     """
     import executorch.kernels.quantized  # noqa: F401  (out variants of quantize/dequantize for the CPU side)
     from executorch.exir import to_edge_transform_and_lower
@@ -122,7 +135,7 @@ def lower(
 
     partitioner = NeutronPartitioner(spec)
     t0 = time.perf_counter()
-    edge = to_edge_transform_and_lower(exported, partitioner=[partitioner])
+    edge = to_edge_transform_and_lower(exported, partitioner=[partitioner], generate_etrecord=etrecord)
     timings["partition+convert"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -132,4 +145,5 @@ def lower(
     report = DelegationReport.build(exported, edge, partitioner, spec)
     if not report.partitions:
         log.warning("nothing was delegated to Neutron: %s", report.summary_line())
-    return LoweringResult(program.buffer, report, spec, quantized, edge, timings)
+    return LoweringResult(program.buffer, report, spec, quantized, edge, timings,
+                          program.get_etrecord() if etrecord else None)

@@ -42,7 +42,7 @@ def compiled(tmp_path_factory):
     """`compile examples/ds_cnn.py:factory` with random calibration, a JSON report and intermediates."""
     out = tmp_path_factory.mktemp("cli")
     proc = cli("compile", "examples/ds_cnn.py:factory", "--random-calibration", "-o", out / "kws.pte",
-               "--report", out / "kws.json", "--intermediates", out / "inter")
+               "--report", out / "kws.json", "--intermediates", out / "inter", "--etrecord", out / "kws.etrecord")
     return out, proc
 
 
@@ -77,6 +77,28 @@ def test_run_and_report(compiled):
     assert proc.returncode == 2
     err = error_lines(proc)
     assert err[0].startswith("error: input 0 is torch.float32[1, 1, 10, 49]") and err[1].startswith("hint:")
+
+
+def test_profile(compiled):
+    """compile --etrecord, run --etdump, profile: the ETDump/ETRecord pair ExecuTorch's Inspector reads."""
+    out, _ = compiled
+    assert (out / "kws.etrecord").is_file()
+    np.save(out / "xp.npy", np.random.default_rng(1).standard_normal((1, 1, 49, 10)).astype(np.float32))
+    proc = cli("run", out / "kws.pte", "--input", out / "xp.npy", "--etdump", out / "run.etdp")
+    assert proc.returncode == 0 and (out / "run.etdp").stat().st_size > 0, proc.stderr[-3000:]
+    proc = cli("profile", out / "kws.pte", "--input", out / "xp.npy", "--runs", "3", "--etrecord",
+               out / "kws.etrecord", "--etdump", out / "prof.etdp")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    delegate = next(line for line in lines if line.startswith("Neutron delegate 0"))
+    assert delegate.split()[3] == "3"  # runs column
+    assert any("model ops: aten.convolution.default" in line for line in lines)
+    assert (out / "prof.etdp").is_file()
+    # no inputs and no --random-input: exit 2 with a hint; a missing ETRecord likewise
+    proc = cli("profile", out / "kws.pte")
+    assert proc.returncode == 2 and error_lines(proc)[1].startswith("hint:")
+    proc = cli("profile", out / "kws.pte", "--random-input", "--etrecord", out / "missing.etrecord")
+    assert proc.returncode == 2 and "no ETRecord" in error_lines(proc)[0]
 
 
 def test_compare_tiny(tmp_path):

@@ -34,9 +34,13 @@ def _fail(stage: str, exc: Exception) -> NeutronRuntimeError:
 
 
 class HostProgram:
-    """A loaded .pte whose methods can be executed repeatedly."""
+    """A loaded .pte whose methods can be executed repeatedly.
 
-    def __init__(self, pte: str | Path | bytes):
+    etdump=True records ExecuTorch profiling events (ETDump) for every execution; `write_etdump(path)` saves them
+    for ExecuTorch's Inspector (see `executorch_neutron.profiling`).
+    """
+
+    def __init__(self, pte: str | Path | bytes, etdump: bool = False):
         runtime = _runtime()
         if isinstance(pte, (bytes, bytearray, memoryview)):
             data: bytes | str = bytes(pte)
@@ -47,10 +51,20 @@ class HostProgram:
             data = str(path)
         bridge.clear_error()
         try:
-            self._program = runtime.load_program(data)
+            self._program = runtime.load_program(data, enable_etdump=etdump)
         except RuntimeError as exc:
             raise _fail("load the program (is it a valid .pte?)", exc) from exc
         self._methods: dict = {}
+        self._etdump = etdump
+
+    def write_etdump(self, path: str | Path) -> Path:
+        """Save the ETDump of the executions so far (load with `executorch.devtools.Inspector`)."""
+        if not self._etdump:
+            raise NeutronRuntimeError("this program was loaded without etdump=True: nothing was recorded")
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._program.write_etdump_result_to_file(str(path), None)
+        return path
 
     @property
     def method_names(self) -> set[str]:
@@ -101,11 +115,17 @@ def _check_inputs(meta, inputs: list) -> None:
             )
 
 
-def load(pte: str | Path | bytes) -> HostProgram:
-    """Load a .pte (path or bytes) for repeated execution on the host."""
-    return HostProgram(pte)
+def load(pte: str | Path | bytes, etdump: bool = False) -> HostProgram:
+    """Load a .pte (path or bytes) for repeated execution on the host (etdump: record profiling events)."""
+    return HostProgram(pte, etdump)
 
 
-def run(pte: str | Path | bytes, inputs: Sequence[torch.Tensor], method: str = "forward") -> list[torch.Tensor]:
-    """Execute `method` of a .pte (path or bytes) on the host; returns its outputs."""
-    return load(pte).execute(inputs, method)
+def run(pte: str | Path | bytes, inputs: Sequence[torch.Tensor], method: str = "forward",
+        etdump: str | Path | None = None) -> list[torch.Tensor]:
+    """Execute `method` of a .pte (path or bytes) on the host; returns its outputs. With `etdump`, the run's
+    ExecuTorch profiling events are written to that file (ETDump, for `executorch.devtools.Inspector`)."""
+    program = load(pte, etdump=etdump is not None)
+    outputs = program.execute(inputs, method)
+    if etdump is not None:
+        program.write_etdump(etdump)
+    return outputs

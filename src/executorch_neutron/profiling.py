@@ -1,0 +1,138 @@
+"""Host profiling in ExecuTorch's own conventions: ETDump from the host runtime, ETRecord from `lower()`, the stock
+`executorch.devtools.Inspector` reading both.
+
+    result = lower(model, inputs, calib, etrecord=True)
+    prof = profile(result.pte, inputs, runs=10, etrecord=result.etrecord, etdump_path="out/model.etdp")
+    print(prof)                      # one row per runtime event: CPU kernels, each Neutron delegate call
+    prof.inspector                   # the Inspector itself (to_dataframe(), event_blocks, ...)
+
+On the host a Neutron delegate call runs its host-reference payload in LiteRT's reference kernels, so the times say
+how the *program* is put together (which CPU kernels run between delegate calls, how often) and nothing about NPU
+cycles. The same ETDump/ETRecord flow applies to an ETDump written by the device runtime.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+DELEGATE_CALL = "DELEGATE_CALL"
+_LOAD_EVENTS = ("Method::init", "Program::load_method")
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """One runtime event across the profiled runs (times in milliseconds). For a delegate call: `detail` lists
+    the payload's TFLite operators, `op_types` the model's operators it computes (from the ETRecord, if given)."""
+
+    name: str
+    backend: str | None
+    op_types: tuple[str, ...]
+    detail: str
+    runs: int
+    median_ms: float
+    min_ms: float
+    max_ms: float
+
+
+@dataclass
+class Profile:
+    runs: int
+    rows: list[EventRow]
+    load_ms: float
+    etdump_path: Path
+    inspector: object  # executorch.devtools.Inspector
+
+    @property
+    def delegate_rows(self) -> list[EventRow]:
+        return [r for r in self.rows if r.backend is not None]
+
+    def __str__(self) -> str:
+        lines = [f"host profile: {self.runs} run(s), program load {self.load_ms:.3f} ms; ETDump {self.etdump_path}",
+                 f"{'event':<44} {'runs':>5} {'median ms':>10} {'min ms':>9} {'max ms':>9}"]
+        for r in self.rows:
+            lines.append(f"{r.name[:44]:<44} {r.runs:>5} {r.median_ms:>10.3f} {r.min_ms:>9.3f} {r.max_ms:>9.3f}")
+            if r.detail:
+                lines.append(f"    {r.detail}")
+            if r.op_types:
+                lines.append(f"    model ops: {', '.join(r.op_types)}")
+        lines.append("host timings: Neutron delegates run host-reference payloads in LiteRT's reference kernels "
+                     "on this machine; they are not NPU cycles")
+        return "\n".join(lines)
+
+
+def _delegate_detail(delegate) -> str:
+    if delegate is None or not delegate.tflite_ops:
+        return ""
+    ops = ", ".join(f"{op} x{c}" if c > 1 else op for op, c in sorted(delegate.tflite_ops.items()))
+    return f"{delegate.kind} payload, TFLite: {ops}"
+
+
+def profile(
+    pte: str | Path | bytes,
+    inputs: Sequence[torch.Tensor],
+    runs: int = 10,
+    etrecord=None,
+    etdump_path: str | Path | None = None,
+    method: str = "forward",
+) -> Profile:
+    """Execute `method` `runs` times on the host with ETDump on, write the ETDump, and read it with ExecuTorch's
+    Inspector (with `etrecord`, an ETRecord object or path, events carry the model's operator names)."""
+    from .report.pte import inspect_pte
+    from .runtime import load
+
+    if runs < 1:
+        raise ValueError(f"runs must be >= 1, got {runs}")
+    program = load(pte, etdump=True)
+    for _ in range(runs):
+        program.execute(list(inputs), method)
+    if etdump_path is None:
+        etdump_path = Path(tempfile.mkdtemp(prefix="neutron_profile_")) / "program.etdp"
+    path = program.write_etdump(etdump_path)
+
+    from executorch.devtools import Inspector
+
+    with tempfile.TemporaryDirectory() as tmp:
+        if etrecord is not None and not isinstance(etrecord, (str, Path)):
+            etrecord = etrecord.save(str(Path(tmp) / "etrecord.bin")) or str(Path(tmp) / "etrecord.bin")
+        with warnings.catch_warnings():
+            # "Output Buffer not found" (no debug buffer: timings only) and ETRecord kwargs it does not serialize
+            warnings.simplefilter("ignore", UserWarning)
+            inspector = Inspector(etdump_path=str(path), etrecord=None if etrecord is None else str(etrecord))
+    summary = inspect_pte(pte)
+    delegates = next((m.delegates for m in summary.methods if m.name == method), [])
+    return Profile(runs, *_rows(inspector, delegates), path, inspector)
+
+
+def _rows(inspector, delegates) -> tuple[list[EventRow], float]:
+    """Inspector events -> rows: a CPU kernel is its OPERATOR_CALL event named after the `native_call_<kernel>`
+    event before it; the k-th DELEGATE_CALL is the k-th delegate of the method (instruction order)."""
+    rows, load_ms, k, kernel = [], 0.0, 0, None
+    for block in inspector.event_blocks:
+        for event in block.events:
+            raw = list(event.perf_data.raw) if event.perf_data is not None else []
+            if not raw:
+                continue
+            name, backend, ops, detail = event.name, None, (), ""
+            if name in _LOAD_EVENTS:
+                load_ms += raw[0]
+                continue
+            if name.startswith("native_call_"):
+                kernel = name[len("native_call_"):]
+                continue
+            if name == "OPERATOR_CALL":
+                name, kernel = f"CPU kernel {kernel or '(unnamed)'}", None
+            elif name == DELEGATE_CALL:
+                d = delegates[k] if k < len(delegates) else None
+                name, backend = f"Neutron delegate {k}", event.delegate_backend_name or (d.backend_id if d else "?")
+                ops = tuple(sorted({o for o in event.op_types if not o.startswith("quantized_decomposed.")}))
+                detail = _delegate_detail(d)
+                k += 1
+            rows.append(EventRow(name, backend, ops, detail, len(raw), statistics.median(raw), min(raw), max(raw)))
+    return rows, load_ms
