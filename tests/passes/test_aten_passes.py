@@ -97,3 +97,32 @@ def test_div_by_tensor_input_is_kept():
     gm = torch.export.export(Fn(lambda s, a, b: a / b), (torch.randn(2, 3), torch.rand(2, 3) + 1), strict=False)
     gm = div_to_mul(gm.module())
     assert aten.div.Tensor in targets(gm)
+
+
+class ReadsItsCounter(nn.Module):
+    """Increments a `num_batches_tracked` buffer and reads it (as a momentum=None batch norm would)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("num_batches_tracked", torch.tensor(3, dtype=torch.long))
+
+    def forward(self, x):
+        self.num_batches_tracked.add_(1)
+        return x / self.num_batches_tracked
+
+
+def test_remove_bn_counters_keeps_counters_that_are_read():
+    """Train-mode export: a batch norm counter update nobody reads goes; a counter that is read stays."""
+    from executorch_neutron.passes import remove_bn_counters
+
+    def counter_updates(gm):
+        return [n for n in gm.graph.nodes if n.target == aten.add_.Tensor]
+
+    x = torch.randn(4, 8, 5)
+    for model, kept in ((nn.Sequential(nn.Conv1d(8, 8, 3), nn.BatchNorm1d(8)).train(), 0), (ReadsItsCounter(), 1)):
+        gm = torch.export.export(model, (x,), strict=False).module()
+        assert len(counter_updates(gm)) == 1
+        expected = gm(x)
+        gm = remove_bn_counters(gm)
+        assert len(counter_updates(gm)) == kept
+        torch.testing.assert_close(gm(x), expected if kept == 0 else expected * 4 / 5)  # read counter: 4 -> 5

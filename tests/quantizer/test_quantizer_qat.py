@@ -1,12 +1,18 @@
 """QAT with NeutronQuantizer: prepare_qat_pt2e on conv+bn+relu (also conv1d and linear+bn1d), a few training steps,
-convert: batch norm folded, LiteRT-style int8 parameters, output close to the float model."""
+convert: batch norm folded, LiteRT-style int8 parameters, output close to the float model; the converted model
+lowered to a .pte that computes what it computes."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn as nn
 from quantizer_testing import input_dq, nodes, output_q, quantize_qat, settle_batch_norm, sqnr_db
 from torchao.quantization.pt2e.fake_quantize import FakeQuantize
+
+from executorch_neutron import lower
+from executorch_neutron.numerics import _output_scales
+from executorch_neutron.runtime import run
 
 aten = torch.ops.aten
 
@@ -81,4 +87,13 @@ def test_qat_conv_bn_relu():
     # the converted int8 model computes what the fake-quantized QAT model computes, on every input
     for x in [*train, *_data(1, seed=9)]:
         assert sqnr_db(prepared(x), gm(x)) > 25.0
+
+    # the converted QAT model lowers as it is (quantize_model=False, the CLI's --qat) and the .pte on the host
+    # runtime matches it; whole-model bound of tests/test_models.py (<= 3 steps, >= 95% within 1 step)
+    result = lower(gm, (train[0],), quantize_model=False)
+    assert result.report.partitions and not result.report.rejections, str(result.report)
+    (scale,) = _output_scales(gm)
+    for x in [train[0], *_data(1, seed=11)]:
+        d = np.abs(run(result.pte, (x,))[0].numpy() - gm(x).detach().numpy()) / scale
+        assert d.max() <= 3.01 and (d <= 1.01).mean() >= 0.95, f"max {d.max():.2f} steps"
 

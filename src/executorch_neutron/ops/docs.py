@@ -33,6 +33,8 @@ _PASSES = (
     ("matmul -> bmm / mm", "torch.matmul of two 3-D (or two 2-D) tensors becomes one bmm (or mm)."),
     ("no-op removal", "clone, alias, detach, eval-mode dropout and same-shape views/reshapes are removed."),
     ("linear + batch norm", "folded by NeutronQuantizer; conv + batch norm is folded by prepare_pt2e itself."),
+    ("batch norm counters", "train-mode (QAT) `num_batches_tracked += 1` updates that nothing reads are removed, so "
+                            "they do not stay behind as CPU ops."),
 )
 
 

@@ -41,23 +41,6 @@ def _bn_output_users(bn: Node) -> list[Node] | None:
     return [u for u in outs if u.args[1] == 0]
 
 
-def _erase_batch_counter(gm: GraphModule, bn: Node) -> None:
-    """Drop the in-place `num_batches_tracked += 1` of a train-mode batch norm that is being folded away."""
-    mean = bn.args[3]
-    if not (isinstance(mean, Node) and mean.op == "get_attr" and mean.target.endswith("running_mean")):
-        return
-    counter = mean.target[: -len("running_mean")] + "num_batches_tracked"
-    for node in list(gm.graph.nodes):
-        if (
-            node.target == aten.add_.Tensor
-            and isinstance(node.args[0], Node)
-            and node.args[0].op == "get_attr"
-            and node.args[0].target == counter
-            and not node.users
-        ):
-            gm.graph.erase_node(node)
-
-
 def fold_linear_batch_norm(gm: GraphModule) -> GraphModule:
     """Fold every linear -> batch_norm pair with constant parameters (in place); returns `gm`."""
     for bn in list(gm.graph.nodes):
@@ -98,7 +81,6 @@ def fold_linear_batch_norm(gm: GraphModule) -> GraphModule:
         for leftover in [u for u in bn.users if not u.users]:
             gm.graph.erase_node(leftover)
         if not bn.users:
-            _erase_batch_counter(gm, bn)
             gm.graph.erase_node(bn)
     gm.graph.eliminate_dead_code()
     gm.recompile()
