@@ -20,6 +20,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import torch
 
+from .qdq import per_tensor_kind
+
 
 @dataclass
 class OutputStats:
@@ -110,22 +112,12 @@ def _arg(gm, value):
     return value.item() if isinstance(value, torch.Tensor) and value.numel() == 1 else value
 
 
-def _qdq_kind(node) -> str | None:
-    """'q' / 'dq' for per-tensor quantize / dequantize nodes (ATen or edge dialect), else None."""
-    if not isinstance(node, torch.fx.Node) or node.op != "call_function":
-        return None
-    from .report.macs import _base_name
-
-    name = _base_name(node.target)
-    return {"quantize_per_tensor": "q", "dequantize_per_tensor": "dq"}.get(name)
-
-
 def _output_scales(gm) -> list[float | None]:
     out = next(n for n in gm.graph.nodes if n.op == "output")
     nodes, _ = torch.utils._pytree.tree_flatten(out.args[0])
     scales = []
     for n in nodes:
-        ok = _qdq_kind(n) == "dq"
+        ok = per_tensor_kind(n) == "dq"
         scale = _arg(gm, n.args[1]) if ok else None
         scales.append(float(scale) if isinstance(scale, (int, float)) else None)
     return scales
@@ -203,7 +195,7 @@ def compare(
 
 def _qkey(gm, node, value=None) -> tuple | None:
     """(scale, zero point, shape) of a per-tensor quantize/dequantize node, used to match boundaries."""
-    kind = _qdq_kind(node)
+    kind = per_tensor_kind(node)
     if kind is None:
         return None
     scale, zp = _arg(gm, node.args[1]), _arg(gm, node.args[2])
@@ -235,7 +227,7 @@ class _Capture(torch.fx.Interpreter):
 
     def run_node(self, n):
         result = super().run_node(n)
-        key = _qkey(self.module, n, result) if _qdq_kind(n) == "q" else None
+        key = _qkey(self.module, n, result) if per_tensor_kind(n) == "q" else None
         if key in self.keys:
             self.seen.setdefault(key, []).append(result.detach().clone())
         return result

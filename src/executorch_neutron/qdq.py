@@ -40,6 +40,17 @@ def is_qdq(node) -> bool:
     return is_q(node) or is_dq(node)
 
 
+def per_tensor_kind(node) -> str | None:
+    """'q' / 'dq' for a per-tensor quantize / dequantize node in any dialect (ATen, edge, or the out variants
+    to_executorch leaves), else None. Its input, scale and zero point are args 0, 1 and 2 in each of them."""
+    if not isinstance(node, Node) or node.op != "call_function":
+        return None
+    op = node.target if hasattr(node.target, "_schema") else getattr(node.target, "_op", node.target)
+    schema = getattr(op, "_schema", None)
+    name = (schema.name if schema is not None else getattr(op, "__name__", str(op))).split("::")[-1]
+    return {"quantize_per_tensor": "q", "dequantize_per_tensor": "dq"}.get(name)
+
+
 @dataclass(frozen=True)
 class QParams:
     """Per-tensor (scale/zero_point floats) or per-channel (tensors + axis) affine parameters."""

@@ -109,3 +109,30 @@ def test_matmul_macs():
 
     ep = torch.export.export(MatMul(), (torch.randn(2, 3, 4), torch.randn(2, 4, 5)))
     assert sum(node_macs(n) for n in ep.graph.nodes) == 2 * 3 * 5 * 4
+
+
+class FixedOutputsIntoCat(nn.Module):
+    """cat(softmax(y), tanh(y)): LiteRT fixes softmax at scale 1/256 zero point -128 and tanh at 1/128, 0; cat
+    shares one set of parameters, so the quantized model requantizes the tanh output (on the CPU)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return torch.cat([torch.softmax(y, -1), torch.tanh(y)], -1)
+
+
+def test_requantization_between_partitions_is_reported():
+    torch.manual_seed(0)
+    samples = [(torch.randn(2, 16),) for _ in range(4)]
+    report = lower(FixedOutputsIntoCat().eval(), samples[0], samples).report
+    assert report.rejections == [] and len(report.partitions) == 2  # nothing rejected, yet two partitions: why?
+    (r,) = report.requantizations
+    assert (r.from_scale, r.from_zero_point, r.to_scale, r.to_zero_point) == (1 / 128, 0, 1 / 256, -128)
+    assert r.source.endswith("of neutron_0")
+    assert "Requantized on the CPU" in str(report) and "Requantized on the CPU" in report.to_markdown()
+    data = json.loads(report.to_json())
+    jsonschema.validate(data, load_schema())
+    assert data["cpu_requantizations"][0]["to"] == {"scale": 1 / 256, "zero_point": -128}

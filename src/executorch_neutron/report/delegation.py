@@ -60,6 +60,28 @@ class CpuNode:
         return self.rejection.op
 
 
+@dataclass(frozen=True)
+class Requantization:
+    """A dequantize -> quantize pair left on the CPU: the quantized model changes an int8 tensor's parameters
+    there (e.g. a fixed-parameter softmax/tanh output feeding an op with shared parameters). Neutron has no
+    requantize operator in its table, so each one sits between two partitions (or at a model boundary)."""
+
+    node: str  # the quantize node
+    source: str  # what it requantizes (a delegate output, a model input, ...)
+    from_scale: float
+    from_zero_point: int
+    to_scale: float
+    to_zero_point: int
+
+    def describe(self) -> str:
+        return (f"{self.node}: {self.source} from scale {self.from_scale:.6g} zero point {self.from_zero_point} "
+                f"to scale {self.to_scale:.6g} zero point {self.to_zero_point}")
+
+
+REQUANTIZE_NOTE = ("dequantize -> quantize with new parameters, on the CPU between partitions; it comes from the "
+                   "quantized model (an op with fixed output parameters feeding one with shared parameters)")
+
+
 @dataclass
 class MemoryEstimate:
     sram_bytes: int
@@ -89,6 +111,7 @@ class DelegationReport:
     cpu_macs: dict[str, int] = field(default_factory=dict)  # rejected node name -> MACs
     cpu_constant_bytes: int = 0  # constants left in the program outside delegates
     pte_bytes: int | None = None  # size of the .pte file when known (set by the caller that has it)
+    requantizations: list[Requantization] = field(default_factory=list)  # CPU dequantize -> quantize pairs
 
     # --- counts -------------------------------------------------------------------------------------------
     @property
@@ -211,7 +234,37 @@ class DelegationReport:
         total = _macs.graph_macs(exported.graph) if exported is not None else 0
         return cls(spec.target, partitions, list(partitioner.rejections),
                    total_macs=max(total, npu + sum(cpu_macs.values())), cpu_macs=cpu_macs,
-                   cpu_constant_bytes=_constant_bytes(program))
+                   cpu_constant_bytes=_constant_bytes(program), requantizations=_requantizations(gm))
+
+
+def _requantizations(gm) -> list[Requantization]:
+    """Per-tensor dequantize -> quantize pairs with different parameters left in the top-level (CPU) graph."""
+    from ..qdq import per_tensor_kind
+
+    out = []
+    for q in gm.graph.nodes:
+        dq = q.args[0] if per_tensor_kind(q) == "q" else None
+        if per_tensor_kind(dq) != "dq":
+            continue
+        (fs, fz), (ts, tz) = dq.args[1:3], q.args[1:3]
+        if not all(isinstance(v, (int, float)) for v in (fs, fz, ts, tz)) or (fs, fz) == (ts, tz):
+            continue
+        source = dq.args[0]
+        if source.op == "call_function" and source.args and getattr(source.args[0], "op", None) == "call_function":
+            source_name = f"output {source.args[1]} of {_delegate_tag(gm, source.args[0])}"
+        else:
+            source_name = source.name
+        out.append(Requantization(q.name, source_name, float(fs), int(fz), float(ts), int(tz)))
+    return out
+
+
+def _delegate_tag(gm, call) -> str:
+    from ..backend import partition_name
+
+    lowered = call.args[0] if call.args else None
+    if getattr(lowered, "op", None) == "get_attr" and lowered.target.startswith("lowered_module"):
+        return partition_name(getattr(gm, lowered.target).original_module)
+    return call.name
 
 
 def _constant_tensors(program) -> dict[str, object]:

@@ -83,6 +83,12 @@ def to_html(report) -> str:
                 parts.append(f"<tr>{head}<td><code>{escape(r.node)}</code></td><td>{escape(r.reason)}</td>"
                              f"<td>{escape(r.hint or '')}</td></tr>")
         parts.append("</table>")
+    if report.requantizations:
+        from .delegation import REQUANTIZE_NOTE
+
+        parts.append(f"<h2>Requantized on the CPU</h2><p class='note'>{escape(REQUANTIZE_NOTE)}.</p><ul>")
+        parts += [f"<li><code>{escape(r.describe())}</code></li>" for r in report.requantizations]
+        parts.append("</ul>")
     parts.append(f"<p class='note'>MACs: {escape(MAC_FORMULA)}.</p>")
     parts.append(f"<p class='note'>Memory: {escape(_note())}.</p></body></html>")
     return "\n".join(parts)

@@ -12,7 +12,7 @@ from pathlib import Path
 from .macs import MAC_FORMULA
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FORMATS = {0: "none", 1: "channels_last"}
 
 
@@ -85,6 +85,11 @@ def to_dict(report) -> dict:
             }
             for op, nodes in report.cpu_groups.items()
         ],
+        "cpu_requantizations": [
+            {"node": r.node, "source": r.source, "from": {"scale": r.from_scale, "zero_point": r.from_zero_point},
+             "to": {"scale": r.to_scale, "zero_point": r.to_zero_point}}
+            for r in report.requantizations
+        ],
         "ops": [{"op": op, "npu": npu, "cpu": cpu, "npu_macs": m} for op, npu, cpu, m in op_rows(report)],
         "memory": {
             "estimate": True,
@@ -97,6 +102,12 @@ def to_dict(report) -> dict:
             "note": _memory_note(),
         },
     }
+
+
+def _requantize_note() -> str:
+    from .delegation import REQUANTIZE_NOTE
+
+    return REQUANTIZE_NOTE
 
 
 def _memory_note() -> str:
@@ -141,6 +152,10 @@ def to_text(report) -> str:
         lines.append(f"    weights {human_bytes(p.weight_bytes)}, largest activation "
                      f"{human_bytes(p.largest_activation_bytes)}")
         lines.append(f"    ops: {ops}")
+    if report.requantizations:
+        lines += ["", "Requantized on the CPU, between partitions (dequantize -> quantize with new parameters, as in "
+                      "the quantized model):"]
+        lines += [f"  {r.describe()}" for r in report.requantizations]
     if report.rejections:
         lines += ["", "On the CPU:"]
         for op, nodes in report.cpu_groups.items():
@@ -174,5 +189,8 @@ def to_markdown(report) -> str:
             for n in nodes:
                 r = n.rejection
                 out.append(f"| `{op}` | {r.node} | {_md_escape(r.reason)} | {_md_escape(r.hint or '')} |")
+    if report.requantizations:
+        out += ["", "## Requantized on the CPU", "", f"{_requantize_note()}.", ""]
+        out += [f"- {_md_escape(r.describe())}" for r in report.requantizations]
     out += ["", f"MACs: {MAC_FORMULA}.", "", f"Memory: {_memory_note()}."]
     return "\n".join(out) + "\n"
