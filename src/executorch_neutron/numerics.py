@@ -74,12 +74,16 @@ class CompareResult:
                              f"{100 * o.top1_agreement_quantized:.1f}% vs quantized")
             lines.append(" ".join(parts[:1]) + " " + "; ".join(parts[1:]))
         for p in self.partitions:
-            lines.append(f"partition {p.tag}: max error {p.max_steps} steps, mean {p.mean_steps:.3f}, "
+            lines.append(f"partition {p.tag}: max error {_plural(p.max_steps, 'step')}, mean {p.mean_steps:.3f}, "
                          f"SQNR vs quantized {_db(p.sqnr_db)}" + (f" ({p.note})" if p.note else ""))
         worst = self.worst_partition
         if worst is not None:
-            lines.append(f"worst partition: {worst.tag} ({worst.max_steps} steps)")
+            lines.append(f"worst partition: {worst.tag} ({_plural(worst.max_steps, 'step')})")
         return "\n".join(lines)
+
+
+def _plural(n: int, unit: str) -> str:
+    return f"{n} {unit}" + ("" if n == 1 else "s")
 
 
 def _db(value: float | None) -> str:
