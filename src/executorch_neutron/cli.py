@@ -276,6 +276,12 @@ def _add_lowering_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--reference", action="store_true", help="host-reference payloads even with the eIQ SDK")
 
 
+def _add_pte_inputs(p: argparse.ArgumentParser) -> None:
+    """The .pte and its --input files (`run`, `profile`; read by `_pte_inputs`)."""
+    p.add_argument("pte", type=Path)
+    p.add_argument("--input", action="append", metavar="FILE", help="one .npy/.pt per model input, in order")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .target import TARGETS
     from .zoo import MODELS
@@ -299,15 +305,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_compile)
 
     r = sub.add_parser("run", help="run a .pte on the host and summarize its outputs")
-    r.add_argument("pte", type=Path)
-    r.add_argument("--input", action="append", metavar="FILE", help="one .npy/.pt per model input, in order")
+    _add_pte_inputs(r)
     r.add_argument("--save-outputs", metavar="DIR", help="write output_<i>.npy files here")
     r.add_argument("--etdump", metavar="FILE", help="write the run's ExecuTorch profiling events (ETDump) here")
     r.set_defaults(func=_run)
 
     f = sub.add_parser("profile", help="run a .pte on the host N times with ETDump on; per-event times (Inspector)")
-    f.add_argument("pte", type=Path)
-    f.add_argument("--input", action="append", metavar="FILE", help="one .npy/.pt per model input, in order")
+    _add_pte_inputs(f)
     f.add_argument("--random-input", action="store_true", help="random inputs of the program's shapes (warns)")
     f.add_argument("--runs", type=int, default=10, help="executions to profile (default 10)")
     f.add_argument("--etrecord", metavar="FILE", help="ETRecord from `compile --etrecord`: names the model's ops")

@@ -100,7 +100,10 @@ def profile(
 
     with tempfile.TemporaryDirectory() as tmp:
         if etrecord is not None and not isinstance(etrecord, (str, Path)):
-            etrecord = etrecord.save(str(Path(tmp) / "etrecord.bin")) or str(Path(tmp) / "etrecord.bin")
+            # the Inspector maps delegate calls to model ops only from a saved ETRecord, not the in-memory object
+            saved = Path(tmp) / "etrecord.bin"
+            etrecord.save(str(saved))
+            etrecord = saved
         with warnings.catch_warnings():
             # "Output Buffer not found" (no debug buffer: timings only) and ETRecord kwargs it does not serialize
             warnings.simplefilter("ignore", UserWarning)

@@ -6,6 +6,7 @@ user can read. q/dq nodes are not decided here: they follow the compute node the
 
 from __future__ import annotations
 
+import functools
 import operator
 from dataclasses import dataclass
 
@@ -70,11 +71,16 @@ def source_op(node: Node) -> str | None:
     return target
 
 
-def _left_in_float(op: str) -> bool:
-    """Whether NeutronQuantizer leaves ATen op `op` unannotated (float)."""
+@functools.cache
+def _annotated_ops() -> frozenset[str]:
     from ..quantizer.patterns import ANNOTATORS
 
-    return op not in {registry.op_name(t) for t in ANNOTATORS}
+    return frozenset(registry.op_name(t) for t in ANNOTATORS)
+
+
+def _left_in_float(op: str) -> bool:
+    """Whether NeutronQuantizer leaves ATen op `op` unannotated (float)."""
+    return op not in _annotated_ops()
 
 
 def _int8_reason(node: Node, ctx: CheckContext) -> str | None:

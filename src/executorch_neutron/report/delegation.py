@@ -8,6 +8,7 @@ schema.json); `report.save("r.html")` picks the format from the suffix.
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -250,7 +251,7 @@ def _requantizations(gm) -> list[Requantization]:
         if not all(isinstance(v, (int, float)) for v in (fs, fz, ts, tz)) or (fs, fz) == (ts, tz):
             continue
         source = dq.args[0]
-        if source.op == "call_function" and source.args and getattr(source.args[0], "op", None) == "call_function":
+        if source.op == "call_function" and source.target is operator.getitem:  # an output of a delegate call
             source_name = f"output {source.args[1]} of {_delegate_tag(gm, source.args[0])}"
         else:
             source_name = source.name
