@@ -5,7 +5,6 @@ Glue only: the converter lives in tflite/, the compile step in npu/, the blob fo
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import final
 
@@ -14,21 +13,11 @@ from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
 
 from .compile_spec import NeutronCompileSpec
+from .exported import partition_tag
 from .npu import compile_partition
 from .ops.registry import CheckContext
 from .payload import Header
-from .tflite.convert import convert_program
-
-
-def partition_name(program: ExportedProgram) -> str:
-    """The delegation tag of the partition (the name its intermediates are written under).
-
-    Read from the computing nodes only: an input placeholder keeps the meta of the node that produced it, which
-    may be the output of another partition (and carry that partition's tag).
-    """
-    tags = Counter(n.meta.get("delegation_tag") for n in program.graph.nodes
-                   if n.op == "call_function" and n.meta.get("delegation_tag"))
-    return tags.most_common(1)[0][0] if tags else "neutron_partition"
+from .convert import convert_program
 
 
 @final
@@ -36,7 +25,7 @@ class NeutronBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
         spec = NeutronCompileSpec.from_compile_specs(compile_specs)
-        name = partition_name(edge_program)
+        name = partition_tag(edge_program)
         ctx = CheckContext.for_program(spec, edge_program)
         converted = convert_program(edge_program, ctx, name)
         if spec.intermediates_dir:

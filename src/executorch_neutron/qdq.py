@@ -11,6 +11,8 @@ import torch
 from executorch.exir.dialects._ops import ops as exir_ops
 from torch.fx import Node
 
+from .exported import op_base_name
+
 _qd = exir_ops.edge.quantized_decomposed
 Q_PER_TENSOR = {_qd.quantize_per_tensor.default, _qd.quantize_per_tensor.tensor}
 DQ_PER_TENSOR = {_qd.dequantize_per_tensor.default, _qd.dequantize_per_tensor.tensor}
@@ -45,10 +47,7 @@ def per_tensor_kind(node) -> str | None:
     to_executorch leaves), else None. Its input, scale and zero point are args 0, 1 and 2 in each of them."""
     if not isinstance(node, Node) or node.op != "call_function":
         return None
-    op = node.target if hasattr(node.target, "_schema") else getattr(node.target, "_op", node.target)
-    schema = getattr(op, "_schema", None)
-    name = (schema.name if schema is not None else getattr(op, "__name__", str(op))).split("::")[-1]
-    return {"quantize_per_tensor": "q", "dequantize_per_tensor": "dq"}.get(name)
+    return {"quantize_per_tensor": "q", "dequantize_per_tensor": "dq"}.get(op_base_name(node.target))
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,7 @@ from torch.fx import Node
 import numpy as np
 import torch
 
-from ..tflite.builder import Quant, options
-from ..tflite.context import Value
+from ..tflite.builder import Quant, Value, options
 from ..tflite.layout import Layout, to_physical_perm
 from .fusion import fused_code
 from .common import is_dq

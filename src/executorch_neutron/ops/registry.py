@@ -13,6 +13,7 @@ from typing import Callable, Optional
 from torch.fx import Node
 
 from ..compile_spec import NeutronCompileSpec
+from ..exported import op_name
 from ..target import NeutronTarget
 from .args import NodeArgs
 
@@ -26,13 +27,11 @@ class CheckContext:
 
     @classmethod
     def for_program(cls, spec: NeutronCompileSpec, program) -> "CheckContext":
+        from ..exported import constant_names
         from ..qdq import is_q
 
-        sig = program.graph_signature
-        names = (list(sig.inputs_to_parameters) + list(sig.inputs_to_buffers)
-                 + list(sig.inputs_to_lifted_tensor_constants))
         quantized = any(is_q(n) for n in program.graph.nodes)
-        return cls(spec.neutron_target, spec, frozenset(names), quantized)
+        return cls(spec.neutron_target, spec, constant_names(program), quantized)
 
     def is_constant(self, node) -> bool:
         return isinstance(node, Node) and (
@@ -107,15 +106,6 @@ class OpEntry:
 
 
 REGISTRY: dict[object, OpEntry] = {}
-
-
-def op_name(target) -> str:
-    """'aten.convolution.default' for an edge or aten OpOverload."""
-    op = target if hasattr(target, "_schema") else getattr(target, "_op", target)  # ATen's `_op` is a builtin
-    schema = getattr(op, "_schema", None)
-    if schema is None:
-        return getattr(op, "__name__", str(op))
-    return f"{schema.name.replace('::', '.')}.{op._overloadname}"
 
 
 def register(*targets, constraints=(), noop=False, shared_qparams=False):

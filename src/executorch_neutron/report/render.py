@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from .macs import MAC_FORMULA
+from .notes import MEMORY_NOTE, REQUANTIZE_NOTE
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 SCHEMA_VERSION = 2
@@ -99,21 +100,9 @@ def to_dict(report) -> dict:
             "total_bytes": mem.total_bytes,
             "cpu_constant_bytes": mem.cpu_constant_bytes,
             "fits": mem.fits,
-            "note": _memory_note(),
+            "note": MEMORY_NOTE,
         },
     }
-
-
-def _requantize_note() -> str:
-    from .delegation import REQUANTIZE_NOTE
-
-    return REQUANTIZE_NOTE
-
-
-def _memory_note() -> str:
-    from .delegation import MEMORY_NOTE
-
-    return MEMORY_NOTE
 
 
 def op_rows(report) -> list[tuple[str, int, int, int]]:
@@ -190,7 +179,7 @@ def to_markdown(report) -> str:
                 r = n.rejection
                 out.append(f"| `{op}` | {r.node} | {_md_escape(r.reason)} | {_md_escape(r.hint or '')} |")
     if report.requantizations:
-        out += ["", "## Requantized on the CPU", "", f"{_requantize_note()}.", ""]
+        out += ["", "## Requantized on the CPU", "", f"{REQUANTIZE_NOTE}.", ""]
         out += [f"- {_md_escape(r.describe())}" for r in report.requantizations]
-    out += ["", f"MACs: {MAC_FORMULA}.", "", f"Memory: {_memory_note()}."]
+    out += ["", f"MACs: {MAC_FORMULA}.", "", f"Memory: {MEMORY_NOTE}."]
     return "\n".join(out) + "\n"

@@ -10,8 +10,16 @@ from __future__ import annotations
 from enum import Enum
 from typing import Sequence
 
-NCHW_TO_NHWC = (0, 2, 3, 1)
+import numpy as np
+
+NCHW_TO_NHWC = (0, 2, 3, 1)  # also the dim order of a channels-last rank-4 tensor in ExecuTorch
 NHWC_TO_NCHW = (0, 3, 1, 2)
+
+#: PyTorch convolution weight [O, I, kH, kW] -> TFLite CONV_2D filter [O, kH, kW, I].
+CONV_WEIGHT_PERM = NCHW_TO_NHWC
+#: PyTorch depthwise weight [C*M, 1, kH, kW] -> TFLite DEPTHWISE_CONV_2D filter [1, kH, kW, C*M]; also PyTorch
+#: transposed-convolution weight [I, O, kH, kW] -> TFLite TRANSPOSE_CONV filter [O, kH, kW, I].
+OUT_LAST_WEIGHT_PERM = (1, 2, 3, 0)
 
 
 class Layout(Enum):
@@ -64,3 +72,13 @@ def is_memory_preserving(shape: Sequence[int], perm: Sequence[int]) -> bool:
     """True when transposing `shape` by `perm` only moves size-1 dimensions (a reshape does the same)."""
     moved = [p for p in perm if shape[p] != 1]
     return moved == sorted(moved)
+
+
+def to_channels_last(x: np.ndarray, flag: int = 1) -> np.ndarray:
+    """A logical (NCHW) rank-4 array as the NHWC array a partition takes when its format flag is 1."""
+    return np.ascontiguousarray(np.transpose(x, NCHW_TO_NHWC)) if flag == 1 and x.ndim == 4 else x
+
+
+def from_channels_last(x: np.ndarray, flag: int = 1) -> np.ndarray:
+    """A partition's NHWC rank-4 output (format flag 1) back in logical NCHW order."""
+    return np.ascontiguousarray(np.transpose(x, NHWC_TO_NCHW)) if flag == 1 and x.ndim == 4 else x

@@ -16,12 +16,13 @@ from torch.export import ExportedProgram
 from torch.fx import Node
 
 from .. import qdq
+from ..exported import constants
 from ..ops import registry
 from ..ops.fusion import activation_codes, fused_activation
 from ..ops.registry import CheckContext
-from .builder import ModelBuilder
-from .context import ConversionContext, ConversionError, Value, quant_from
-from .layout import Layout, physical_shape
+from ..tflite.builder import ModelBuilder, Value
+from ..tflite.layout import Layout, physical_shape
+from .context import ConversionContext, ConversionError, quant_from
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,7 @@ class ConvertedPartition:
 
 
 def constant_resolver(program: ExportedProgram):
-    sig = program.graph_signature
-    lookup = {}
-    lookup.update({k: program.state_dict[v] for k, v in sig.inputs_to_parameters.items()})
-    lookup.update({k: (program.state_dict[v] if v in program.state_dict else program.constants[v])
-                   for k, v in sig.inputs_to_buffers.items()})
-    lookup.update({k: program.constants[v] for k, v in sig.inputs_to_lifted_tensor_constants.items()})
+    lookup = constants(program)
 
     def resolve(node):
         if isinstance(node, Node) and node.op == "placeholder":
