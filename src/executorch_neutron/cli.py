@@ -44,6 +44,7 @@ def _spec_options(args) -> dict:
         intermediates_dir=args.intermediates,
         use_profiling=args.use_profiling,
         reference=args.reference,
+        constraints=args.constraints,
     )
 
 
@@ -220,17 +221,23 @@ def _targets(args) -> int:
 
 
 def _ops(args) -> int:
-    if args.markdown:
-        from .ops.docs import render_markdown
+    from .target import get_target
 
-        print(render_markdown(), end="")
+    target = get_target(args.target) if args.target else None
+    if args.markdown:
+        from .report.supported_ops import render_markdown
+
+        print(render_markdown(target), end="")
         return EXIT_OK
-    from .ops.registry import entries
+    from .ops.registry import ALL_PROFILES, entries, fill_limits
+
+    def tag(profiles) -> str:
+        return "" if profiles == ALL_PROFILES else f" [{' and '.join(sorted(profiles))} only]"
 
     for e in entries():
-        print(e.name + (f": {e.doc.splitlines()[0]}" if e.doc else ""))
+        print(e.name + tag(e.profiles) + (f": {e.doc.splitlines()[0]}" if e.doc else ""))
         for c in e.constraints:
-            print(f"    - {c.text}" + (f" (hint: {c.hint})" if c.hint else ""))
+            print(f"    - {c.describe(target)}{tag(c.profiles)}" + (f" (hint: {fill_limits(c.hint, target)})" if c.hint else ""))
     return EXIT_OK
 
 
@@ -256,6 +263,8 @@ def _demo(args) -> int:
 # --- parser --------------------------------------------------------------------------------------------------
 
 def _add_lowering_options(p: argparse.ArgumentParser) -> None:
+    from .compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
+
     p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--target", default="imxrt700", help="Neutron target (see `targets`; default imxrt700)")
     p.add_argument("--calibration", metavar="DIR", help="directory of calibration samples (.npy/.npz/.pt)")
@@ -274,6 +283,9 @@ def _add_lowering_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--intermediates", metavar="DIR", help="write each partition's int8 TFLite (<tag>.tflite) here")
     g.add_argument("--use-profiling", action="store_true", help="profiling microcode (eIQ SDK)")
     g.add_argument("--reference", action="store_true", help="host-reference payloads even with the eIQ SDK")
+    g.add_argument("--constraints", choices=sorted(CONSTRAINT_PROFILES), default=DEFAULT_PROFILE,
+                   help="operator table the partitioner follows: sdk-current (default: what NXP's current SDK "
+                        "delegates) or documented (NXP's documented table); see SUPPORTED_OPS.md")
 
 
 def _add_pte_inputs(p: argparse.ArgumentParser) -> None:
@@ -336,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     o = sub.add_parser("ops", help="the supported operators and their constraints")
     o.add_argument("--markdown", action="store_true", help="SUPPORTED_OPS.md")
+    o.add_argument("--target", help="fill the limits with this target's values (default: name them)")
     o.set_defaults(func=_ops)
     return p
 

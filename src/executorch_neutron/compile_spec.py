@@ -17,6 +17,15 @@ from .target import NeutronTarget, get_target
 
 _KEY_PREFIX = "neutron."
 
+#: `constraints`: which operator table the partitioner follows (the registry tags each constraint with these).
+CONSTRAINT_PROFILES: dict[str, str] = {
+    "documented": "the operator table of NXP's documentation (the most defensive)",
+    "sdk-current": ("what NXP's current eIQ Neutron SDK release (as in ExecuTorch 1.5.1) delegates: softmax, "
+                    "max_pool2d, resize and mul without channel- or size-multiple rules, mean over any dims, "
+                    "clamp with any bounds, sub"),
+}
+DEFAULT_PROFILE = "sdk-current"
+
 
 @dataclass(frozen=True)
 class NeutronCompileSpec:
@@ -34,6 +43,8 @@ class NeutronCompileSpec:
     use_profiling: converter option: profiling microcode; the profile map becomes the debug handle map.
     reference: force the host-reference payload even when the eIQ Neutron SDK is installed.
     custom_delegation_options: names of opportunistic delegation options (see SUPPORTED_OPS.md).
+    constraints: the operator table the partitioner follows: "sdk-current" (default: what NXP's current SDK
+        release delegates) or "documented" (NXP's documented table); see CONSTRAINT_PROFILES and SUPPORTED_OPS.md.
     """
 
     target: str = "imxrt700"
@@ -46,6 +57,7 @@ class NeutronCompileSpec:
     use_profiling: bool = False
     reference: bool = False
     custom_delegation_options: tuple[str, ...] = field(default_factory=tuple)
+    constraints: str = DEFAULT_PROFILE
 
     def __post_init__(self) -> None:
         tgt = get_target(self.target)  # validates the name, raises with the valid list
@@ -55,6 +67,9 @@ class NeutronCompileSpec:
             if isinstance(value, str):
                 value = (value,)
             object.__setattr__(self, name, tuple(str(v) for v in value))
+        if self.constraints not in CONSTRAINT_PROFILES:
+            raise ValueError(f"unknown constraints profile {self.constraints!r}: use one of "
+                             f"{', '.join(CONSTRAINT_PROFILES)}")
         if self.intermediates_dir is not None:
             object.__setattr__(self, "intermediates_dir", str(self.intermediates_dir))
 

@@ -50,6 +50,12 @@ def per_tensor_kind(node) -> str | None:
     return {"quantize_per_tensor": "q", "dequantize_per_tensor": "dq"}.get(op_base_name(node.target))
 
 
+#: LiteRT's int8 LOGISTIC and SOFTMAX outputs: scale 1/256, zero point -128 (range [0, 1)).
+SIGMOID_SOFTMAX_QPARAMS = (1.0 / 256.0, -128)
+#: LiteRT's int8 TANH output: scale 1/128, zero point 0 (range [-1, 1)).
+TANH_QPARAMS = (1.0 / 128.0, 0)
+
+
 @dataclass(frozen=True)
 class QParams:
     """Per-tensor (scale/zero_point floats) or per-channel (tensors + axis) affine parameters."""

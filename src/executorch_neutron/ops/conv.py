@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
+import torch
 from executorch.exir.dialects._ops import ops as exir_ops
 
 from ..tflite.builder import Quant, options
@@ -60,7 +61,7 @@ def _groups(a, ctx):
     return None if g in (1, c) else f"groups {g}: Neutron supports groups 1 or groups == input channels ({c})"
 
 
-@constraint("kernel_h * kernel_w * round_up(in_channels, num_macs) <= 65535")
+@constraint("kernel_h * kernel_w * round_up(in_channels, {num_macs}) <= 65535")
 def _kernel_size(a, ctx):
     k = list(a.shape("weight")[2:])
     kh, kw = ([1] + k)[-2:]
@@ -72,7 +73,12 @@ def _kernel_size(a, ctx):
 CONSTRAINTS = (_rank, _constant_weights, _groups, _transposed, _kernel_size)
 
 
-@register(exir_ops.edge.aten.convolution.default, constraints=CONSTRAINTS)
+A = torch.ops.aten
+
+
+@register(exir_ops.edge.aten.convolution.default, constraints=CONSTRAINTS, fuses_activation=True, quantize={
+    "weighted": (A.conv1d.default, A.conv2d.default, A.conv1d.padding, A.conv2d.padding),
+    "weighted_transpose": (A.conv_transpose1d.default, A.conv_transpose2d.input)})
 def convert_conv2d(ctx, a):
     """Conv1d, Conv2d, depthwise and transposed Conv2d with optional fused relu/relu6/hardtanh/clamp."""
     if a["transposed"]:

@@ -8,9 +8,10 @@ appears when ExecuTorch decomposes an op after quantization). Partitions made on
 clones) are not created unless the custom option `allow_noop_partitions` is set. Every rejected node keeps its
 reason in `self.rejections` (and in the delegation report).
 
-Ops kept from decomposition (`ops_to_not_decompose`): aten.linear (weights stay one constant operand) always,
-and prelu, hardswish, upsample_bilinear2d/upsample_nearest2d only for nodes the NPU will take: the CPU runtime
-has no kernel for prelu and hardswish, so a node the NPU refuses must be decomposed.
+Ops kept from decomposition (`ops_to_not_decompose`) are the registry entries' `preserve` ops: "always" (linear:
+its weights stay one constant operand; the CPU has linear.out too) and "if_delegated" (prelu, hardswish,
+upsample_*: kept only for nodes the NPU will take, since the CPU runtime has no kernel for prelu and hardswish, so
+a node the NPU refuses must be decomposed).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
-import torch
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.backend.utils import tag_constant_data
@@ -38,12 +38,6 @@ from .support import Rejection, decide, decide_aten, is_compute
 log = logging.getLogger("executorch_neutron")
 
 BACKEND_ID = "NeutronBackend"
-_aten = torch.ops.aten
-# kept from decomposition so that weights stay one constant operand of one node
-_PRESERVE_ALWAYS = (_aten.linear.default,)
-# kept only for nodes the NPU will take (their support is decided on the ATen node with the registry's checks)
-_PRESERVE_IF_DELEGATED = (_aten.prelu.default, _aten.hardswish.default, _aten.upsample_bilinear2d.vec,
-                          _aten.upsample_nearest2d.vec)
 
 
 class _Support(OperatorSupportBase):
@@ -67,11 +61,12 @@ class NeutronPartitioner(Partitioner):
     def ops_to_not_decompose(self, ep: ExportedProgram):
         ctx = CheckContext.for_program(self.neutron_spec, ep)
         aten_dq = {q._op for q in qdq.DEQUANTIZE}
+        always, if_delegated = registry.preserved_ops("always"), registry.preserved_ops("if_delegated")
 
         def keep(node: Node) -> bool:
-            if node.target not in _PRESERVE_ALWAYS + _PRESERVE_IF_DELEGATED:
+            if node.target not in always + if_delegated:
                 return False
-            if node.target in _PRESERVE_ALWAYS:  # the CPU has a kernel too (linear.out): keep even when excluded
+            if node.target in always:  # the CPU has a kernel too (linear.out): keep even when excluded
                 weight = node.args[1] if len(node.args) > 1 else None
                 return isinstance(weight, Node) and weight.target in aten_dq
             rejection = decide_aten(node, ctx)  # refuses excluded operators too
@@ -82,7 +77,7 @@ class NeutronPartitioner(Partitioner):
             return rejection is None
 
         self._refused_before_decomposition = {}
-        return list(_PRESERVE_ALWAYS + _PRESERVE_IF_DELEGATED), keep
+        return list(always + if_delegated), keep
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         gm = exported_program.graph_module
