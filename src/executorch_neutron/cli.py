@@ -210,6 +210,10 @@ def _targets(args) -> int:
     if args.json:
         print(json.dumps({k: dataclasses.asdict(t) for k, t in TARGETS.items()}, indent=2))
         return EXIT_OK
+    from .compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
+
+    print("constraint profiles (--constraints): " + "; ".join(
+        f"{name}{' (default)' if name == DEFAULT_PROFILE else ''}: {text}" for name, text in CONSTRAINT_PROFILES.items()))
     for t in TARGETS.values():
         print(f"{t.name}: {t.soc}; NPU {t.npu} ({'Neutron-S subsystem' if t.subsystem else 'Neutron-C'}, "
               f"{t.hw_version}); {t.num_units} unit(s) x {t.num_pipes} pipes x {t.num_macs} MACs = "
@@ -234,6 +238,8 @@ def _ops(args) -> int:
     def tag(profiles) -> str:
         return "" if profiles == ALL_PROFILES else f" [{' and '.join(sorted(profiles))} only]"
 
+    print(f"operators of the Neutron table; constraint profiles: {', '.join(sorted(ALL_PROFILES))} "
+          "(a [profile only] tag marks what one profile alone has)")
     for e in entries():
         print(e.name + tag(e.profiles) + (f": {e.doc.splitlines()[0]}" if e.doc else ""))
         for c in e.constraints:

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..compile_spec import NeutronCompileSpec
+from ..compile_spec import DEFAULT_PROFILE, NeutronCompileSpec
 from ..exported import constants, partition_tag
 from ..partition.support import Rejection
 from . import macs as _macs
@@ -108,6 +108,7 @@ class DelegationReport:
     cpu_constant_bytes: int = 0  # constants left in the program outside delegates
     pte_bytes: int | None = None  # size of the .pte file when known (set by the caller that has it)
     requantizations: list[Requantization] = field(default_factory=list)  # CPU dequantize -> quantize pairs
+    constraints: str = DEFAULT_PROFILE  # the constraint profile the partitioner followed
 
     # --- counts -------------------------------------------------------------------------------------------
     @property
@@ -220,7 +221,8 @@ class DelegationReport:
         total = _macs.graph_macs(exported.graph) if exported is not None else 0
         return cls(spec.target, partitions, list(partitioner.rejections),
                    total_macs=max(total, npu + sum(cpu_macs.values())), cpu_macs=cpu_macs,
-                   cpu_constant_bytes=_constant_bytes(program), requantizations=_requantizations(gm))
+                   cpu_constant_bytes=_constant_bytes(program), requantizations=_requantizations(gm),
+                   constraints=spec.constraints)
 
 
 def _requantizations(gm) -> list[Requantization]:

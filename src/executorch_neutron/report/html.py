@@ -43,7 +43,8 @@ def to_html(report) -> str:
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>Neutron delegation report: {escape(report.target)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>Neutron delegation report</h1><div class='note'>target <code>{escape(report.target)}</code></div>",
+        f"<h1>Neutron delegation report</h1><div class='note'>target <code>{escape(report.target)}</code>, constraints "
+        f"<code>{escape(report.constraints)}</code></div>",
         "<div class='cards'>",
         _card(f"{100 * report.node_share:.1f}%", f"compute nodes on the NPU ({report.num_delegated} of "
                                                   f"{report.num_compute})"),

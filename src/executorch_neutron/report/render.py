@@ -44,7 +44,7 @@ def to_dict(report) -> dict:
     mem = report.memory
     return {
         "schema_version": SCHEMA_VERSION,
-        "target": {"name": report.target, "sram_bytes": mem.sram_bytes},
+        "target": {"name": report.target, "sram_bytes": mem.sram_bytes, "constraints": report.constraints},
         "totals": {
             "compute_nodes": report.num_compute,
             "npu_nodes": report.num_delegated,
@@ -132,7 +132,8 @@ def _totals_lines(report) -> list[str]:
 
 
 def to_text(report) -> str:
-    lines = [f"Neutron delegation report (target {report.target})", *_totals_lines(report), ""]
+    lines = [f"Neutron delegation report (target {report.target}, constraints {report.constraints})",
+             *_totals_lines(report), ""]
     for p in report.partitions:
         ops = ", ".join(f"{op} x{c}" for op, c in sorted(p.ops.items()))
         lines.append(f"[{p.tag}] {len(p.nodes)} nodes, {human_macs(p.macs)}, payload {p.kind} {p.payload_bytes} bytes")
@@ -160,7 +161,7 @@ def _md_escape(text) -> str:
 
 
 def to_markdown(report) -> str:
-    out = [f"# Neutron delegation report (target `{report.target}`)", ""]
+    out = [f"# Neutron delegation report (target `{report.target}`, constraints `{report.constraints}`)", ""]
     out += [f"- {_md_escape(line)}" for line in _totals_lines(report)]
     out += ["", "## Partitions", "",
             "| partition | nodes | MACs | inputs | outputs | weights | largest activation | payload |",
