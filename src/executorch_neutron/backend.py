@@ -14,6 +14,7 @@ from torch.export import ExportedProgram
 
 from .compile_spec import NeutronCompileSpec
 from .exported import partition_tag
+from .progress import emit
 from .npu import compile_partition
 from .ops.registry import CheckContext
 from .payload import Header
@@ -44,4 +45,5 @@ class NeutronBackend(BackendDetails):
         if debug_map is None:
             debug_map = {i: handles for i, handles in enumerate(converted.debug_handles)}
             debug_map[len(debug_map)] = ()
+        emit("partition", name=name)
         return PreprocessResult(processed_bytes=compiled.blob, debug_handle_map=debug_map)

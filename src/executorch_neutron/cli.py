@@ -8,6 +8,7 @@ Errors are one line plus a hint; `--verbose` shows the traceback.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 from pathlib import Path
@@ -66,15 +67,9 @@ def _lower(args):
     model, inputs, bundled = load_model(args.model)
     quantize = not args.qat
     calib = _calibration(args, inputs, bundled) if quantize else None
-    stages = tqdm(total=2, desc="quantize + lower" if quantize else "lower", unit="stage", file=sys.stderr,
-                  leave=False)
-    try:
-        stages.update(1)
-        result = lower(model, inputs, calib, target=target, quantize_model=quantize, progress=tqdm,
-                       etrecord=bool(getattr(args, "etrecord", None)), **_spec_options(args))
-        stages.update(1)
-    finally:
-        stages.close()
+    bars = functools.partial(tqdm, file=sys.stderr, leave=False, disable=args.quiet or not sys.stderr.isatty())
+    result = lower(model, inputs, calib, target=target, quantize_model=quantize, progress=bars,
+                   etrecord=bool(getattr(args, "etrecord", None)), **_spec_options(args))
     return result, model, inputs, calib
 
 
@@ -306,6 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="executorch-neutron", description="ExecuTorch backend for NXP eIQ Neutron NPUs")
     p.add_argument("--verbose", action="store_true", help="show tracebacks and debug logs")
+    p.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway when stderr is not a "
+                                                         "terminal)")
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("demo", help="lower a bundled example model, run the .pte on the host, print the report")

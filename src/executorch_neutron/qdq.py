@@ -22,14 +22,6 @@ QUANTIZE = Q_PER_TENSOR | Q_PER_CHANNEL
 DEQUANTIZE = DQ_PER_TENSOR | DQ_PER_CHANNEL
 
 
-def _aten(op):
-    return getattr(op, "_op", op)
-
-
-# the same ops before edge conversion (what a quantizer sees after convert_pt2e)
-ATEN_QDQ = {_aten(op) for op in QUANTIZE | DEQUANTIZE}
-
-
 def is_q(node) -> bool:
     return isinstance(node, Node) and node.op == "call_function" and node.target in QUANTIZE
 

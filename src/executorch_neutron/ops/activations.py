@@ -146,7 +146,7 @@ def _prelu_shape(a, ctx):
     if len(shape) != 4:
         return f"rank {len(shape)}: Neutron PReLU needs rank 4"
     c = shape[1]
-    flat = int(np.prod(shape))
+    flat = math.prod(shape)
     if c % ctx.num_macs:
         return f"channels {c} not a multiple of {ctx.num_macs}"
     if flat // c > 4096:

@@ -8,6 +8,8 @@ value c is stored as q = sign(c) with scale |c|. Division by a constant is a MUL
 
 from __future__ import annotations
 
+import math
+
 from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 from torch.fx import Node
@@ -43,7 +45,7 @@ def _equal_shapes(a, ctx):
 
 @constraint("tensor size % {num_macs} == 0", profiles={"documented"})
 def _size_multiple(a, ctx):
-    size = _numel(a.out_shape)
+    size = math.prod(a.out_shape)
     return None if size % ctx.num_macs == 0 else f"tensor size {size} not a multiple of {ctx.num_macs}"
 
 
@@ -129,16 +131,10 @@ def _equal_rank_or_scalar(a, ctx):
     if not isinstance(a["other"], Node):
         return None
     s, o = a.shape("self"), a.shape("other")
-    if len(s) == len(o) or 1 in (_numel(s), _numel(o)):
+    if len(s) == len(o) or 1 in (math.prod(s), math.prod(o)):
         return None
     return f"operand ranks {len(s)} and {len(o)} differ"
 
-
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 @register(_aten.mul.Tensor, constraints=(_tensor_operands, _equal_rank_or_scalar, _size_multiple, _operands_int8),
@@ -165,7 +161,7 @@ def _static_divisor(a, ctx):
 @constraint("one dimension % {num_macs} == 0, or scalar division")
 def _div_dims(a, ctx):
     d = a["other"]
-    if not isinstance(d, Node) or _numel(a.shape("other")) == 1:
+    if not isinstance(d, Node) or math.prod(a.shape("other")) == 1:
         return None
     shape = a.out_shape
     if any(s % ctx.num_macs == 0 for s in shape):

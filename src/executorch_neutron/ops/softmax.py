@@ -5,6 +5,8 @@ Output quantization is fixed by LiteRT: scale 1/256, zero point -128.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
@@ -21,9 +23,7 @@ A = torch.ops.aten
 
 def _channels_and_flat(a):
     shape = a.shape("self")
-    flat = 1
-    for d in shape:
-        flat *= d
+    flat = math.prod(shape)
     return shape[a["dim"] % len(shape)], flat
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
+import executorch.kernels.quantized  # noqa: F401  (CPU out variants of quantize/dequantize: to_executorch needs them)
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.backend.utils import tag_constant_data
@@ -33,6 +34,7 @@ from ..compile_spec import NeutronCompileSpec
 from ..ops import registry
 from ..ops.fusion import result_node
 from ..ops.registry import CheckContext
+from ..progress import emit
 from .support import Rejection, decide, decide_aten, is_compute
 
 log = logging.getLogger("executorch_neutron")
@@ -118,6 +120,7 @@ class NeutronPartitioner(Partitioner):
             tags[tag] = self.delegation_spec
             self.partition_tags[tag] = [n.name for n in compute]
         tag_constant_data(exported_program)
+        emit("partitions", total=len(tags))
         for r in self.rejections:
             log.info(r.message())
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)

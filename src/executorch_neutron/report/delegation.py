@@ -8,6 +8,7 @@ schema.json); `report.save("r.html")` picks the format from the suffix.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections import Counter
 from dataclasses import dataclass, field
@@ -281,7 +282,7 @@ def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
 
     def int8_bytes(node) -> int:  # activations inside the partition are int8: one byte per element
         dims = _macs.shape(node)
-        return 0 if dims is None else int(_numel(dims))
+        return 0 if dims is None else math.prod(dims)
 
     def is_const(node) -> bool:
         src = node.args[0] if qdq.is_dq(node) and node.args else node
@@ -316,8 +317,3 @@ def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
     )
 
 
-def _numel(dims) -> int:
-    out = 1
-    for d in dims:
-        out *= d
-    return out

@@ -98,12 +98,6 @@ class ModelBuilder:
     def shape_of(self, tensor: int) -> tuple[int, ...]:
         return tuple(self._tensors[tensor].shape)
 
-    def quant_of(self, tensor: int) -> Quant | None:
-        q = self._tensors[tensor].quantization
-        if q is None or q.scale is None:
-            return None
-        return Quant(tuple(q.scale), tuple(q.zeroPoint), q.quantizedDimension)
-
     # operators ---------------------------------------------------------------------------------------------
     def _opcode_index(self, builtin: int, custom: str | None = None) -> int:
         key = (builtin, custom)
