@@ -32,6 +32,7 @@ class NeutronBackend(BackendDetails):
             out = Path(spec.intermediates_dir)
             out.mkdir(parents=True, exist_ok=True)
             (out / f"{name}.tflite").write_bytes(converted.tflite)
+        # in the TFLite's graph order; the device path rewrites it in the NeutronGraph node's order (npu/compile.py)
         header = Header(
             n_args=converted.n_args,
             input_formats=converted.input_formats,

@@ -4,13 +4,18 @@
 below as `neutron_converter` and `neutron_library_utils`; tests put `directory` on sys.path (the converter child
 process inherits it). The fake converter builds, from the partition's TFLite, a TFLite with one `NeutronGraph`
 custom operator laid out as the payload contract says (real inputs + microcode, weights, kernels; real outputs +
-scratch [+ profile + debug]). Its microcode is NOT device code: a 32-byte preamble with the documented words
-followed by a digest of the input.
+scratch [+ profile + debug]). The graph's inputs and outputs keep the source's order and tensor names; the node
+may list its real inputs and outputs in another order (as the real converter may). Its microcode is NOT device
+code: a 32-byte preamble with the documented words followed by a digest of the input.
 
 Behaviour is chosen by environment variables, because the converter runs in a child process:
     FAKE_NEUTRON_MODE    ok (default) | profile (3 extra outputs -> version 1) | abort (os.abort) | raise |
                          two_ops | not_custom | bad_magic | bad_microcode_size | bad_weights_size | wrong_inputs |
-                         wrong_outputs | garbage
+                         wrong_outputs | garbage | foreign_input (a node input that is no graph input) |
+                         foreign_output | no_constants (graph inputs where microcode/weights/kernels belong) |
+                         graph_outputs (one graph output too many)
+    FAKE_NEUTRON_INPUT_ORDER   e.g. "2,0,1": node input k is graph input 2, 0, 1 (default: graph order)
+    FAKE_NEUTRON_OUTPUT_ORDER  the same for the node's real outputs
     FAKE_NEUTRON_RECORD  path of a JSON file receiving the target and compilation options the converter saw
 """
 
@@ -88,7 +93,13 @@ class FakeNeutronConverter:
             raise RuntimeError("fake converter refused the model")
         if mode == "garbage":
             return list(b"not a flatbuffer at all")
-        return list(neutron_graph_model(data, mode))
+        return list(neutron_graph_model(data, mode, _order("FAKE_NEUTRON_INPUT_ORDER"),
+                                        _order("FAKE_NEUTRON_OUTPUT_ORDER")))
+
+
+def _order(variable: str):
+    text = os.environ.get(variable, "").strip()
+    return [int(v) for v in text.split(",")] if text else None
 
 
 class FakeNeutronLibraryUtils:
@@ -116,8 +127,9 @@ def fake_microcode(source: bytes, n_in: int, n_out: int, weights: bytes, mode: s
     return struct.pack("<8I", *words) + body
 
 
-def neutron_graph_model(source: bytes, mode: str = "ok") -> bytes:
-    """The converted model for the TFLite `source`, shaped by `mode` (see the module docstring)."""
+def neutron_graph_model(source: bytes, mode: str = "ok", input_order=None, output_order=None) -> bytes:
+    """The converted model for the TFLite `source`, shaped by `mode` (see the module docstring). The node's real
+    input k is graph input `input_order[k]` (default: graph order); the same for outputs."""
     src = schema.ModelT.InitFromPackedBuf(source, 0)
     sg_in = src.subgraphs[0]
     real_in = [sg_in.tensors[i] for i in sg_in.inputs]
@@ -132,7 +144,7 @@ def neutron_graph_model(source: bytes, mode: str = "ok") -> bytes:
             t.shape, t.type, t.quantization = list(like.shape), like.type, like.quantization
         else:
             t.shape, t.type = list(shape), ttype
-        t.name = name
+        t.name = like.name if like is not None else name
         t.buffer = 0
         if data is not None:
             b = schema.BufferT()
@@ -152,16 +164,27 @@ def neutron_graph_model(source: bytes, mode: str = "ok") -> bytes:
         extras += [add("profile", [64]), add("debug", [64])]
     if mode == "wrong_outputs":
         extras += [add("surplus", [8])]
-    node_inputs = ins + consts if mode != "wrong_inputs" else ins[:-1] + consts
+    node_ins = [ins[i] for i in (input_order if input_order is not None else range(len(ins)))]
+    node_outs = [outs[i] for i in (output_order if output_order is not None else range(len(outs)))]
+    graph_outs = list(outs)
+    if mode == "foreign_input":
+        node_ins[-1] = add("stray_input", [4])
+    if mode == "foreign_output":
+        node_outs[0] = add("stray_output", [4])
+    if mode == "no_constants":
+        consts = [ins[0]] * 3
+    if mode == "graph_outputs":
+        graph_outs.append(extras[0])
+    node_inputs = node_ins + consts if mode != "wrong_inputs" else node_ins[:-1] + consts
     codes = [schema.OperatorCodeT()]
     codes[0].builtinCode = codes[0].deprecatedBuiltinCode = schema.BuiltinOperator.CUSTOM
     codes[0].customCode = "NeutronGraph" if mode != "not_custom" else "SomethingElse"
     codes[0].version = 1
-    ops = [_op(0, node_inputs, outs + extras)]
+    ops = [_op(0, node_inputs, node_outs + extras)]
     if mode == "two_ops":
-        ops.append(_op(0, node_inputs, outs + extras))
+        ops.append(_op(0, node_inputs, node_outs + extras))
     sg = schema.SubGraphT()
-    sg.tensors, sg.inputs, sg.outputs, sg.operators, sg.name = tensors, ins, outs, ops, "main"
+    sg.tensors, sg.inputs, sg.outputs, sg.operators, sg.name = tensors, ins, graph_outs, ops, "main"
     model = schema.ModelT()
     model.version, model.operatorCodes, model.subgraphs, model.buffers = 3, codes, [sg], buffers
     model.description = "fake eIQ Neutron converter output"

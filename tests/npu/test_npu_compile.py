@@ -175,8 +175,8 @@ BAD_OUTPUTS = {
     "bad_magic": "magic 0xDEADBEEF",
     "bad_microcode_size": "word 6 says 89 bytes but the buffer holds 73",
     "bad_weights_size": "word 7 says 38 weight bytes but the weights buffer holds 37",
-    "wrong_inputs": "has 4 inputs; expected",
-    "wrong_outputs": "has 3 outputs; expected",
+    "wrong_inputs": "has 4 inputs \\[tensor 0 .a., tensor 3 .microcode.*\\]; expected",
+    "wrong_outputs": "has 3 outputs \\[.*tensor 7 .surplus.\\]; expected",
 }
 
 

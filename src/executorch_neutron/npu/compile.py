@@ -17,7 +17,7 @@ from pathlib import Path
 from ..compile_spec import NeutronCompileSpec
 from ..payload import Header, Payload, pack
 from . import sdk_adapter
-from .extract import extract
+from .extract import NeutronGraphParts, extract
 
 logger = logging.getLogger("executorch_neutron")
 
@@ -40,7 +40,9 @@ class CompiledPartition:
 
 
 def compile_partition(tflite: bytes, header: Header, spec: NeutronCompileSpec, name: str) -> CompiledPartition:
-    """Compile one partition. `header` carries io counts, formats and argument maps; the version is set here."""
+    """Compile one partition. `header` describes the TFLite's graph inputs/outputs in graph order (format flags
+    and delegate argument indices); the device path rewrites it in the NeutronGraph node's order, and the
+    version is set here."""
     if spec.reference or not sdk_adapter.sdk_available():
         if not spec.reference:
             _log_reference_notice_once()
@@ -54,9 +56,22 @@ def _compile_with_sdk(tflite: bytes, header: Header, spec: NeutronCompileSpec, n
                                  keep_dir=spec.intermediates_dir)
     _keep_outputs(result, spec, name)
     parts = extract(result.model, header.n_inputs, header.n_outputs, name)
-    payload = Payload(dataclasses.replace(header, version=parts.version), parts.microcode, parts.weights,
-                      parts.kernels)
+    payload = Payload(node_header(header, parts), parts.microcode, parts.weights, parts.kernels)
     return CompiledPartition(pack(payload), NEUTRON_MICROCODE, None, result.console)
+
+
+def node_header(graph_header: Header, parts: NeutronGraphParts) -> Header:
+    """The device header: Neutron input i is the node's input i, i.e. graph input `parts.input_positions[i]`;
+    its format flag and delegate argument are that graph input's (same for outputs)."""
+    ins, outs = parts.input_positions, parts.output_positions
+    return Header(
+        n_args=graph_header.n_args,
+        input_formats=tuple(graph_header.input_formats[p] for p in ins),
+        output_formats=tuple(graph_header.output_formats[p] for p in outs),
+        input_args=tuple(graph_header.input_args[p] for p in ins),
+        output_args=tuple(graph_header.output_args[p] for p in outs),
+        version=parts.version,
+    )
 
 
 def _keep_outputs(result: sdk_adapter.ConversionResult, spec: NeutronCompileSpec, name: str) -> None:
