@@ -25,9 +25,10 @@ class NeutronCompileSpec:
     target: Neutron target name (`imxrt700`, `mcxn94x`, `imx95`); called `config` in NXP's converter.
     extra_flags: extra command-line style flags passed verbatim to the eIQ Neutron converter.
     operators_not_to_delegate: operators kept on the CPU, e.g. ("aten::convolution", "aten.mul.Tensor").
-    use_neutron_for_format_conversion: when True (default) each partition computes in NHWC and the runtime
-        transposes NCHW<->NHWC at partition boundaries (recorded as format flags in the payload header); when
-        False the partition takes and returns tensors in their PyTorch layout and transposes inside the graph.
+    use_neutron_for_format_conversion: as NXP documents it. True (default): each partition takes and returns
+        ExecuTorch's channels-first tensors and converts to/from NHWC with Transpose ops inside the partition, so
+        the NPU does it (payload format flags 0). False: rank-4 partition inputs/outputs are channels-last (format
+        flags 1) and the runtime transposes NCHW<->NHWC on the CPU at every partition boundary.
     fetch_constants_to_sram: converter option: prefetch weights to SRAM (needed when they live in FLASH).
     dump_kernel_selection_code: converter option: keep the kernel-selection code, one file per partition.
     intermediates_dir: when set, preprocess writes `<delegation_tag>.tflite` (and converter dumps) here.

@@ -51,7 +51,9 @@ def render_markdown() -> str:
         "Generated from the operator registry (`src/executorch_neutron/ops/`) by "
         "`python -m executorch_neutron.ops.docs > SUPPORTED_OPS.md`; do not edit by hand. The partitioner checks "
         "exactly these constraints; a node that fails one stays on the CPU, and the delegation report gives the "
-        "reason. `num_macs` is the target's MAC count (8 on imxrt700).",
+        "reason. `num_macs` is the target's MAC count (8 on imxrt700). Shapes are PyTorch's (NCHW); inside a partition "
+        "rank-4 tensors are NHWC, and with `use_neutron_for_format_conversion=True` (default) the partition converts "
+        "at its boundary with Transpose ops on the NPU (False: the runtime transposes on the CPU).",
         "",
         "| operator (edge) | dtypes | constraints |",
         "|---|---|---|",
