@@ -40,9 +40,9 @@ class NeutronBackend(BackendDetails):
             input_args=converted.input_args,
             output_args=tuple(range(len(converted.output_formats))),
         )
-        compiled = compile_partition(converted.tflite, header, spec, name)
+        compiled = compile_partition(converted.tflite, header, spec, name, converted.debug_handles)
         debug_map = compiled.debug_handle_map
-        if debug_map is None:
+        if debug_map is None:  # no profiling microcode: one entry per TFLite operator (what the host runs)
             debug_map = {i: handles for i, handles in enumerate(converted.debug_handles)}
             debug_map[len(debug_map)] = ()
         return PreprocessResult(processed_bytes=compiled.blob, debug_handle_map=debug_map)

@@ -17,6 +17,11 @@ Behaviour is chosen by environment variables, because the converter runs in a ch
     FAKE_NEUTRON_INPUT_ORDER   e.g. "2,0,1": node input k is graph input 2, 0, 1 (default: graph order)
     FAKE_NEUTRON_OUTPUT_ORDER  the same for the node's real outputs
     FAKE_NEUTRON_RECORD  path of a JSON file receiving the target and compilation options the converter saw
+    FAKE_NEUTRON_PROFILE_STYLE  with useProfiling, how the console lists kernel tensors (see `profiling_console`):
+                         kernel_tensors (default) | section_tensors | renamed_outputs | none (no dumps)
+
+With useProfiling the node gets the profile and debug outputs (payload version 1) and the console (fd 1) holds
+the two graph dumps of FACTS.md's profiling contract, generated from the source TFLite by `profiling_console`.
 """
 
 from __future__ import annotations
@@ -81,8 +86,9 @@ class FakeNeutronConverter:
                 "input_size": len(data),
             }, sort_keys=True))
         if opts.useProfiling:
-            os.write(1, b"FAKE-PROFILE fd1: kernel 0 conv\n")
-            os.write(2, b"FAKE-PROFILE fd2: kernel 1 add\n")
+            style = os.environ.get("FAKE_NEUTRON_PROFILE_STYLE", "kernel_tensors")
+            os.write(1, b"FAKE-PROFILE fd1: graph dumps follow\n" + profiling_console(data, style).encode())
+            os.write(2, b"FAKE-PROFILE fd2: profiling microcode\n")
         if opts.dumpKernelSelectionCode:
             Path("kernel_selection.c").write_text("/* fake kernel selection */\n")
         mode = os.environ.get("FAKE_NEUTRON_MODE", "ok")
@@ -93,6 +99,8 @@ class FakeNeutronConverter:
             raise RuntimeError("fake converter refused the model")
         if mode == "garbage":
             return list(b"not a flatbuffer at all")
+        if opts.useProfiling and mode == "ok":
+            mode = "profile"
         return list(neutron_graph_model(data, mode, _order("FAKE_NEUTRON_INPUT_ORDER"),
                                         _order("FAKE_NEUTRON_OUTPUT_ORDER")))
 
@@ -191,6 +199,82 @@ def neutron_graph_model(source: bytes, mode: str = "ok", input_order=None, outpu
     builder = flatbuffers.Builder(1024)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
+
+
+# TFLite builtin -> the kernel kind the double prints; CONV_2D becomes two kernels (`<out>/part0`, then `<out>`)
+KERNEL_KINDS = {"CONV_2D": "Conv2DStandardV2", "DEPTHWISE_CONV_2D": "Conv2DDepthwiseV2", "ADD": "Add",
+                "SUB": "Sub", "MUL": "Mul", "RELU": "Relu", "MAX_POOL_2D": "MaxPool", "AVERAGE_POOL_2D": "AvgPool",
+                "TRANSPOSE": "TransposeCHW", "PAD": "Pad", "CONCATENATION": "Concat", "FULLY_CONNECTED": "FullyConnected"}
+
+
+def profiling_console(source: bytes, style: str = "kernel_tensors") -> str:
+    """The console of a profiling conversion of `source`: the imported graph, then the converted graph.
+
+    The converted graph starts with an inserted TransposeCHW kernel on the first graph input (it maps to nothing),
+    then one NeutronOperator block per source operator with its kernels in execution order.
+    kernel_tensors: each kernel lists `Inputs:` / `Outputs:` as `[k]: name` lines;
+    section_tensors: kernels are bare kinds and each block's tensors are in a `Name: subgraph_<N>` section;
+    renamed_outputs: like kernel_tensors, but kernel outputs get converter names (`k<i>_out`), so only inputs match;
+    none: no dumps at all (a converter that prints something else).
+    """
+    if style == "none":
+        return "converter: done\n"
+    model = schema.ModelT.InitFromPackedBuf(source, 0)
+    sg = model.subgraphs[0]
+    builtin = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+
+    def name(i):
+        raw = sg.tensors[i].name
+        return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+    def constant(i):
+        b = sg.tensors[i].buffer
+        return 0 < b < len(model.buffers) and model.buffers[b].data is not None and len(model.buffers[b].data) > 0
+
+    ops = []
+    for op in sg.operators:
+        code = model.operatorCodes[op.opcodeIndex]
+        kind = builtin[max(code.builtinCode, code.deprecatedBuiltinCode)]
+        ops.append((kind, [name(i) for i in op.inputs if i >= 0 and not constant(i)], [name(i) for i in op.outputs]))
+    lines = ["Graphs:", "Name: main"]
+    for loc, (kind, ins, outs) in enumerate(ops):
+        lines += [f"  Type: {kind}", "    Inputs:"] + [f"      [{k}]: {n}" for k, n in enumerate(ins)]
+        lines += ["    Outputs:"] + [f"      [{k}]: {n}" for k, n in enumerate(outs)] + [f"    Location: {loc}"]
+    first_input = name(sg.inputs[0])
+    blocks = [("TRANSPOSE", [("TransposeCHW", [first_input], [first_input + "/nhwc"])])]
+    for kind, ins, outs in ops:
+        kernel = KERNEL_KINDS.get(kind, kind.title().replace("_", ""))
+        if kind == "CONV_2D":
+            part = [o + "/part0" for o in outs]
+            blocks.append((kind, [(kernel, ins, part), (kernel, part, outs)]))
+        else:
+            blocks.append((kind, [(kernel, ins, outs)]))
+    counter = 0
+    if style == "renamed_outputs":
+        renamed = []
+        for kind, kernels in blocks:
+            fixed = []
+            for kernel, ins, outs in kernels:
+                fixed.append((kernel, ins, [f"k{counter}_out" for _ in outs]))
+                counter += 1
+            renamed.append((kind, fixed))
+        blocks = renamed
+    lines += ["", "= Generate =", "Graphs:"]
+    if style == "section_tensors":
+        for number, (kind, kernels) in enumerate(blocks, start=1):
+            ins, outs = kernels[0][1], kernels[-1][2]
+            lines += [f"Name: subgraph_{number:03d}", "  Inputs:"] + [f"    [{k}]: {n}" for k, n in enumerate(ins)]
+            lines += ["  Outputs:"] + [f"    [{k}]: {n}" for k, n in enumerate(outs)] + ["  Tensors:", "    ..."]
+    lines.append('NeutronGraph "subgraph_000":')
+    for number, (kind, kernels) in enumerate(blocks, start=1):
+        lines += [f'  NeutronOperator "subgraph_{number:03d}":', "    Operators:", f"      {kind}", "    Kernels:"]
+        for kernel, ins, outs in kernels:
+            lines.append(f"      {kernel}")
+            if style != "section_tensors":
+                lines += ["        Inputs:"] + [f"          [{k}]: {n}" for k, n in enumerate(ins)]
+                lines += ["        Outputs:"] + [f"          [{k}]: {n}" for k, n in enumerate(outs)]
+    lines += ["", "=" * 20, "Statistics for NeutronGraph \"subgraph_000\":", ""]
+    return "\n".join(lines) + "\n"
 
 
 def _op(opcode_index, inputs, outputs):
