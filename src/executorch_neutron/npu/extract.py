@@ -11,7 +11,8 @@ Contract (shared FACTS.md), and how we read it:
 - the node's real inputs/outputs are found among the converted graph's inputs/outputs by tensor index, never by
   position: the device runtime reads Neutron input i from the delegate argument the header maps it to, so the
   header must follow the node's order. The converted graph's inputs/outputs are the partition TFLite's, in the
-  same order (the converter keeps the graph signature), which is how a graph position becomes a delegate argument;
+  same order (the converter keeps the graph signature; NXP's own payload composition relies on the same), which is
+  how a graph position becomes a delegate argument;
 - microcode word 0 is the magic 0x64434D6E, word 6 the microcode size and word 7 the weights size (both checked
   against the constant buffers' lengths, because the device runtime trusts them to locate the sections).
 """
