@@ -21,6 +21,7 @@ import fake_neutron_sdk as fake  # noqa: E402
 
 from executorch_neutron.compile_spec import NeutronCompileSpec  # noqa: E402
 from executorch_neutron.npu import ConvertedModelError, compile_partition  # noqa: E402
+from executorch_neutron.npu.compile import node_header  # noqa: E402
 from executorch_neutron.npu.extract import extract  # noqa: E402
 from executorch_neutron.payload import Header, unpack  # noqa: E402
 
@@ -96,8 +97,6 @@ def test_each_neutron_input_reads_the_argument_holding_its_tensor(case):
     graph_header, in_order, out_order, _ = case
     tflite = io_model(graph_header.n_inputs, graph_header.n_outputs)
     converted = fake.neutron_graph_model(tflite, "ok", in_order, out_order)
-    from executorch_neutron.npu.compile import node_header
-
     header = node_header(graph_header, extract(converted, graph_header.n_inputs, graph_header.n_outputs))
     source = schema.ModelT.InitFromPackedBuf(tflite, 0).subgraphs[0]
     model = schema.ModelT.InitFromPackedBuf(converted, 0).subgraphs[0]
