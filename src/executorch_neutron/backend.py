@@ -33,6 +33,7 @@ class NeutronBackend(BackendDetails):
             out = Path(spec.intermediates_dir)
             out.mkdir(parents=True, exist_ok=True)
             (out / f"{name}.tflite").write_bytes(converted.tflite)
+        # in the TFLite's graph order; the device path rewrites it in the NeutronGraph node's order (npu/compile.py)
         header = Header(
             n_args=converted.n_args,
             input_formats=converted.input_formats,
@@ -40,9 +41,9 @@ class NeutronBackend(BackendDetails):
             input_args=converted.input_args,
             output_args=tuple(range(len(converted.output_formats))),
         )
-        compiled = compile_partition(converted.tflite, header, spec, name)
+        compiled = compile_partition(converted.tflite, header, spec, name, converted.debug_handles)
         debug_map = compiled.debug_handle_map
-        if debug_map is None:
+        if debug_map is None:  # no profiling microcode: one entry per TFLite operator (what the host runs)
             debug_map = {i: handles for i, handles in enumerate(converted.debug_handles)}
             debug_map[len(debug_map)] = ()
         emit("partition", name=name)

@@ -278,7 +278,8 @@ def _add_lowering_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--operators-not-to-delegate", nargs="+", metavar="OP",
                    help="operators kept on the CPU, e.g. aten.convolution.default (comma or space separated)")
     g.add_argument("--no-neutron-format-conversion", action="store_true",
-                   help="partitions take PyTorch layouts and transpose inside instead of the runtime")
+                   help="use_neutron_for_format_conversion=False: partitions take channels-last inputs/outputs and "
+                        "the runtime transposes on the CPU (default: Transpose ops inside the partition, on the NPU)")
     g.add_argument("--fetch-constants-to-sram", action="store_true", help="prefetch weights to SRAM")
     g.add_argument("--dump-kernel-selection-code", action="store_true", help="keep the kernel-selection code")
     g.add_argument("--intermediates", metavar="DIR", help="write each partition's int8 TFLite (<tag>.tflite) here")

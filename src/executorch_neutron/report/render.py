@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from .macs import MAC_FORMULA
-from .notes import MEMORY_NOTE, REQUANTIZE_NOTE
+from .notes import FORMAT_NOTE, MEMORY_NOTE, REQUANTIZE_NOTE
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 SCHEMA_VERSION = 2
@@ -182,5 +182,5 @@ def to_markdown(report) -> str:
     if report.requantizations:
         out += ["", "## Requantized on the CPU", "", f"{REQUANTIZE_NOTE}.", ""]
         out += [f"- {_md_escape(r.describe())}" for r in report.requantizations]
-    out += ["", f"MACs: {MAC_FORMULA}.", "", f"Memory: {MEMORY_NOTE}."]
+    out += ["", f"MACs: {MAC_FORMULA}.", "", f"Memory: {MEMORY_NOTE}.", "", f"Formats: {FORMAT_NOTE}."]
     return "\n".join(out) + "\n"

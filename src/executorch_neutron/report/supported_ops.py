@@ -67,7 +67,9 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
         "Generated from the operator registry (`src/executorch_neutron/ops/`) by "
         "`executorch-neutron ops --markdown > SUPPORTED_OPS.md`; do not edit by hand. The partitioner checks "
         "exactly these constraints; a node that fails one stays on the CPU, and the delegation report gives the "
-        f"reason. {macs}.",
+        f"reason. {macs}. Shapes are PyTorch's (NCHW); inside a partition rank-4 tensors are NHWC, and with "
+        "`use_neutron_for_format_conversion=True` (default) the partition converts at its boundary with Transpose ops "
+        "on the NPU (False: the runtime transposes on the CPU).",
         "",
         "## Constraint profiles",
         "",

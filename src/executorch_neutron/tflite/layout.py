@@ -3,6 +3,11 @@
 Inside a partition every rank-4 activation is stored channels-last (NHWC); all other ranks keep PyTorch's order.
 A `Layout` says how a value's logical (PyTorch) shape maps to its physical (TFLite) shape. Converters ask this
 module for physical shapes, axes and permutations; they never write a permutation by hand.
+
+At the partition boundary, NXP's `use_neutron_for_format_conversion` decides (`boundary_layout`): True (default)
+keeps ExecuTorch's channels-first tensors at the boundary, the partition converts with TRANSPOSE ops inside (so the
+NPU does it) and the payload's format flags are 0; False makes rank-4 boundary tensors channels-last, the format
+flags 1, and the runtime transposes on the CPU.
 """
 
 from __future__ import annotations
@@ -30,6 +35,16 @@ class Layout(Enum):
     def preferred(rank: int) -> "Layout":
         """The layout a partition keeps a value of this rank in."""
         return Layout.CHANNELS_LAST if rank == 4 else Layout.NATURAL
+
+
+def boundary_layout(rank: int, neutron_converts: bool) -> Layout:
+    """Layout of a partition input/output of this rank (`neutron_converts`: use_neutron_for_format_conversion)."""
+    return Layout.NATURAL if neutron_converts else Layout.preferred(rank)
+
+
+def format_flag(layout: Layout) -> int:
+    """The payload header's format flag for a boundary tensor: 1 = channels-last (the runtime transposes)."""
+    return 1 if layout is Layout.CHANNELS_LAST else 0
 
 
 def to_physical_perm(rank: int, layout: Layout) -> tuple[int, ...]:
