@@ -83,7 +83,7 @@ def test_default_options_reach_the_converter(sdk):
     seen = json.loads(sdk.read_text())
     assert out.kind == "neutron-microcode"
     assert seen["target"] == {"fake_target": "imxrt700"}
-    assert seen["options"] == {"minNumOpsPerGraph": 1, "excludeGraphPasses": None, "fetchConstantsToSRAM": False,
+    assert seen["options"] == {"minNumOpsPerGraph": 1, "excludeGraphPasses": "HoistSliceAboveTranspose,MergeTranspose", "fetchConstantsToSRAM": False,
                                "dumpKernelSelectionCode": False, "useProfiling": False, "dumpAfterImport": None,
                                "dumpAfterGenerate": None, "verbose": None}  # None: left at the SDK's default
 

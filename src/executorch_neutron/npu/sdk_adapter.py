@@ -55,6 +55,9 @@ def converter_options(spec) -> dict:
         "fetchConstantsToSRAM": bool(spec.fetch_constants_to_sram),
         "dumpKernelSelectionCode": bool(spec.dump_kernel_selection_code),
         "useProfiling": bool(spec.use_profiling),
+        # NXP's backend in ExecuTorch 1.5.1 excludes these two graph passes by default; so do we (override with
+        # extra_flags="--excludeGraphPasses=...")
+        "excludeGraphPasses": "HoistSliceAboveTranspose,MergeTranspose",
     }
     if spec.use_profiling:
         # the converter prints its imported and generated graphs on the console (the value "console", as NXP's
