@@ -114,7 +114,7 @@ def lower(
     model: torch.nn.Module,
     inputs,
     calibration_inputs: Iterable | None = None,
-    target: str = "imxrt700",
+    target: str | None = None,
     *,
     spec: NeutronCompileSpec | None = None,
     quantizer=None,
@@ -131,7 +131,7 @@ def lower(
     spec / spec_options: NeutronCompileSpec, or its fields as keywords (intermediates_dir=..., ...).
     quantize_model: False when `model` is already quantized (a convert_pt2e GraphModule, e.g. after QAT); it is
         then the reference `result.quantized_model`.
-    target: ignored when `spec` is given (a different target in both is an error).
+    target: Neutron target name (default imxrt700, or `spec.target`); a different target in both is an error.
     progress: a tqdm-like factory for progress bars (the CLI passes tqdm): one bar over the stages (quantize,
         export, partition + convert, to_executorch), one over the calibration batches, one over the partitions.
     etrecord: also record ExecuTorch's ETRecord (`result.etrecord`, `result.save_etrecord(path)`) so that an ETDump
@@ -145,9 +145,9 @@ def lower(
     from .report import DelegationReport
 
     if spec is None:
-        spec = NeutronCompileSpec.coerce(spec, target=target, **spec_options)
+        spec = NeutronCompileSpec.coerce(spec, target=target or "imxrt700", **spec_options)
     else:
-        if target != "imxrt700" and get_target(target).name != spec.target:
+        if target is not None and get_target(target).name != spec.target:
             raise LoweringError(f"target {target!r} conflicts with spec.target {spec.target!r}: pass one of them")
         spec = spec.replace(**spec_options)
     inputs = _as_tuple(inputs)

@@ -145,7 +145,7 @@ def compare(
     model: torch.nn.Module | None = None,
     inputs=None,
     calibration: Iterable | None = None,
-    target: str = "imxrt700",
+    target: str | None = None,
     *,
     result=None,
     samples: Sequence | None = None,

@@ -33,10 +33,7 @@ class ConvertedPartition:
     output_formats: tuple[int, ...]
     input_args: tuple[int, ...]  # per TFLite input: index among the delegate's user inputs
     n_args: int
-    input_shapes: tuple[tuple[int, ...], ...]  # logical shapes
-    output_shapes: tuple[tuple[int, ...], ...]
     debug_handles: tuple[tuple[int, ...], ...]  # per TFLite operator: edge debug handles it computes
-    num_ops: int
 
 
 def constant_resolver(program: ExportedProgram):
@@ -62,7 +59,7 @@ def convert_program(program: ExportedProgram, check_ctx: CheckContext, name: str
     neutron_converts = spec.use_neutron_for_format_conversion
 
     user_inputs = [n for n in program.graph.nodes if n.op == "placeholder" and resolve(n) is None]
-    in_formats, in_args, in_shapes = [], [], []
+    in_formats, in_args = [], []
     for idx, node in enumerate(user_inputs):
         if not node.users:
             continue
@@ -74,7 +71,6 @@ def convert_program(program: ExportedProgram, check_ctx: CheckContext, name: str
         ctx.bind(node, Value(t, shape, layout, quant))
         in_formats.append(format_flag(layout))
         in_args.append(idx)
-        in_shapes.append(shape)
 
     debug_handles = []
     absorbed: set[Node] = set()
@@ -98,7 +94,7 @@ def convert_program(program: ExportedProgram, check_ctx: CheckContext, name: str
         debug_handles.extend([handles] * (builder.num_operators - before))
 
     out_node = next(n for n in program.graph.nodes if n.op == "output")
-    out_formats, out_shapes = [], []
+    out_formats = []
     for arg in out_node.args[0]:
         if not isinstance(arg, Node):
             raise ConversionError(f"partition output {arg!r} is not a tensor")
@@ -109,7 +105,6 @@ def convert_program(program: ExportedProgram, check_ctx: CheckContext, name: str
             raise ConversionError(f"partition output {arg.name} repeats another input or output")
         builder.outputs.append(v.tensor)
         out_formats.append(format_flag(layout))
-        out_shapes.append(v.shape)
     debug_handles.extend([()] * (builder.num_operators - len(debug_handles)))
 
     return ConvertedPartition(
@@ -118,10 +113,7 @@ def convert_program(program: ExportedProgram, check_ctx: CheckContext, name: str
         output_formats=tuple(out_formats),
         input_args=tuple(in_args),
         n_args=len(user_inputs),
-        input_shapes=tuple(in_shapes),
-        output_shapes=tuple(out_shapes),
         debug_handles=tuple(debug_handles),
-        num_ops=builder.num_operators,
     )
 
 
