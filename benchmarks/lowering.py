@@ -11,7 +11,10 @@ Floors, for the same model in the same process:
 - float floor: the float model through plain torch.export + to_edge_transform_and_lower (no partitioner) +
   to_executorch: what any ExecuTorch user pays;
 - quantized floor: PyTorch's quantized model (the one lower() produced) through the same plain flow: ExecuTorch's
-  cost for the graph we hand it, so lower() / quantized floor is what our own stages add.
+  cost for the graph we hand it;
+- int8 floor: PT2E quantization alone (torchao's export + prepare + calibrate + convert with NeutronQuantizer) +
+  the quantized floor: what any int8 ExecuTorch flow pays, so lower() / int8 floor is what partitioning,
+  conversion and the report add.
 `--profile N` prints the N most expensive functions of one lower() (cProfile, cumulative).
 """
 
@@ -55,7 +58,8 @@ def plain_flow(model, inputs) -> float:
 
 
 def bench(name: str, resolution: int, n_calib: int, profile: int) -> None:
-    from executorch_neutron import lower, zoo
+    from executorch_neutron import NeutronQuantizer, lower, zoo
+    from executorch_neutron.lowering import quantize
 
     if name == "mobilenet_v2_like":
         model, inputs = zoo.mobilenet_v2_like(resolution=resolution)
@@ -73,6 +77,9 @@ def bench(name: str, resolution: int, n_calib: int, profile: int) -> None:
     total = time.perf_counter() - t0
     float_floor = plain_flow(model, inputs)
     quant_floor = plain_flow(result.quantized_model, inputs)
+    t0 = time.perf_counter()
+    quantize(model, inputs, calib, NeutronQuantizer())
+    int8_floor = time.perf_counter() - t0 + quant_floor
     shape = "x".join(str(d) for d in inputs[0].shape)
     print(f"{name} ({shape}, {n_calib} calibration batches): {result.report.summary_line()}")
     for stage, seconds in result.timings.items():
@@ -80,6 +87,7 @@ def bench(name: str, resolution: int, n_calib: int, profile: int) -> None:
     print(f"  total lower()         {total:7.2f} s")
     print(f"  float floor           {float_floor:7.2f} s   lower() / float floor     {total / float_floor:5.2f}x")
     print(f"  quantized floor       {quant_floor:7.2f} s   lower() / quantized floor {total / quant_floor:5.2f}x")
+    print(f"  int8 floor            {int8_floor:7.2f} s   lower() / int8 floor      {total / int8_floor:5.2f}x")
     print(f"  .pte size             {len(result.pte) / 1024:7.1f} KiB")
     if prof:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(profile)
