@@ -14,12 +14,13 @@ from .conv1d_to_conv2d import conv1d_to_conv2d
 from .div_to_mul import div_to_mul
 from .matmul_to_bmm import matmul_to_bmm
 from .mean1d_to_mean2d import mean1d_to_mean2d
+from .permute_rank4 import permute_rank4
 from .pool1d_to_pool2d import pool1d_to_pool2d
 from .remove_bn_counters import remove_bn_counters
 from .remove_noops import remove_noops
 from .split_to_slices import split_to_slices
 
-ATEN_PASSES = (remove_noops, remove_bn_counters, conv1d_to_conv2d, pool1d_to_pool2d, mean1d_to_mean2d, div_to_mul, split_to_slices,
+ATEN_PASSES = (remove_noops, permute_rank4, remove_bn_counters, conv1d_to_conv2d, pool1d_to_pool2d, mean1d_to_mean2d, div_to_mul, split_to_slices,
                matmul_to_bmm)
 
 
@@ -30,4 +31,4 @@ def run_aten_passes(gm: GraphModule) -> GraphModule:
 
 
 __all__ = ["ATEN_PASSES", "run_aten_passes", "conv1d_to_conv2d", "div_to_mul", "matmul_to_bmm", "mean1d_to_mean2d",
-           "pool1d_to_pool2d", "remove_bn_counters", "remove_noops", "split_to_slices"]
+           "permute_rank4", "pool1d_to_pool2d", "remove_bn_counters", "remove_noops", "split_to_slices"]
