@@ -18,11 +18,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "models"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
 def _families():
-    import arch_blocks
+    from models import arch_blocks
 
     from executorch_neutron import zoo
 

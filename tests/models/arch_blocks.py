@@ -227,8 +227,8 @@ def resnet_stem(seed: int = 0):
 
 
 def squeezenet(seed: int = 0):
-    # 47: the ceil_mode pools then see odd sizes (23 -> 12, 11 -> 6), where ceil_mode adds a window
-    return _make(SqueezeNetLike, 47, seed)
+    # 50: the ceil_mode pools see even sizes (24 -> 12, 12 -> 6), where ceil_mode adds a window at the edge
+    return _make(SqueezeNetLike, 50, seed)
 
 
 FAMILIES = {

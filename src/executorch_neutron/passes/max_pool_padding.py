@@ -5,7 +5,7 @@ exactly (every pooling window holds at least one real element, so the pad value 
 - padding that is not SAME (ResNet stem: kernel 3, stride 2, padding 1 on an even size);
 - ceil_mode True, which adds windows that hang over the bottom/right edge: extra padding there, ceil_mode off.
 The pad value is 0 when the input cannot be negative (it comes from relu / relu6 / a clamp with a lower bound
->= 0 / sigmoid): 0 is the input's quantized zero point, inside the range its observer saw, so calibration is not
+>= 0 / sigmoid, possibly through cat, max pools, slices and reshapes): 0 is the input's quantized zero point, inside the range its observer saw, so calibration is not
 disturbed (a -inf or a large negative pad value would be observed, since a pad shares its input's quantization,
 and would wreck the scale). Inputs that may be negative are left alone and stay on the CPU ("not SAME padding").
 ceil_mode that adds no window is just turned off (for average pools too). Runs before quantization.
@@ -24,6 +24,8 @@ aten = torch.ops.aten
 _POOLS = (aten.max_pool2d.default, aten.avg_pool2d.default)
 _NONNEGATIVE = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.sigmoid.default,
                 aten.sigmoid_.default, aten.hardsigmoid.default}
+_PASS_SIGN = {aten.max_pool2d.default, aten.view.default, aten.reshape.default, aten.slice.Tensor,
+              aten.flatten.using_ints, aten.permute.default, aten.transpose.int}  # non-negative in, non-negative out
 _CLAMPS = {aten.hardtanh.default: "min_val", aten.hardtanh_.default: "min_val", aten.clamp.default: "min",
            aten.clamp_.default: "min"}
 
@@ -34,11 +36,15 @@ def _pair(v, default) -> list[int]:
     return v * 2 if len(v) == 1 else v
 
 
-def _nonnegative(node) -> bool:
-    if getattr(node, "op", None) != "call_function":
+def _nonnegative(node, depth: int = 8) -> bool:
+    if getattr(node, "op", None) != "call_function" or depth == 0:
         return False
     if node.target in _NONNEGATIVE:
         return True
+    if node.target in (aten.cat.default, aten.concat.default):
+        return all(_nonnegative(t, depth - 1) for t in node.args[0])
+    if node.target in _PASS_SIGN:
+        return _nonnegative(node.args[0], depth - 1)
     if node.target in _CLAMPS:
         lo = arg(node, _CLAMPS[node.target])
         return lo is not None and float(lo) >= 0
