@@ -86,3 +86,15 @@ def test_drift_start_is_the_first_op_beyond_one_step():
     assert p.drift_start.name == "add"
     text = str(CompareResult(1, [], [p]))
     assert "drift starts at add (ADD): 3 steps, then 9" in text
+
+
+def test_per_op_layout_when_channels_equal_height_and_width():
+    """C == H == W: the NHWC and NCHW shapes coincide, so the layout comes from the op, not from the shape."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1),
+                          nn.Flatten(), nn.Linear(8 * 8 * 8, 16)).eval()
+    x = torch.randn(1, 3, 8, 8)
+    r = executorch_neutron.compare(model, (x,), [(x,)] + calibration((x,), 4))
+    (p,) = r.partitions
+    assert [o.op for o in p.ops] == ["CONV_2D", "CONV_2D", "RESHAPE", "FULLY_CONNECTED"]
+    assert all(o.max_steps <= 1 for o in p.ops), p.ops

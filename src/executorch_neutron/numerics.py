@@ -323,12 +323,25 @@ def _op_keys(original) -> dict[str, tuple]:
     return keys
 
 
+def _logical(value: np.ndarray, shape: tuple, opcode) -> np.ndarray | None:
+    """An op output read from LiteRT in PyTorch's order: rank-4 values live channels-last inside a partition,
+    except the result of a RESHAPE (a view is defined on PyTorch's order); None when the shape does not fit."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    from .tflite.layout import Layout, from_channels_last, physical_shape
+
+    if value.ndim == 4 and opcode.builtinCode != schema.BuiltinOperator.RESHAPE:
+        if value.shape == physical_shape(shape, Layout.CHANNELS_LAST):
+            return from_channels_last(value)
+    return value if value.shape == tuple(shape) else None
+
+
 def _op_stats(payload, inputs_per_sample: list[list[np.ndarray]], op_keys: dict, captured: list[dict]) -> list[OpStats]:
     """Every op output of the partition's TFLite (LiteRT keeps intermediates) vs the quantized model's value."""
     from ai_edge_litert import schema_py_generated as schema
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    from .tflite.layout import Layout, from_channels_last, physical_shape, to_channels_last
+    from .tflite.layout import to_channels_last
 
     tflite = payload.tflite
     model = schema.ModelT.InitFromPackedBuf(bytearray(tflite), 0)
@@ -349,11 +362,9 @@ def _op_stats(payload, inputs_per_sample: list[list[np.ndarray]], op_keys: dict,
             key = op_keys.get(name)
             if key is None or len(seen.get(key, ())) != 1:
                 continue  # no quantize node of its own (an inserted transpose, pad...) or ambiguous
-            got = it.get_tensor(t)
+            got = _logical(it.get_tensor(t), seen[key][0].numpy().shape, model.operatorCodes[op.opcodeIndex])
             want = seen[key][0].numpy()
-            if got.ndim == 4 and got.shape == physical_shape(want.shape, Layout.CHANNELS_LAST) != want.shape:
-                got = from_channels_last(got)
-            if got.shape != want.shape:
+            if got is None:
                 continue
             per_op.setdefault(k, []).append(np.abs(got.astype(np.int32) - want.astype(np.int32)).ravel())
     out = []
