@@ -24,8 +24,9 @@ from .remove_noops import remove_noops
 from .silu_to_sigmoid_mul import silu_to_sigmoid_mul
 from .split_to_slices import split_to_slices
 
-ATEN_PASSES = (remove_noops, permute_rank4, remove_bn_counters, conv1d_to_conv2d, pool1d_to_pool2d, mean1d_to_mean2d, div_to_mul, split_to_slices,
-               matmul_to_bmm, hardsigmoid_to_conv, silu_to_sigmoid_mul, max_pool_padding, grouped_conv_split)
+ATEN_PASSES = (remove_noops, permute_rank4, remove_bn_counters, conv1d_to_conv2d, pool1d_to_pool2d, mean1d_to_mean2d,
+               div_to_mul, split_to_slices, matmul_to_bmm, hardsigmoid_to_conv, silu_to_sigmoid_mul, max_pool_padding,
+               grouped_conv_split)
 
 
 def run_aten_passes(gm: GraphModule) -> GraphModule:
