@@ -10,6 +10,7 @@ PyTorch's quantized model (the rewrites must not cost accuracy the reference doe
 
 import pytest
 import torch
+from torch import nn
 
 from models import arch_blocks
 from executorch_neutron.numerics import sqnr
@@ -61,3 +62,18 @@ def test_family_runs_on_the_npu_in_one_partition(name):
           f"(quantized PyTorch {ref_db:.1f} dB)")
     assert d.max() <= 3 and within1 >= 0.95, f"max {d.max()} steps, {within1:.3f} within 1 step"
     assert ours_db >= ref_db - 1.0, f"SQNR {ours_db:.1f} dB vs quantized PyTorch {ref_db:.1f} dB"
+
+
+@pytest.mark.parametrize("pool, size", [
+    (nn.MaxPool2d(3, 2, 1), (22, 18)),  # ResNet stem pooling, not SAME on even sizes
+    (nn.MaxPool2d(3, 2, ceil_mode=True), (20, 16)),  # SqueezeNet pooling, ceil_mode adds a window
+], ids=["stem_padding", "ceil_mode"])
+def test_max_pool_of_signed_values_on_the_npu(pool, size):
+    """A max pool whose input may be negative (conv without activation): edges replicated (slices + cat) instead
+    of PyTorch's -inf padding; one partition, within 1 step (the conv's bound: pooling and copies are exact)."""
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, *size)
+    r = lower_and_run(nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), pool).eval(), (x,))
+    assert r.rejections == [], str(r.result.report)
+    assert r.delegated_ops.get("aten.cat.default", 0) >= 1, r.delegated_ops
+    assert steps(r.output, r.reference).max() <= 1

@@ -59,8 +59,6 @@ CASES = {
                        "aten.convolution.default", "padding"),
     "max_pool_dilation": (lambda: nn.MaxPool2d(2, dilation=2), x(1, 8, 9, 7),
                           "aten.max_pool2d_with_indices.default", "dilation"),
-    "max_pool_ceil": (lambda: nn.MaxPool2d(2, ceil_mode=True), x(1, 8, 9, 7),
-                      "aten.max_pool2d_with_indices.default", "ceil_mode"),
     "max_pool_channels": (lambda: nn.MaxPool2d(2), x(1, 6, 8, 10), "aten.max_pool2d_with_indices.default",
                           "channels 6"),
     "max_pool_batch": (lambda: nn.MaxPool2d(2), x(2, 8, 8, 10), "aten.max_pool2d_with_indices.default", "batch 2"),

@@ -94,14 +94,27 @@ def test_merged_permutation(shape, perm, expected):
 
 
 @pytest.mark.parametrize("model, shape", [
-    (nn.MaxPool2d(3, 2, 1), (1, 8, 12, 10)),  # input may be negative: a zero pad would change the result
+    (nn.MaxPool2d(3, 2, 1), (1, 8, 12, 10)),
+    (nn.MaxPool2d(3, 2, ceil_mode=True), (1, 8, 12, 14)),
+    (nn.MaxPool2d(5, 2, 2, ceil_mode=True), (1, 8, 10, 13)),
+], ids=["stem", "ceil", "k5_p2_ceil"])
+def test_max_pool_of_signed_input_replicates_edges(model, shape):
+    """Input that may be negative: a zero pad would change the result; edges are replicated (slices + cat)."""
+    x = torch.randn(*shape) - 1.0
+    gm = max_pool_padding(torch.export.export(model, (x,), strict=False).module())
+    after = targets(gm)
+    assert aten.constant_pad_nd.default not in after and aten.cat.default in after, after
+    torch.testing.assert_close(gm(x), model(x))
+
+
+@pytest.mark.parametrize("model, shape", [
     (nn.Sequential(nn.ReLU(), nn.MaxPool2d(3, 2, 1)), (1, 8, 11, 11)),  # already SAME padding
     (nn.Sequential(nn.ReLU(), nn.MaxPool2d(2, 2, dilation=2, padding=1)), (1, 8, 12, 10)),  # dilated
-], ids=["signed_input", "same_padding", "dilation"])
+], ids=["same_padding", "dilation"])
 def test_max_pool_padding_leaves_alone(model, shape):
     x = torch.randn(*shape)
     gm = max_pool_padding(torch.export.export(model, (x,), strict=False).module())
-    assert aten.constant_pad_nd.default not in targets(gm)
+    assert {aten.constant_pad_nd.default, aten.cat.default}.isdisjoint(targets(gm))
     torch.testing.assert_close(gm(x), model(x))
 
 

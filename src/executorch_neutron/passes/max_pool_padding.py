@@ -4,10 +4,14 @@ PyTorch pads a max pool with -inf; TFLite's MAX_POOL_2D only knows SAME and VALI
 exactly (every pooling window holds at least one real element, so the pad value only has to lose):
 - padding that is not SAME (ResNet stem: kernel 3, stride 2, padding 1 on an even size);
 - ceil_mode True, which adds windows that hang over the bottom/right edge: extra padding there, ceil_mode off.
-The pad value is 0 when the input cannot be negative (it comes from relu / relu6 / a clamp with a lower bound
->= 0 / sigmoid, possibly through cat, max pools, slices and reshapes): 0 is the input's quantized zero point, inside the range its observer saw, so calibration is not
-disturbed (a -inf or a large negative pad value would be observed, since a pad shares its input's quantization,
-and would wreck the scale). Inputs that may be negative are left alone and stay on the CPU ("not SAME padding").
+A -inf or large negative pad value cannot be used: a pad shares its input's quantization, so the shared observer
+would see it and wreck the scale. Instead:
+- when the input cannot be negative (relu / relu6 / a clamp with a lower bound >= 0 / sigmoid, possibly through
+  cat, max pools, slices and reshapes) the pad value is 0: the quantized zero point, inside the observed range;
+- otherwise the edges are replicated (slices of the first / last row and column, concatenated): a window that
+  holds a padded position also holds the edge element it copies (PyTorch keeps padding <= kernel / 2 and starts
+  every window inside the input or its left padding), so the maximum is unchanged. Slices and cat share the
+  input's quantization, so the observers see only real values.
 ceil_mode that adds no window is just turned off (for average pools too). Runs before quantization.
 """
 
@@ -73,6 +77,16 @@ def _set_arg(node, name: str, value) -> None:
         node.kwargs = {**node.kwargs, name: value}
 
 
+def _replicate(gm, x, dim: int, before: int, after: int, like):
+    """x with its first slice along `dim` repeated `before` times in front and its last `after` times behind."""
+    if not before and not after:
+        return x
+    size = int(x.meta["val"].shape[dim])
+    first = call(gm, aten.slice.Tensor, (x, dim, 0, 1), like) if before else None
+    last = call(gm, aten.slice.Tensor, (x, dim, size - 1, size), like) if after else None
+    return call(gm, aten.cat.default, ([first] * before + [x] + [last] * after, dim), like)
+
+
 def max_pool_padding(gm: GraphModule) -> GraphModule:
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or node.target not in _POOLS:
@@ -98,13 +112,15 @@ def max_pool_padding(gm: GraphModule) -> GraphModule:
         out = ceil_out if ceil else floor_out
         if not ceil and (not any(p) or all(_is_same(size[i], k[i], s[i], p[i]) for i in range(2))):
             continue
-        if not _nonnegative(x):
-            continue
         # after padding (before: p, after: whatever the last window needs beyond the input)
         after = [max((out[i] - 1) * s[i] + k[i] - size[i] - p[i], 0) for i in range(2)]
-        pad = [p[1], after[1], p[0], after[0]]  # W then H, as constant_pad_nd takes them
         with gm.graph.inserting_before(node):
-            padded = call(gm, aten.constant_pad_nd.default, (x, pad, 0.0), node)
+            if _nonnegative(x):
+                padded = call(gm, aten.constant_pad_nd.default, (x, [p[1], after[1], p[0], after[0]], 0.0), node)
+            else:
+                padded = x
+                for i in range(2):
+                    padded = _replicate(gm, padded, 2 + i, p[i], after[i], node)
             pooled = call(gm, aten.max_pool2d.default, (padded, k, s, [0, 0], [1, 1], False), node)
         node.replace_all_uses_with(pooled)
         gm.graph.erase_node(node)
