@@ -65,3 +65,36 @@ def test_partitions_named(two_partitions):
 def test_needs_a_model():
     with pytest.raises(ValueError, match="needs a model"):
         executorch_neutron.compare()
+
+
+def test_per_op_outputs_are_compared(two_partitions):
+    """Each partition's op outputs (LiteRT intermediates) are matched to the quantized model's quantize nodes."""
+    a, b = two_partitions.partitions
+    assert [o.op for o in a.ops] == ["CONV_2D"]  # conv + fused relu: one op whose output has its own quantize node
+    assert [o.op for o in b.ops][0] == "CONV_2D" and b.ops[-1].op == "FULLY_CONNECTED"
+    for o in a.ops + b.ops:
+        assert o.max_steps <= 1, o  # each op alone within 1 step of its quantized PyTorch op
+    assert a.drift_start is None and "every op within 1 step" in str(two_partitions)
+    assert two_partitions.to_dict()["partitions"][0]["drift_start"] is None
+
+
+def test_drift_start_is_the_first_op_beyond_one_step():
+    from executorch_neutron.numerics import OpStats, PartitionStats
+
+    ops = [OpStats("conv", "CONV_2D", 1, 0.1), OpStats("add", "ADD", 3, 0.2), OpStats("fc", "FULLY_CONNECTED", 9, 1)]
+    p = PartitionStats("neutron_0", 9, 1.0, 20.0, ops=ops)
+    assert p.drift_start.name == "add"
+    text = str(CompareResult(1, [], [p]))
+    assert "drift starts at add (ADD): 3 steps, then 9" in text
+
+
+def test_per_op_layout_when_channels_equal_height_and_width():
+    """C == H == W: the NHWC and NCHW shapes coincide, so the layout comes from the op, not from the shape."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1),
+                          nn.Flatten(), nn.Linear(8 * 8 * 8, 16)).eval()
+    x = torch.randn(1, 3, 8, 8)
+    r = executorch_neutron.compare(model, (x,), [(x,)] + calibration((x,), 4))
+    (p,) = r.partitions
+    assert [o.op for o in p.ops] == ["CONV_2D", "CONV_2D", "RESHAPE", "FULLY_CONNECTED"]
+    assert all(o.max_steps <= 1 for o in p.ops), p.ops

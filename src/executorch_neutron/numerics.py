@@ -9,6 +9,10 @@ Per partition: the partition's int8 inputs are captured from the quantized model
 keeping the quantize nodes whose scale, zero point and shape match the partition's boundary), its TFLite runs
 in LiteRT on them, and its int8 outputs are compared with the quantized model's values at the partition outputs
 (max steps, SQNR vs quantized). The partition with the largest error is named.
+Per delegated op (host-reference partitions): LiteRT keeps every intermediate tensor
+(`experimental_preserve_all_tensors`); each op output is matched to the quantized model's quantize node of the same
+edge node (by scale, zero point and shape, read back in PyTorch's layout) and compared in its own quantization
+steps, in execution order. `drift_start` names the first op more than 1 step off: where drift begins.
 """
 
 from __future__ import annotations
@@ -37,12 +41,26 @@ class OutputStats:
 
 
 @dataclass
+class OpStats:
+    name: str  # the edge node (TFLite tensor name) whose output this is
+    op: str  # TFLite builtin operator
+    max_steps: int  # vs the quantized model's value of the same node, in this tensor's quantization steps
+    mean_steps: float
+
+
+@dataclass
 class PartitionStats:
     tag: str
     max_steps: int
     mean_steps: float
     sqnr_db: float | None  # partition output vs the quantized model at the same boundary
     note: str = ""
+    ops: list[OpStats] = field(default_factory=list)  # per delegated op output matched in the quantized model
+
+    @property
+    def drift_start(self) -> OpStats | None:
+        """The first op (execution order) more than 1 step from PyTorch's quantized model."""
+        return next((o for o in self.ops if o.max_steps > 1), None)
 
 
 @dataclass
@@ -60,6 +78,8 @@ class CompareResult:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["worst_partition"] = self.worst_partition.tag if self.worst_partition else None
+        for p, pd in zip(self.partitions, d["partitions"]):
+            pd["drift_start"] = p.drift_start.name if p.drift_start else None
         return d
 
     def __str__(self) -> str:
@@ -76,6 +96,12 @@ class CompareResult:
         for p in self.partitions:
             lines.append(f"partition {p.tag}: max error {_plural(p.max_steps, 'step')}, mean {p.mean_steps:.3f}, "
                          f"SQNR vs quantized {_db(p.sqnr_db)}" + (f" ({p.note})" if p.note else ""))
+            if p.ops:
+                start = p.drift_start
+                lines.append(f"  {len(p.ops)} op outputs compared; " + (
+                    f"drift starts at {start.name} ({start.op}): {_plural(start.max_steps, 'step')}, then "
+                    + ", ".join(f"{o.max_steps}" for o in p.ops[p.ops.index(start) + 1:][:12])
+                    if start else f"every op within 1 step (worst {max(o.max_steps for o in p.ops)})"))
         worst = self.worst_partition
         if worst is not None:
             lines.append(f"worst partition: {worst.tag} ({_plural(worst.max_steps, 'step')})")
@@ -246,7 +272,9 @@ def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
     lowered = [getattr(gm, n.target) for n in gm.graph.nodes
                if n.op == "get_attr" and str(n.target).startswith("lowered_module")]
     bounds = [_boundaries(m.original_module) for m in lowered]
+    op_keys = [_op_keys(m.original_module) for m in lowered]
     keys = {k for ins, outs in bounds for k in ins + outs if k is not None}
+    keys |= {k for names in op_keys for k in names.values()}
     captured = []
     with torch.no_grad():
         for x in samples:
@@ -277,7 +305,75 @@ def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
                 tests.append((got - zp).ravel())
         d = np.concatenate(diffs)
         note = "a boundary matched several quantize nodes; the first was used" if ambiguous else ""
+        ops = _op_stats(payload, [[seen[ins[k]][0].numpy() for k in h.input_args] for seen in captured],
+                        op_keys[len(stats)], captured)
         stats.append(PartitionStats(tag.tag, int(d.max()) if d.size else 0, float(d.mean()) if d.size else 0.0,
-                                    sqnr(np.concatenate(refs), np.concatenate(tests)), note))
+                                    sqnr(np.concatenate(refs), np.concatenate(tests)), note, ops))
     return stats
+
+
+def _op_keys(original) -> dict[str, tuple]:
+    """Edge node name (= the TFLite tensor name of its output) -> key of the quantize node that follows it."""
+    keys = {}
+    for n in original.graph.nodes:
+        if per_tensor_kind(n) == "q" and isinstance(n.args[0], torch.fx.Node):
+            key = _qkey(original.graph_module, n)
+            if key is not None:
+                keys.setdefault(n.args[0].name, key)
+    return keys
+
+
+def _logical(value: np.ndarray, shape: tuple, opcode) -> np.ndarray | None:
+    """An op output read from LiteRT in PyTorch's order: rank-4 values live channels-last inside a partition,
+    except the result of a RESHAPE (a view is defined on PyTorch's order); None when the shape does not fit."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    from .tflite.layout import Layout, from_channels_last, physical_shape
+
+    if value.ndim == 4 and opcode.builtinCode != schema.BuiltinOperator.RESHAPE:
+        if value.shape == physical_shape(shape, Layout.CHANNELS_LAST):
+            return from_channels_last(value)
+    return value if value.shape == tuple(shape) else None
+
+
+def _op_stats(payload, inputs_per_sample: list[list[np.ndarray]], op_keys: dict, captured: list[dict]) -> list[OpStats]:
+    """Every op output of the partition's TFLite (LiteRT keeps intermediates) vs the quantized model's value."""
+    from ai_edge_litert import schema_py_generated as schema
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    from .tflite.layout import to_channels_last
+
+    tflite = payload.tflite
+    model = schema.ModelT.InitFromPackedBuf(bytearray(tflite), 0)
+    graph = model.subgraphs[0]
+    names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+    h = payload.header
+    per_op: dict[int, list[np.ndarray]] = {}
+    for sample, seen in zip(inputs_per_sample, captured):
+        it = Interpreter(model_content=tflite, experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+                         experimental_preserve_all_tensors=True)
+        it.allocate_tensors()
+        for i, detail in enumerate(it.get_input_details()):
+            it.set_tensor(detail["index"], to_channels_last(sample[i], h.input_formats[i]))
+        it.invoke()
+        for k, op in enumerate(graph.operators):
+            t = op.outputs[0]
+            name = graph.tensors[t].name.decode() if isinstance(graph.tensors[t].name, bytes) else graph.tensors[t].name
+            key = op_keys.get(name)
+            if key is None or len(seen.get(key, ())) != 1:
+                continue  # no quantize node of its own (an inserted transpose, pad...) or ambiguous
+            got = _logical(it.get_tensor(t), seen[key][0].numpy().shape, model.operatorCodes[op.opcodeIndex])
+            want = seen[key][0].numpy()
+            if got is None:
+                continue
+            per_op.setdefault(k, []).append(np.abs(got.astype(np.int32) - want.astype(np.int32)).ravel())
+    out = []
+    for k, diffs in sorted(per_op.items()):
+        op = graph.operators[k]
+        name = graph.tensors[op.outputs[0]].name
+        d = np.concatenate(diffs)
+        out.append(OpStats(name.decode() if isinstance(name, bytes) else name,
+                           names.get(model.operatorCodes[op.opcodeIndex].builtinCode, "?"), int(d.max()),
+                           float(d.mean())))
+    return out
 

@@ -12,15 +12,21 @@ from torch.fx import GraphModule
 
 from .conv1d_to_conv2d import conv1d_to_conv2d
 from .div_to_mul import div_to_mul
+from .grouped_conv_split import grouped_conv_split
+from .hardsigmoid_to_conv import hardsigmoid_to_conv
 from .matmul_to_bmm import matmul_to_bmm
+from .max_pool_padding import max_pool_padding
 from .mean1d_to_mean2d import mean1d_to_mean2d
+from .permute_rank4 import permute_rank4
 from .pool1d_to_pool2d import pool1d_to_pool2d
 from .remove_bn_counters import remove_bn_counters
 from .remove_noops import remove_noops
+from .silu_to_sigmoid_mul import silu_to_sigmoid_mul
 from .split_to_slices import split_to_slices
 
-ATEN_PASSES = (remove_noops, remove_bn_counters, conv1d_to_conv2d, pool1d_to_pool2d, mean1d_to_mean2d, div_to_mul, split_to_slices,
-               matmul_to_bmm)
+ATEN_PASSES = (remove_noops, permute_rank4, remove_bn_counters, conv1d_to_conv2d, pool1d_to_pool2d, mean1d_to_mean2d,
+               div_to_mul, split_to_slices, matmul_to_bmm, hardsigmoid_to_conv, silu_to_sigmoid_mul, max_pool_padding,
+               grouped_conv_split)
 
 
 def run_aten_passes(gm: GraphModule) -> GraphModule:
@@ -29,5 +35,6 @@ def run_aten_passes(gm: GraphModule) -> GraphModule:
     return gm
 
 
-__all__ = ["ATEN_PASSES", "run_aten_passes", "conv1d_to_conv2d", "div_to_mul", "matmul_to_bmm", "mean1d_to_mean2d",
-           "pool1d_to_pool2d", "remove_bn_counters", "remove_noops", "split_to_slices"]
+__all__ = ["ATEN_PASSES", "run_aten_passes", "conv1d_to_conv2d", "div_to_mul", "grouped_conv_split",
+           "hardsigmoid_to_conv", "matmul_to_bmm", "max_pool_padding", "silu_to_sigmoid_mul", "mean1d_to_mean2d",
+           "permute_rank4", "pool1d_to_pool2d", "remove_bn_counters", "remove_noops", "split_to_slices"]

@@ -2,6 +2,8 @@
 
 Each becomes its input. A no-op whose input is a model input and whose result is a model output is kept (an
 output must not alias an input). Runs before quantization, so the removed nodes never get their own q/dq pair.
+A copy (contiguous, clone) may be what makes a later `view` legal (channel shuffle: view -> transpose ->
+contiguous -> view): the views that read a removed copy become `reshape`, which is defined on any strides.
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ def remove_noops(gm: GraphModule) -> GraphModule:
         src = node.args[0]
         if getattr(src, "op", None) == "placeholder" and any(u.op == "output" for u in node.users):
             continue
+        if node.target in _IDENTITY:
+            for user in node.users:
+                if user.target in (aten.view.default, aten._unsafe_view.default):
+                    user.target = aten.reshape.default
         node.replace_all_uses_with(src)
         gm.graph.erase_node(node)
     return finish(gm)

@@ -1,0 +1,36 @@
+"""ATen pass: hardsigmoid(x) on a rank-4 tensor -> depthwise 1x1 convolution (weight 1/6, bias 1/2) + clamp(0, 1).
+
+hardsigmoid(x) = clamp(x / 6 + 1/2, 0, 1). ExecuTorch would decompose it after quantization into float add, div,
+clamp on the CPU; as a convolution with a fused (0, 1) clamp it is one int8 table op (the weight 1/6 is exact
+in int8 per-channel: 127 * (1/6)/127; the bias is quantized like any conv bias, and PyTorch's quantized model
+computes the same rewritten graph). MobileNetV3's squeeze-excite gate is the case this is for. Other ranks are
+left alone. Runs before quantization.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.fx import GraphModule
+
+from .fx_utils import call, finish, new_parameter
+
+aten = torch.ops.aten
+
+
+def hardsigmoid_to_conv(gm: GraphModule) -> GraphModule:
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in (aten.hardsigmoid.default, aten.hardsigmoid_.default):
+            continue
+        x = node.args[0]
+        val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+        if val is None or val.dim() != 4 or not val.is_floating_point():
+            continue
+        c = int(val.shape[1])
+        with gm.graph.inserting_before(node):
+            w = new_parameter(gm, "_neutron_hardsigmoid_w", torch.full((c, 1, 1, 1), 1.0 / 6.0), x)
+            b = new_parameter(gm, "_neutron_hardsigmoid_b", torch.full((c,), 0.5), x)
+            conv = call(gm, aten.conv2d.default, (x, w, b, [1, 1], [0, 0], [1, 1], c), node)
+            out = call(gm, aten.clamp.default, (conv, 0.0, 1.0), node)
+        node.replace_all_uses_with(out)
+        gm.graph.erase_node(node)
+    return finish(gm)
