@@ -103,8 +103,9 @@ def lower(
     import executorch.kernels.quantized  # noqa: F401  (out variants of quantize/dequantize for the CPU side)
     from executorch.exir import to_edge_transform_and_lower
 
+    from .cortex_m import stage as cortex_m
     from .partition import NeutronPartitioner
-    from .quantizer import NeutronQuantizer
+    from .quantizer import quantizer_for
     from .report import DelegationReport
 
     spec = NeutronCompileSpec.coerce(spec, target=target, **spec_options) if spec is None else spec.replace(
@@ -121,7 +122,7 @@ def lower(
                         "with representative data for usable int8 accuracy")
             calibration_inputs = [inputs]
         t0 = time.perf_counter()
-        quantized = quantize(model, inputs, calibration_inputs, quantizer or NeutronQuantizer(target=spec.target),
+        quantized = quantize(model, inputs, calibration_inputs, quantizer or quantizer_for(spec.target),
                              progress)
         timings["quantize"] = time.perf_counter() - t0
         model = quantized
@@ -135,14 +136,21 @@ def lower(
 
     partitioner = NeutronPartitioner(spec)
     t0 = time.perf_counter()
-    edge = to_edge_transform_and_lower(exported, partitioner=[partitioner], generate_etrecord=etrecord)
+    edge = to_edge_transform_and_lower(exported, partitioner=[partitioner], generate_etrecord=etrecord,
+                                       compile_config=cortex_m.edge_compile_config(spec))
     timings["partition+convert"] = time.perf_counter() - t0
+
+    leftovers = None
+    if cortex_m.cortex_m_core(spec):  # Cortex-M stage: the NPU's leftovers become int8 cortex_m::* kernels
+        t0 = time.perf_counter()
+        edge, leftovers = cortex_m.lower_leftovers(edge, spec, [r.node for r in partitioner.rejections])
+        timings["cortex_m"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     program = edge.to_executorch()
     timings["to_executorch"] = time.perf_counter() - t0
 
-    report = DelegationReport.build(exported, edge, partitioner, spec)
+    report = DelegationReport.build(exported, edge, partitioner, spec, leftovers)
     if not report.partitions:
         log.warning("nothing was delegated to Neutron: %s", report.summary_line())
     return LoweringResult(program.buffer, report, spec, quantized, edge, timings,

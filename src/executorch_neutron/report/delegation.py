@@ -113,6 +113,9 @@ class DelegationReport:
     cpu_constant_bytes: int = 0  # constants left in the program outside delegates
     pte_bytes: int | None = None  # size of the .pte file when known (set by the caller that has it)
     requantizations: list[Requantization] = field(default_factory=list)  # CPU dequantize -> quantize pairs
+    # targets with a Cortex-M core (imxrt700cm): the core, and per CPU node the int8 kernel it became
+    cortex_m_core: str | None = None
+    cortex_m_kernels: dict[str, str] = field(default_factory=dict)  # CPU node -> "cortex_m.softmax", ...
 
     # --- counts -------------------------------------------------------------------------------------------
     @property
@@ -125,6 +128,23 @@ class DelegationReport:
     @property
     def cpu_ops(self) -> Counter:
         return Counter(r.op for r in self.rejections)
+
+    @property
+    def float_rejections(self) -> list[Rejection]:
+        """CPU nodes that compute in float (portable kernels): all of them unless a Cortex-M core took some."""
+        return [r for r in self.rejections if r.node not in self.cortex_m_kernels]
+
+    @property
+    def cortex_m_rejections(self) -> list[Rejection]:
+        """CPU nodes that run as int8 kernels of the Cortex-M core (`cortex_m_kernels` says which)."""
+        return [r for r in self.rejections if r.node in self.cortex_m_kernels]
+
+    def float_reason(self, r: Rejection) -> str:
+        """Why a CPU node computes in float: Neutron's reason, and on a Cortex-M target why that core did not."""
+        if self.cortex_m_core is None:
+            return r.reason
+        return (f"{r.reason}; no int8 {self.cortex_m_core} kernel: ExecuTorch's Cortex-M backend does not "
+                f"quantize or lower {r.op} here (see executorch.backends.cortex_m quantizer_support)")
 
     @property
     def num_delegated(self) -> int:
@@ -158,9 +178,17 @@ class DelegationReport:
 
     @property
     def cpu_groups(self) -> dict[str, list[CpuNode]]:
-        """CPU nodes grouped by operator, most frequent first."""
+        """Float CPU nodes grouped by operator, most frequent first."""
+        return self._groups(self.float_rejections)
+
+    @property
+    def cortex_m_groups(self) -> dict[str, list[CpuNode]]:
+        """CPU nodes run as Cortex-M int8 kernels, grouped by operator, most frequent first."""
+        return self._groups(self.cortex_m_rejections)
+
+    def _groups(self, rejections) -> dict[str, list[CpuNode]]:
         groups: dict[str, list[CpuNode]] = {}
-        for r in self.rejections:
+        for r in rejections:
             groups.setdefault(r.op, []).append(CpuNode(r, self.cpu_macs.get(r.node, 0)))
         return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
 
@@ -178,8 +206,12 @@ class DelegationReport:
     # --- rendering ----------------------------------------------------------------------------------------
     def summary_line(self) -> str:
         n, total = self.num_delegated, self.num_compute
-        return (f"{n} of {total} compute nodes ({100.0 * self.node_share:.1f}%) on the Neutron NPU in "
-                f"{len(self.partitions)} partition(s); {len(self.rejections)} on the CPU")
+        head = (f"{n} of {total} compute nodes ({100.0 * self.node_share:.1f}%) on the Neutron NPU in "
+                f"{len(self.partitions)} partition(s); ")
+        if self.cortex_m_core is None:
+            return head + f"{len(self.rejections)} on the CPU"
+        return head + (f"{len(self.cortex_m_rejections)} as int8 {self.cortex_m_core} kernels; "
+                       f"{len(self.float_rejections)} float on the CPU")
 
     def __str__(self) -> str:
         from .render import to_text
@@ -218,7 +250,8 @@ class DelegationReport:
 
     # --- construction -------------------------------------------------------------------------------------
     @classmethod
-    def build(cls, exported, edge, partitioner, spec: NeutronCompileSpec) -> "DelegationReport":
+    def build(cls, exported, edge, partitioner, spec: NeutronCompileSpec, leftovers=None) -> "DelegationReport":
+        """`leftovers`: the Cortex-M stage's `Leftovers` (cortex_m/stage.py) on a target with a Cortex-M core."""
         from ..backend import partition_name
 
         program = edge.exported_program()
@@ -233,9 +266,13 @@ class DelegationReport:
         cpu_macs = {r.node: _macs.node_macs(by_name[r.node]) for r in partitioner.rejections if r.node in by_name}
         npu = sum(p.macs for p in partitions)
         total = _macs.graph_macs(exported.graph) if exported is not None else 0
-        return cls(spec.target, partitions, list(partitioner.rejections),
+        rejections = list(partitioner.rejections)
+        kernels = {} if leftovers is None else {
+            r.node: k for r in rejections if (k := leftovers.kernel_of(r.node)) is not None}
+        return cls(spec.target, partitions, rejections,
                    total_macs=max(total, npu + sum(cpu_macs.values())), cpu_macs=cpu_macs,
-                   cpu_constant_bytes=_constant_bytes(program), requantizations=_requantizations(gm))
+                   cpu_constant_bytes=_constant_bytes(program), requantizations=_requantizations(gm),
+                   cortex_m_core=None if leftovers is None else leftovers.core, cortex_m_kernels=kernels)
 
 
 def _requantizations(gm) -> list[Requantization]:
