@@ -134,7 +134,7 @@ def test_bad_input(case, tmp_path):
 
 def test_targets_and_ops():
     proc = cli("targets", "--json")
-    assert proc.returncode == 0 and set(json.loads(proc.stdout)) == {"imxrt700", "mcxn94x", "imx95"}
+    assert proc.returncode == 0 and set(json.loads(proc.stdout)) == {"imxrt700", "imxrt700cm", "mcxn94x", "imx95"}
     proc = cli("ops", "--markdown")
     assert proc.returncode == 0 and "aten.convolution.default" in proc.stdout and proc.stdout.startswith("#")
 
