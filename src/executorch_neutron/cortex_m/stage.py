@@ -83,16 +83,77 @@ def leftover_passes(spec: NeutronCompileSpec) -> list:
 
 def lower_leftovers(edge, spec: NeutronCompileSpec, cpu_nodes=()):
     """`edge` with its CPU leftovers rewritten to `cortex_m::*` kernels, and what became of each of `cpu_nodes`
-    (names of the partitioner's CPU nodes); `(edge, None)` unchanged for a Neutron-only target."""
+    (names of the partitioner's CPU nodes); `(edge, None)` unchanged for a Neutron-only target.
+
+    The Cortex-M passes raise on an int8 op they cannot rewrite (per-channel linear weights, an activation they
+    cannot fuse, ...). When that happens each CPU node is tried alone on a copy; the ones that fail lose their
+    "int8" mark and stay float ops (Q/DQ around them become cortex_m quantize/dequantize), with the pass's error
+    as the reason in the report.
+    """
     passes = leftover_passes(spec)
     if not passes:
         return edge, None
-    handles = {}  # taken before the transform: the passes rewrite the graph module in place
-    for node in edge.exported_program().graph_module.graph.nodes:
-        if node.name in cpu_nodes and node.meta.get("debug_handle") is not None:
-            handles.setdefault(node.meta["debug_handle"], node.name)
+    program = edge.exported_program()
+    handles, marked = {}, {}  # taken before the transform: the passes rewrite the graph module in place
+    for node in program.graph_module.graph.nodes:
+        if node.name in cpu_nodes:
+            if node.meta.get("debug_handle") is not None:
+                handles.setdefault(node.meta["debug_handle"], node.name)
+            if _is_marked(node):
+                marked[node.name] = node
+    failed = _passes_on_copy(program, passes) is not None
+    refused = _refused_nodes(program, passes, marked) if failed else {}
+    for name in refused:
+        _set_mark(marked[name], False)
+    if failed and (error := _passes_on_copy(program, passes)) is not None:
+        # nodes that pass alone but fail together (e.g. the pieces of a decomposed op): all stay float
+        for name, node in marked.items():
+            refused.setdefault(name, f"together with the other CPU nodes: {error}")
+            _set_mark(node, False)
     edge = edge.transform(passes)
-    return edge, classify(handles, edge.exported_program().graph_module, cortex_m_core(spec))
+    out = classify(handles, edge.exported_program().graph_module, cortex_m_core(spec))
+    out.refused = refused
+    return edge, out
+
+
+def _is_marked(node) -> bool:
+    info = (node.meta.get("custom") or {}).get("_arm_annotation_info")
+    return bool(info and info.get("quantized"))
+
+
+def _set_mark(node, quantized: bool) -> None:
+    from executorch.backends.arm.common.annotation_meta import ArmAnnotationInfo
+
+    node.meta.setdefault("custom", {})[ArmAnnotationInfo.CUSTOM_META_KEY] = ArmAnnotationInfo(quantized=quantized)
+
+
+def _passes_on_copy(program, passes) -> str | None:
+    """Run the Cortex-M passes on a copy of `program`: None when they succeed, else the innermost error."""
+    import copy
+
+    try:
+        work = copy.deepcopy(program)
+        for p in passes:
+            work = p.call(work).exported_program
+        return None
+    except Exception as exc:  # noqa: BLE001 - any failure of the wheel's passes keeps the node float
+        while exc.__cause__ is not None or exc.__context__ is not None:
+            exc = exc.__cause__ or exc.__context__
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _refused_nodes(program, passes, marked: dict) -> dict[str, str]:
+    """Try each marked CPU node alone (the others unmarked); return the ones the passes fail on, with the error."""
+    refused = {}
+    for name, node in marked.items():
+        for other in marked.values():
+            _set_mark(other, other is node)
+        error = _passes_on_copy(program, passes)
+        if error is not None:
+            refused[name] = error
+    for node in marked.values():
+        _set_mark(node, True)
+    return refused
 
 
 @dataclass
@@ -102,6 +163,7 @@ class Leftovers:
     core: str
     kernels: dict[str, str] = field(default_factory=dict)  # CPU node -> cortex_m kernel, e.g. "cortex_m.softmax"
     floats: set[str] = field(default_factory=set)  # CPU nodes still float ops (portable kernels)
+    refused: dict[str, str] = field(default_factory=dict)  # CPU node -> why the Cortex-M passes could not take it
 
     def kernel_of(self, node: str) -> str | None:
         """The kernel a CPU node became; "fused" when it vanished into a neighbour's kernel (e.g. a relu)."""
@@ -141,7 +203,8 @@ def classify(handles: dict, after_gm, core: str) -> Leftovers:
         kernel = kernel_name(node)
         if kernel is None:
             val = node.meta.get("val")
-            if isinstance(val, torch.Tensor) and val.is_floating_point():
+            vals = val if isinstance(val, (tuple, list)) else (val,)
+            if any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in vals):
                 out.floats.add(source)
             else:  # data movement on int8 tensors (view, permute, ...): portable kernels, no float compute
                 out.kernels.setdefault(source, f"{_op_name(node)} (int8)")

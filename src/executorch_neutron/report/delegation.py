@@ -116,6 +116,7 @@ class DelegationReport:
     # targets with a Cortex-M core (imxrt700cm): the core, and per CPU node the int8 kernel it became
     cortex_m_core: str | None = None
     cortex_m_kernels: dict[str, str] = field(default_factory=dict)  # CPU node -> "cortex_m.softmax", ...
+    cortex_m_refused: dict[str, str] = field(default_factory=dict)  # CPU node -> why the Cortex-M passes refused it
 
     # --- counts -------------------------------------------------------------------------------------------
     @property
@@ -143,8 +144,11 @@ class DelegationReport:
         """Why a CPU node computes in float: Neutron's reason, and on a Cortex-M target why that core did not."""
         if self.cortex_m_core is None:
             return r.reason
+        if r.node in self.cortex_m_refused:
+            return (f"{r.reason}; not an int8 {self.cortex_m_core} kernel either: ExecuTorch's Cortex-M passes "
+                    f"refused it ({self.cortex_m_refused[r.node]})")
         return (f"{r.reason}; no int8 {self.cortex_m_core} kernel: ExecuTorch's Cortex-M backend does not "
-                f"quantize or lower {r.op} here (see executorch.backends.cortex_m quantizer_support)")
+                f"quantize or lower {r.op} (see executorch.backends.cortex_m.quantizer.quantizer_support)")
 
     @property
     def num_delegated(self) -> int:
@@ -272,7 +276,8 @@ class DelegationReport:
         return cls(spec.target, partitions, rejections,
                    total_macs=max(total, npu + sum(cpu_macs.values())), cpu_macs=cpu_macs,
                    cpu_constant_bytes=_constant_bytes(program), requantizations=_requantizations(gm),
-                   cortex_m_core=None if leftovers is None else leftovers.core, cortex_m_kernels=kernels)
+                   cortex_m_core=None if leftovers is None else leftovers.core, cortex_m_kernels=kernels,
+                   cortex_m_refused={} if leftovers is None else dict(leftovers.refused))
 
 
 def _requantizations(gm) -> list[Requantization]:
