@@ -10,9 +10,8 @@ Then every edge between two annotated nodes is tied to the producer's output qpa
 (`SharedQuantizationSpec`), so an int8 tensor crossing from an NPU partition to a Cortex-M kernel (or back) is
 quantized once: no requantization at a boundary unless an op itself fixes its input qparams.
 
-Before annotation only Neutron's graph transforms run (conv1d->conv2d, div->mul, ...) plus the Cortex-M ones that
-rewrite nothing Neutron annotates (matmul->bmm, deduplicated get_attr); the Cortex-M transforms that would turn
-an op the NPU runs into another (mean -> avg_pool, hardswish -> clamp+mul, scalars -> tensors) are left out.
+Before annotation only Neutron's graph transforms run (conv1d->conv2d, div->mul, matmul->bmm, ...): the Cortex-M
+ones would turn ops the NPU runs into others (mean -> avg_pool, hardswish -> clamp+mul, scalars -> tensors).
 """
 
 from __future__ import annotations
@@ -75,13 +74,7 @@ class NeutronCortexMQuantizer(Quantizer):
         return f"NeutronCortexMQuantizer({self.neutron!r})"
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
-        from executorch.backends.arm._passes import DeduplicateGetAttrPass
-        from executorch.backends.cortex_m.passes.matmul_to_bmm_pass import MatmulToBmmPass
-
-        model = self.neutron.transform_for_annotation(model)
-        for p in (MatmulToBmmPass, DeduplicateGetAttrPass):
-            model = p().call(model).graph_module
-        return model
+        return self.neutron.transform_for_annotation(model)
 
     def annotate(self, model: GraphModule) -> GraphModule:
         from executorch.backends.cortex_m.quantizer.pattern_matcher import PatternMatcher
