@@ -83,24 +83,31 @@ def leftover_passes(spec: NeutronCompileSpec) -> list:
 
 def lower_leftovers(edge, spec: NeutronCompileSpec, cpu_nodes=()):
     """`edge` with its CPU leftovers rewritten to `cortex_m::*` kernels, and what became of each of `cpu_nodes`
-    (names of the partitioner's CPU nodes); `(edge, None)` unchanged for a Neutron-only target.
+    (names of the partitioner's CPU nodes); `(edge, None)` unchanged for a Neutron-only target."""
+    if cortex_m_core(spec) is None:
+        return edge, None
+    handles = {n.meta["debug_handle"]: n.name for n in edge.exported_program().graph_module.graph.nodes
+               if n.name in cpu_nodes and n.meta.get("debug_handle") is not None}  # before: passes work in place
+    passes, refused = prepare_leftovers(edge, spec, cpu_nodes)
+    edge = edge.transform(passes)
+    out = classify(handles, edge.exported_program().graph_module, cortex_m_core(spec))
+    out.refused = refused
+    return edge, out
 
-    The Cortex-M passes raise on an int8 op they cannot rewrite (per-channel linear weights, an activation they
-    cannot fuse, ...). When that happens each CPU node is tried alone on a copy; the ones that fail lose their
-    "int8" mark and stay float ops (Q/DQ around them become cortex_m quantize/dequantize), with the pass's error
-    as the reason in the report.
+
+def prepare_leftovers(edge, spec: NeutronCompileSpec, cpu_nodes) -> tuple[list, dict[str, str]]:
+    """The passes for `edge.transform`, after marking float the CPU nodes the Cortex-M passes cannot rewrite.
+
+    The Cortex-M passes raise on an int8 op they cannot rewrite (per-channel linear weights, the pieces of a
+    decomposed op, ...). When that happens each CPU node is tried alone on a copy; the ones that fail lose their
+    "int8" mark and stay float ops (the Q/DQ around them become cortex_m quantize/dequantize), with the pass's
+    error as the reason (returned: CPU node -> reason). Used by `lower()` and by the export recipes alike.
     """
     passes = leftover_passes(spec)
     if not passes:
-        return edge, None
+        return [], {}
     program = edge.exported_program()
-    handles, marked = {}, {}  # taken before the transform: the passes rewrite the graph module in place
-    for node in program.graph_module.graph.nodes:
-        if node.name in cpu_nodes:
-            if node.meta.get("debug_handle") is not None:
-                handles.setdefault(node.meta["debug_handle"], node.name)
-            if _is_marked(node):
-                marked[node.name] = node
+    marked = {n.name: n for n in program.graph_module.graph.nodes if n.name in cpu_nodes and _is_marked(n)}
     failed = _passes_on_copy(program, passes) is not None
     refused = _refused_nodes(program, passes, marked) if failed else {}
     for name in refused:
@@ -110,10 +117,7 @@ def lower_leftovers(edge, spec: NeutronCompileSpec, cpu_nodes=()):
         for name, node in marked.items():
             refused.setdefault(name, f"together with the other CPU nodes: {error}")
             _set_mark(node, False)
-    edge = edge.transform(passes)
-    out = classify(handles, edge.exported_program().graph_module, cortex_m_core(spec))
-    out.refused = refused
-    return edge, out
+    return passes, refused
 
 
 def _is_marked(node) -> bool:
