@@ -126,6 +126,49 @@ def _maxpool(shape, k, s, p):
     return case
 
 
+def _conv(n, c, h, w, o, k, stride, pad, dil, groups=1, bias=True, act=(-128, 127)):
+    def case():
+        x, wt = _i8(n, c, h, w, seed=18), _i8(o, k[0], k[1], c // groups, seed=19)
+        g = torch.Generator().manual_seed(20)
+        b = torch.randint(-3000, 3000, (o,), dtype=torch.int32, generator=g)
+        mults, shifts = zip(*[_mult(0.0004 * (1 + i % 3)) for i in range(o)])
+        m, s = torch.tensor(mults, dtype=torch.int32), torch.tensor(shifts, dtype=torch.int32)
+        scratch = torch.empty(0, dtype=torch.int8)
+        if bias:
+            fn = lambda x, wt, b: cm.quantized_conv2d(x, wt, b, stride, pad, dil, 7, -4, m, s, *act, scratch)  # noqa: E731
+            return fn, (x, wt, b)
+        return (lambda x, wt: cm.quantized_conv2d(x, wt, None, stride, pad, dil, 7, -4, m, s, *act, scratch)), (x, wt)
+    return case
+
+
+def _dwconv(n, c, h, w, mult, k, stride, pad):
+    def case():
+        o = c * mult
+        x, wt = _i8(n, c, h, w, seed=21), _i8(1, k[0], k[1], o, seed=22)
+        b = torch.randint(-3000, 3000, (o,), dtype=torch.int32, generator=torch.Generator().manual_seed(23))
+        mults, shifts = zip(*[_mult(0.002 / (1 + i % 4)) for i in range(o)])
+        m, s = torch.tensor(mults, dtype=torch.int32), torch.tensor(shifts, dtype=torch.int32)
+        scratch = torch.empty(0, dtype=torch.int8)
+        fn = lambda x, wt, b: cm.quantized_depthwise_conv2d(x, wt, b, stride, pad, [1, 1], mult, -2, 3, m, s,  # noqa: E731
+                                                            -128, 127, scratch)
+        return fn, (x, wt, b)
+    return case
+
+
+def _avgpool(shape, k, s, p, scale=0.037, zp=-6):
+    def case():
+        mult, shift = _mult(scale)
+        scratch = torch.empty(0, dtype=torch.int8)
+        return (lambda x: cm.quantized_avg_pool2d(x, k, s, p, False, zp, mult, shift, scratch)), (_i8(*shape, seed=24),)
+    return case
+
+
+def _pad(shape, pre, post, value):
+    def case():
+        return (lambda x: cm.pad(x, pre, post, value)), (_i8(*shape, seed=25),)
+    return case
+
+
 CASES = {
     "quantize_3x5x7": _quantize((3, 5, 7), 0.0173, -9),
     "quantize_zp_edge": _quantize((2, 11), 0.05, 127),
@@ -146,6 +189,16 @@ CASES = {
     "bmm_2x3x8x5": _bmm(2, 3, 8, 5),
     "maxpool_k2_s2": _maxpool((1, 5, 8, 6), [2, 2], [2, 2], [0, 0]),
     "maxpool_k3_s1_p1": _maxpool((2, 3, 7, 5), [3, 3], [1, 1], [1, 1]),
+    "conv_k3_s1_p1": _conv(1, 3, 9, 7, 8, (3, 3), [1, 1], [1, 1], [1, 1]),
+    "conv_k3x2_s2_nobias_relu": _conv(2, 5, 8, 11, 6, (3, 2), [2, 2], [0, 1], [1, 1], bias=False, act=(-10, 127)),
+    "conv_k5_s3_p2": _conv(1, 4, 13, 11, 5, (5, 5), [3, 3], [2, 2], [1, 1]),
+    "conv_grouped": _conv(1, 6, 7, 5, 4, (1, 3), [1, 1], [0, 1], [1, 1], groups=2),
+    "dwconv_k3_p1": _dwconv(1, 6, 8, 7, 1, (3, 3), [1, 1], [1, 1]),
+    "dwconv_mult2_s2": _dwconv(1, 3, 9, 10, 2, (3, 3), [2, 2], [0, 0]),
+    "avgpool_k2_s2": _avgpool((1, 5, 8, 6), [2, 2], [2, 2], [0, 0]),
+    "avgpool_k3_s1_p1": _avgpool((2, 3, 7, 9), [3, 3], [1, 1], [1, 1]),
+    "pad_hw": _pad((1, 3, 4, 5), [0, 0, 1, 2], [0, 0, 2, 1], -128),
+    "pad_3d": _pad((2, 4, 3), [0, 1, 0, 2], [0, 0, 3, 1], 7),
 }
 
 
@@ -166,9 +219,9 @@ def test_minimum_maximum_and_transpose():
 
 
 def test_missing_kernel_is_named():
-    """An op the host library lacks (pad) fails with an error naming it, not a bare load failure."""
+    """An op the host library lacks (quantized_div) fails with an error naming it, not a bare load failure."""
     from executorch_neutron.runtime import NeutronRuntimeError
 
-    x = _i8(1, 2, 3, 4, seed=17)
-    with pytest.raises(NeutronRuntimeError, match=r"cortex_m::pad\.out"):
-        _run_pte(lambda x: cm.pad(x, [0, 0, 1, 1], [0, 0, 1, 1], -128), (x,))
+    a, b = _i8(2, 3, seed=17), _i8(2, 3, seed=26)
+    with pytest.raises(NeutronRuntimeError, match=r"no host kernel for cortex_m::quantized_div\.out"):
+        _run_pte(lambda a, b: cm.quantized_div(a, 1, b, 2, 0, 0.05), (a, b))
