@@ -12,7 +12,7 @@ from pathlib import Path
 from .macs import MAC_FORMULA
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 FORMATS = {0: "none", 1: "channels_last"}
 
 

@@ -22,7 +22,9 @@ from .errors import HostBuildError
 
 SOURCE = Path(__file__).with_name("neutron_host_backend.cpp")
 # compiled into the same library: host kernels of the cortex_m::* operators (target imxrt700cm)
-SOURCES = (SOURCE, Path(__file__).with_name("cortex_m_host_kernels.cpp"))
+SOURCES = (SOURCE, Path(__file__).with_name("cortex_m_host_kernels.cpp"),
+           Path(__file__).with_name("cortex_m_spatial_kernels.cpp"))
+HEADERS = (Path(__file__).with_name("cortex_m_kernels.h"),)  # part of the build key
 LIBRARY_NAME = "libneutron_host_backend.so"
 CXX_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-DC10_USING_CUSTOM_GENERATED_MACROS")
 
@@ -69,7 +71,7 @@ def build_key(compiler: str, et_dir: Path) -> str:
     except (OSError, subprocess.SubprocessError) as exc:
         raise HostBuildError(f"cannot run the C++ compiler {compiler!r}: {exc}; install g++ (`apt-get install g++`)") from exc
     digest = hashlib.sha256()
-    for part in (*(s.read_bytes() for s in SOURCES), et_version.encode(), str(et_dir).encode(), compiler.encode(),
+    for part in (*(s.read_bytes() for s in SOURCES + HEADERS), et_version.encode(), str(et_dir).encode(), compiler.encode(),
                  identity.encode(), " ".join(CXX_FLAGS).encode()):
         digest.update(part)
         digest.update(b"\0")

@@ -8,101 +8,17 @@
  * ...); tests/runtime/test_cortex_m_kernels.py compares them op by op, bit for bit. Tensors may have any dim
  * order: every kernel addresses elements through the tensors' strides.
  *
- * Compiled into the host library together with neutron_host_backend.cpp (see build.py); registered by
- * neutron_host_register_cortex_m_kernels(), which bridge.py calls once per process.
+ * This file: quantize/dequantize, elementwise, LUT activation, linear, batch matmul, softmax, transpose, and the
+ * registration of all kernels (the spatial ones live in cortex_m_spatial_kernels.cpp, helpers in
+ * cortex_m_kernels.h). Compiled into the host library together with neutron_host_backend.cpp (see build.py);
+ * registered by neutron_host_register_cortex_m_kernels(), which bridge.py calls once per process.
  */
 
-#include <executorch/runtime/core/evalue.h>
-#include <executorch/runtime/kernel/kernel_runtime_context.h>
-#include <executorch/runtime/kernel/operator_registry.h>
+#include "cortex_m_kernels.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
 #include <string>
-#include <vector>
 
-namespace {
-
-using executorch::aten::ScalarType;
-using executorch::aten::Tensor;
-using executorch::runtime::ArrayRef;
-using executorch::runtime::Error;
-using executorch::runtime::EValue;
-using executorch::runtime::Kernel;
-using executorch::runtime::KernelRuntimeContext;
-using executorch::runtime::Span;
-
-constexpr int kShiftInt8 = 20;  // SHIFT_INT8 of the Cortex-M passes: inputs of quantized_add are scaled by 2^20
-
-/* A failed check: log which kernel and why, and mark the kernel call failed (the runtime returns the error). */
-bool check(KernelRuntimeContext& ctx, bool ok, const char* op, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "executorch_neutron host kernel %s: %s\n", op, what);
-    ctx.fail(Error::InvalidArgument);
-  }
-  return ok;
-}
-
-/* CMSIS-NN arm_nn_requantize, as simulated by the Cortex-M backend's requantize_cmsis (64-bit, rounding). */
-int32_t requantize(int64_t value, int64_t multiplier, int64_t shift) {
-  const int64_t left = shift > 0 ? shift : 0;
-  const int64_t right = shift < 0 ? -shift : 0;
-  int64_t result = ((value << left) * multiplier + (int64_t{1} << 30)) >> 31;
-  if (right) {
-    const int64_t mask = (int64_t{1} << right) - 1;
-    const int64_t remainder = result & mask;
-    result >>= right;
-    const int64_t threshold = (mask >> 1) + (result < 0 ? 1 : 0);
-    result += remainder > threshold ? 1 : 0;
-  }
-  return static_cast<int32_t>(result);
-}
-
-int32_t clamp_i32(int64_t v, int64_t lo, int64_t hi) { return static_cast<int32_t>(std::min(std::max(v, lo), hi)); }
-
-/* Logical (row-major) index -> element offset through the tensor's strides; `shape` is the logical shape the
- * loop walks, `t` may have fewer dims (broadcast from the right) or size-1 dims (broadcast). */
-struct Indexer {
-  std::vector<int64_t> strides;  // per dim of the walked shape, 0 where broadcast
-  explicit Indexer(const Tensor& t, const std::vector<int64_t>& shape) : strides(shape.size(), 0) {
-    const size_t nd = shape.size(), td = static_cast<size_t>(t.dim());
-    for (size_t i = 0; i < td; ++i) {
-      const size_t d = nd - td + i;
-      strides[d] = t.size(i) == 1 ? 0 : static_cast<int64_t>(t.strides()[i]);
-    }
-  }
-};
-
-std::vector<int64_t> shape_of(const Tensor& t) {
-  std::vector<int64_t> s(t.dim());
-  for (ssize_t i = 0; i < t.dim(); ++i) s[i] = t.size(i);
-  return s;
-}
-
-/* Calls fn(offsets...) for every logical element of `shape`, with one offset per indexer. */
-template <size_t N, typename Fn>
-void for_each_element(const std::vector<int64_t>& shape, const Indexer* const (&ix)[N], Fn fn) {
-  const size_t nd = shape.size();
-  int64_t total = 1;
-  for (int64_t s : shape) total *= s;
-  std::vector<int64_t> idx(nd, 0);
-  int64_t off[N] = {};
-  for (int64_t n = 0; n < total; ++n) {
-    fn(off);
-    for (size_t d = nd; d-- > 0;) {
-      ++idx[d];
-      for (size_t k = 0; k < N; ++k) off[k] += ix[k]->strides[d];
-      if (idx[d] < shape[d]) break;
-      for (size_t k = 0; k < N; ++k) off[k] -= ix[k]->strides[d] * idx[d];
-      idx[d] = 0;
-    }
-  }
-}
-
-/* stack = [args..., out, return slot]: the out tensor is the last argument. */
-Tensor& out_of(Span<EValue*> stack) { return stack[stack.size() - 2]->toTensor(); }
+namespace executorch_neutron_cortex_m {
 
 // ------------------------------------------------------------------------------------------------ quantize
 
@@ -217,15 +133,6 @@ void quantized_activation_out(KernelRuntimeContext& ctx, Span<EValue*> stack) {
 }
 
 // ------------------------------------------------------------------------------------------------ linear, bmm
-
-bool contiguous(const Tensor& t) {
-  int64_t expected = 1;
-  for (ssize_t d = t.dim(); d-- > 0;) {
-    if (t.size(d) != 1 && t.strides()[d] != expected) return false;
-    expected *= t.size(d);
-  }
-  return true;
-}
 
 void quantized_linear_out(KernelRuntimeContext& ctx, Span<EValue*> stack) {
   const char* op = "cortex_m::quantized_linear.out";
@@ -365,205 +272,12 @@ void transpose_out(KernelRuntimeContext& ctx, Span<EValue*> stack) {
   for_each_element(shape, ix, [&](const int64_t* off) { y[off[1]] = x[off[0]]; });
 }
 
-void quantized_max_pool2d_out(KernelRuntimeContext& ctx, Span<EValue*> stack) {
-  const char* op = "cortex_m::quantized_max_pool2d.out";
-  const Tensor& in = stack[0]->toTensor();
-  ArrayRef<int64_t> kernel = stack[1]->toIntList(), stride = stack[2]->toIntList(), pad = stack[3]->toIntList();
-  ArrayRef<int64_t> dilation = stack[4]->toIntList();
-  const bool ceil_mode = stack[5]->toBool();
-  const int64_t lo = stack[8]->toInt(), hi = stack[9]->toInt();
-  Tensor& out = out_of(stack);
-  auto at = [](ArrayRef<int64_t> v, size_t i) { return v.size() == 1 ? v[0] : v[i]; };
-  if (!check(ctx, in.dim() == 4 && out.dim() == 4 && in.scalar_type() == ScalarType::Char && !ceil_mode &&
-                      at(dilation, 0) == 1 && at(dilation, 1) == 1 && stack[6]->toInt() == stack[7]->toInt(),
-             op, "expects 4D int8 input, dilation 1, ceil_mode False, equal input/output zero points"))
-    return;
-  const int64_t kh = at(kernel, 0), kw = at(kernel, 1), sh = at(stride, 0), sw = at(stride, 1);
-  const int64_t ph = at(pad, 0), pw = at(pad, 1), H = in.size(2), W = in.size(3);
-  const std::vector<int64_t> shape = shape_of(out);
-  const Indexer o(out, shape);
-  const Indexer* const ix[1] = {&o};
-  const int8_t* x = in.const_data_ptr<int8_t>();
-  int8_t* y = out.mutable_data_ptr<int8_t>();
-  const auto s = in.strides();
-  std::vector<int64_t> idx(4, 0);
-  int64_t n_done = 0;
-  for_each_element(shape, ix, [&](const int64_t* off) {
-    int64_t rem = n_done++;
-    for (int d = 3; d >= 0; --d) {
-      idx[d] = rem % shape[d];
-      rem /= shape[d];
-    }
-    int32_t best = -129;
-    for (int64_t i = 0; i < kh; ++i)
-      for (int64_t j = 0; j < kw; ++j) {
-        const int64_t h = idx[2] * sh - ph + i, w = idx[3] * sw - pw + j;
-        if (h < 0 || h >= H || w < 0 || w >= W) continue;
-        best = std::max<int32_t>(best, x[idx[0] * s[0] + idx[1] * s[1] + h * s[2] + w * s[3]]);
-      }
-    y[off[0]] = static_cast<int8_t>(clamp_i32(best, lo, hi));
-  });
-}
+}  // namespace executorch_neutron_cortex_m
 
-// ------------------------------------------------------------------------------------------------ convolution
+namespace {
 
-/* Element offset of logical NCHW index (n, c, h, w) through the tensor's strides. */
-inline int64_t at4(const Tensor& t, int64_t n, int64_t c, int64_t h, int64_t w) {
-  const auto s = t.strides();
-  return n * s[0] + c * s[1] + h * s[2] + w * s[3];
-}
-
-/* Shared by quantized_conv2d (weight [O, kH, kW, I/groups]) and quantized_depthwise_conv2d (weight
- * [1, kH, kW, O], O = C * depth_multiplier): int32 accumulation of (x + input_offset) * w over the window,
- * padding contributes 0, + bias, per-channel arm_nn_requantize, + output_offset, clamp. */
-void conv_common(KernelRuntimeContext& ctx, Span<EValue*> stack, bool depthwise, const char* op) {
-  const Tensor& in = stack[0]->toTensor();
-  const Tensor& w = stack[1]->toTensor();
-  const bool has_bias = !stack[2]->isNone();
-  ArrayRef<int64_t> stride = stack[3]->toIntList(), pad = stack[4]->toIntList(), dil = stack[5]->toIntList();
-  const size_t k = depthwise ? 7 : 6;  // depthwise has depth_multiplier before the offsets
-  const int64_t in_off = stack[k]->toInt(), out_off = stack[k + 1]->toInt();
-  const Tensor& mults = stack[k + 2]->toTensor();
-  const Tensor& shifts = stack[k + 3]->toTensor();
-  const int64_t lo = stack[k + 4]->toInt(), hi = stack[k + 5]->toInt();
-  Tensor& out = out_of(stack);
-  if (!check(ctx, in.dim() == 4 && w.dim() == 4 && out.dim() == 4 && in.scalar_type() == ScalarType::Char &&
-                      w.scalar_type() == ScalarType::Char && out.scalar_type() == ScalarType::Char &&
-                      mults.scalar_type() == ScalarType::Int && shifts.scalar_type() == ScalarType::Int &&
-                      stride.size() == 2 && pad.size() == 2 && dil.size() == 2,
-             op, "expects 4D int8 input/weight/output, int32 requantization tensors, 2D stride/padding/dilation"))
-    return;
-  const int64_t N = out.size(0), O = out.size(1), OH = out.size(2), OW = out.size(3);
-  const int64_t C = in.size(1), H = in.size(2), W = in.size(3), KH = w.size(1), KW = w.size(2);
-  const int64_t per_group_in = depthwise ? 1 : w.size(3);
-  const int64_t groups = depthwise ? C : C / per_group_in;
-  const int64_t out_per_group = O / groups;
-  if (!check(ctx, (depthwise ? w.size(3) == O : w.size(0) == O) && mults.numel() >= O && shifts.numel() >= O &&
-                      groups > 0 && O % groups == 0, op, "weight / output channels / requantization sizes"))
-    return;
-  const int32_t* bias = has_bias ? stack[2]->toTensor().const_data_ptr<int32_t>() : nullptr;
-  const int8_t* x = in.const_data_ptr<int8_t>();
-  const int8_t* wt = w.const_data_ptr<int8_t>();
-  const auto ws = w.strides();
-  const int32_t* m = mults.const_data_ptr<int32_t>();
-  const int32_t* sh = shifts.const_data_ptr<int32_t>();
-  int8_t* y = out.mutable_data_ptr<int8_t>();
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t o = 0; o < O; ++o) {
-      const int64_t g = o / out_per_group;
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          int64_t acc = bias != nullptr ? bias[o] : 0;
-          for (int64_t i = 0; i < KH; ++i) {
-            const int64_t h = oh * stride[0] - pad[0] + i * dil[0];
-            if (h < 0 || h >= H) continue;
-            for (int64_t j = 0; j < KW; ++j) {
-              const int64_t ww = ow * stride[1] - pad[1] + j * dil[1];
-              if (ww < 0 || ww >= W) continue;
-              for (int64_t ci = 0; ci < per_group_in; ++ci) {
-                const int64_t c = g * per_group_in + ci;
-                const int64_t woff = depthwise ? i * ws[1] + j * ws[2] + o * ws[3]
-                                               : o * ws[0] + i * ws[1] + j * ws[2] + ci * ws[3];
-                acc += (static_cast<int64_t>(x[at4(in, n, c, h, ww)]) + in_off) * wt[woff];
-              }
-            }
-          }
-          const int32_t q = requantize(static_cast<int32_t>(acc), m[o], sh[o]);
-          y[at4(out, n, o, oh, ow)] = static_cast<int8_t>(clamp_i32(static_cast<int64_t>(q) + out_off, lo, hi));
-        }
-    }
-}
-
-void quantized_conv2d_out(KernelRuntimeContext& ctx, Span<EValue*> stack) {
-  conv_common(ctx, stack, false, "cortex_m::quantized_conv2d.out");
-}
-
-void quantized_depthwise_conv2d_out(KernelRuntimeContext& ctx, Span<EValue*> stack) {
-  conv_common(ctx, stack, true, "cortex_m::quantized_depthwise_conv2d.out");
-}
-
-// ------------------------------------------------------------------------------------------------ avg pool, pad
-
-void quantized_avg_pool2d_out(KernelRuntimeContext& ctx, Span<EValue*> stack) {
-  const char* op = "cortex_m::quantized_avg_pool2d.out";
-  const Tensor& in = stack[0]->toTensor();
-  ArrayRef<int64_t> kernel = stack[1]->toIntList(), stride = stack[2]->toIntList(), pad = stack[3]->toIntList();
-  const bool ceil_mode = stack[4]->toBool();
-  const int64_t zp = stack[5]->toInt(), mult = stack[6]->toInt(), shift = stack[7]->toInt();
-  Tensor& out = out_of(stack);
-  auto at = [](ArrayRef<int64_t> v, size_t i) { return v.size() == 1 ? v[0] : v[i]; };
-  if (!check(ctx, in.dim() == 4 && out.dim() == 4 && in.scalar_type() == ScalarType::Char &&
-                      out.scalar_type() == ScalarType::Char && !ceil_mode,
-             op, "expects 4D int8 input/output and ceil_mode False"))
-    return;
-  // the reference dequantizes with the fixed-point scale, pools in float (padding excluded), requantizes
-  const double scale_d = static_cast<double>(mult) * std::ldexp(1.0, static_cast<int>(shift)) / 2147483648.0;
-  const float scale = static_cast<float>(scale_d);
-  const int64_t kh = at(kernel, 0), kw = at(kernel, 1), sh = at(stride, 0), sw = at(stride, 1);
-  const int64_t ph = at(pad, 0), pw = at(pad, 1), H = in.size(2), W = in.size(3);
-  const int8_t* x = in.const_data_ptr<int8_t>();
-  int8_t* y = out.mutable_data_ptr<int8_t>();
-  for (int64_t n = 0; n < out.size(0); ++n)
-    for (int64_t c = 0; c < out.size(1); ++c)
-      for (int64_t oh = 0; oh < out.size(2); ++oh)
-        for (int64_t ow = 0; ow < out.size(3); ++ow) {
-          const int64_t h0 = std::max<int64_t>(oh * sh - ph, 0), h1 = std::min<int64_t>(oh * sh - ph + kh, H);
-          const int64_t w0 = std::max<int64_t>(ow * sw - pw, 0), w1 = std::min<int64_t>(ow * sw - pw + kw, W);
-          float sum = 0.0f;
-          for (int64_t h = h0; h < h1; ++h)
-            for (int64_t w = w0; w < w1; ++w)
-              sum += (static_cast<float>(x[at4(in, n, c, h, w)]) - static_cast<float>(zp)) * scale;
-          const float avg = sum / static_cast<float>((h1 - h0) * (w1 - w0));
-          const float q = std::nearbyint(avg / scale) + static_cast<float>(zp);
-          y[at4(out, n, c, oh, ow)] = static_cast<int8_t>(std::min(std::max(q, -128.0f), 127.0f));
-        }
-}
-
-bool is_channels_last(const Tensor& t) {
-  const auto order = t.dim_order();
-  return t.dim() == 4 && order[0] == 0 && order[1] == 2 && order[2] == 3 && order[3] == 1;
-}
-
-void pad_out(KernelRuntimeContext& ctx, Span<EValue*> stack) {
-  const Tensor& in = stack[0]->toTensor();
-  ArrayRef<int64_t> pre = stack[1]->toIntList(), post = stack[2]->toIntList();
-  const int64_t value = stack[3]->toInt();
-  Tensor& out = out_of(stack);
-  if (!check(ctx, in.scalar_type() == ScalarType::Char && out.scalar_type() == ScalarType::Char &&
-                      in.dim() <= 4 && out.dim() == in.dim() && pre.size() == 4 && post.size() == 4,
-             "cortex_m::pad.out", "expects int8 tensors of rank <= 4 and 4 pre/post pads"))
-    return;
-  // pads are given in physical order: NHWC for a channels-last input (the reference maps them back)
-  static const int kInv[4] = {0, 3, 1, 2};
-  int64_t lpre[4], lpost[4];
-  for (int i = 0; i < 4; ++i) {
-    lpre[i] = is_channels_last(in) ? pre[kInv[i]] : pre[i];
-    lpost[i] = is_channels_last(in) ? post[kInv[i]] : post[i];
-  }
-  const std::vector<int64_t> shape = shape_of(out);
-  const int64_t offset = 4 - in.dim();
-  const Indexer o(out, shape);
-  const Indexer* const ix[1] = {&o};
-  const int8_t* x = in.const_data_ptr<int8_t>();
-  int8_t* y = out.mutable_data_ptr<int8_t>();
-  std::vector<int64_t> idx(shape.size(), 0);
-  int64_t done = 0;
-  for_each_element(shape, ix, [&](const int64_t* off) {
-    int64_t rem = done++;
-    for (size_t d = shape.size(); d-- > 0;) {
-      idx[d] = rem % shape[d];
-      rem /= shape[d];
-    }
-    int64_t src = 0;
-    bool inside = true;
-    for (size_t d = 0; d < shape.size() && inside; ++d) {
-      const int64_t i = idx[d] - lpre[offset + d];
-      inside = i >= 0 && i < in.size(d);
-      src += i * in.strides()[d];
-    }
-    y[off[0]] = inside ? x[src] : static_cast<int8_t>(value);
-  });
-}
+using namespace executorch_neutron_cortex_m;
+using executorch::runtime::Kernel;
 
 struct Entry {
   const char* name;
