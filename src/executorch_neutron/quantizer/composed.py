@@ -6,7 +6,9 @@
 2. ExecuTorch's Cortex-M quantizer (`executorch.backends.cortex_m.quantizer`, CMSIS-NN int8 semantics) annotates
    only the nodes Neutron left float (its pattern matcher rejects already annotated nodes).
 
-Then every edge between two annotated nodes is tied to the producer's output qparams
+Neutron-annotated ops also get the "int8" mark the Cortex-M quantizer leaves on its own ops, so an op Neutron
+annotated but its partitioner refuses (a 10-class softmax) still becomes a Cortex-M int8 kernel. Then every edge
+between two annotated nodes is tied to the producer's output qparams
 (`SharedQuantizationSpec`), so an int8 tensor crossing from an NPU partition to a Cortex-M kernel (or back) is
 quantized once: no requantization at a boundary unless an op itself fixes its input qparams.
 
@@ -34,19 +36,16 @@ from .neutron_quantizer import NeutronQuantizer
 QUANTIZED_BY = "executorch_neutron_quantized_by"
 
 
-def _cortex_m_quantizer(is_qat: bool) -> Quantizer:
+def _cortex_m_quantizer() -> Quantizer:
+    """ExecuTorch's Cortex-M quantizer. It has observer configs only (no fake-quantize ones): under QAT its few
+    annotations (ops Neutron has no kernel for, e.g. gelu) observe the fake-quantized graph during training and
+    are not trained themselves; every Neutron annotation is QAT as usual."""
     from ..cortex_m import wheel
 
     wheel.load()
     from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
 
-    if not is_qat:
-        return CortexMQuantizer()
-    from executorch.backends.cortex_m.quantizer.quantization_configs import INT8_PER_TENSOR_CONFIG
-
-    # The Cortex-M configs carry PTQ observers; under QAT they observe the fake-quantized graph, which is what
-    # the trained Neutron annotations see too (the observers of a prepared QAT model run in train mode).
-    return CortexMQuantizer(per_tensor_config=INT8_PER_TENSOR_CONFIG)
+    return CortexMQuantizer()
 
 
 class NeutronCortexMQuantizer(Quantizer):
@@ -67,7 +66,7 @@ class NeutronCortexMQuantizer(Quantizer):
         super().__init__()
         self.neutron = NeutronQuantizer(target, is_qat=is_qat, per_channel=per_channel, observer=observer,
                                         modules_to_skip=modules_to_skip)
-        self.cortex_m = _cortex_m_quantizer(is_qat)
+        self.cortex_m = _cortex_m_quantizer()
         self.is_qat = is_qat
 
     def __repr__(self) -> str:
