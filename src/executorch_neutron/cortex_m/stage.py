@@ -6,12 +6,13 @@ For a target with a Cortex-M core (`NeutronTarget.cortex_m`, e.g. `imxrt700cm`) 
     edge_compile_config(spec)) -> edge.transform(leftover_passes(spec)) -> to_executorch
 
 `leftover_passes` is one ExportedProgram pass that runs the wheel's `CortexMPassManager` (Q/DQ folding,
-activation fusion, aten -> cortex_m rewrites, scratch buffers) for the configured core. Nodes inside Neutron
-delegates are untouched (they are not in the top-level graph). `lower()` and the export recipes both use exactly
-these functions, so they produce the same program.
+activation fusion, aten -> cortex_m rewrites, scratch buffers) for the configured core; `prepare_leftovers` first
+keeps float the CPU nodes those passes cannot rewrite. Nodes inside Neutron delegates are untouched (they are not
+in the top-level graph). `lower()` (through `lower_leftovers`) and the export recipes both use these functions,
+so they produce the same program.
 
-`classify(before, after)` tells, per node the partitioner left on the CPU, which `cortex_m::*` kernel it became
-(matched by ExecuTorch debug handle, which the Cortex-M passes carry over) or that it stayed a float op.
+`classify` tells, per node the partitioner left on the CPU, which `cortex_m::*` kernel it became (matched by
+ExecuTorch debug handle, which the Cortex-M passes carry over) or that it stayed a float op.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
+from executorch.exir.pass_base import ExportedProgramPassBase, ExportedProgramPassResult
 
 from ..compile_spec import NeutronCompileSpec
 
@@ -53,32 +55,27 @@ def _target_config(core: str):
     return CortexMTargetConfig.from_target_string(core)
 
 
-def _pass_class():
-    from executorch.exir.pass_base import ExportedProgramPassBase, ExportedProgramPassResult
+class CortexMLeftoversPass(ExportedProgramPassBase):
+    """Run ExecuTorch's Cortex-M pass manager on a (partitioned) edge program for one Cortex-M core."""
 
-    class CortexMLeftoversPass(ExportedProgramPassBase):
-        """Run ExecuTorch's Cortex-M pass manager on a (partitioned) edge program for one Cortex-M core."""
+    def __init__(self, core: str) -> None:
+        self.core = core
+        self.target_config = _target_config(core)
 
-        def __init__(self, core: str) -> None:
-            self.core = core
-            self.target_config = _target_config(core)
+    def call(self, exported_program) -> ExportedProgramPassResult:
+        from executorch.backends.cortex_m.passes.cortex_m_pass_manager import CortexMPassManager
 
-        def call(self, exported_program):
-            from executorch.backends.cortex_m.passes.cortex_m_pass_manager import CortexMPassManager
+        out = CortexMPassManager(exported_program, target_config=self.target_config).transform()
+        return ExportedProgramPassResult(out, True)
 
-            out = CortexMPassManager(exported_program, target_config=self.target_config).transform()
-            return ExportedProgramPassResult(out, True)
-
-        def __repr__(self) -> str:
-            return f"CortexMLeftoversPass({self.core!r})"
-
-    return CortexMLeftoversPass
+    def __repr__(self) -> str:
+        return f"CortexMLeftoversPass({self.core!r})"
 
 
 def leftover_passes(spec: NeutronCompileSpec) -> list:
     """The passes for `EdgeProgramManager.transform`: [] for a Neutron-only target."""
     core = cortex_m_core(spec)
-    return [] if core is None else [_pass_class()(core)]
+    return [] if core is None else [CortexMLeftoversPass(core)]
 
 
 def lower_leftovers(edge, spec: NeutronCompileSpec, cpu_nodes=()):
