@@ -69,6 +69,14 @@ def _mul(shape_a, shape_b, scale, zps=(-4, 9, 2)):
     return case
 
 
+def _div(shape, scale, zps=(3, -2, 1)):
+    def case():
+        a, b = _i8(*shape, seed=27), _i8(*shape, seed=28)
+        b[..., 0] = zps[1]  # some divisors are exactly zero after the zero point: the kernel gives 0 there
+        return (lambda a, b: cm.quantized_div(a, zps[0], b, zps[1], zps[2], scale)), (a, b)
+    return case
+
+
 def _linear(rows, k, n, bias=True, act=(-128, 127), in_off=5, out_off=-3):
     def case():
         x, w = _i8(rows, k, seed=5), _i8(n, k, seed=6)
@@ -178,6 +186,8 @@ CASES = {
     "add_rank1_small_scales": _add((13,), (13,), 0.001, 0.004, 0.003),
     "mul_same_shape": _mul((2, 5, 7), (2, 5, 7), 0.0009),
     "mul_2d_large_scale": _mul((3, 11), (3, 11), 0.04, zps=(0, 0, -128)),
+    "div_with_zero_divisors": _div((3, 4, 5), 12.5),
+    "div_small_scale": _div((2, 9), 0.7, zps=(0, 0, -5)),
     "linear_bias": _linear(3, 20, 10),
     "linear_no_bias_relu": _linear(1, 17, 6, bias=False, act=(-3, 127)),
     "linear_batched_rows": _linear(5, 8, 12),
@@ -219,9 +229,10 @@ def test_minimum_maximum_and_transpose():
 
 
 def test_missing_kernel_is_named():
-    """An op the host library lacks (quantized_div) fails with an error naming it, not a bare load failure."""
+    """An op the host library lacks (an _nhwc variant) fails with an error naming it, not a bare load failure."""
     from executorch_neutron.runtime import NeutronRuntimeError
 
-    a, b = _i8(2, 3, seed=17), _i8(2, 3, seed=26)
-    with pytest.raises(NeutronRuntimeError, match=r"no host kernel for cortex_m::quantized_div\.out"):
-        _run_pte(lambda a, b: cm.quantized_div(a, 1, b, 2, 0, 0.05), (a, b))
+    x = _i8(1, 4, 6, 6, seed=17)
+    with pytest.raises(NeutronRuntimeError, match=r"no host kernel for cortex_m::quantized_max_pool2d_nhwc\.out"):
+        _run_pte(lambda x: cm.quantized_max_pool2d_nhwc(x, [2, 2], [2, 2], [0, 0], [1, 1], False, 0, 0, -128, 127),
+                 (x,))

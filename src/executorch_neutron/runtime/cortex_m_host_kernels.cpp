@@ -8,7 +8,7 @@
  * ...); tests/runtime/test_cortex_m_kernels.py compares them op by op, bit for bit. Tensors may have any dim
  * order: every kernel addresses elements through the tensors' strides.
  *
- * This file: quantize/dequantize, elementwise, LUT activation, linear, batch matmul, softmax, transpose, and the
+ * This file: quantize/dequantize, elementwise (add, mul, div, min, max), LUT activation, linear, batch matmul, softmax, transpose, and the
  * registration of all kernels (the spatial ones live in cortex_m_spatial_kernels.cpp, helpers in
  * cortex_m_kernels.h). Compiled into the host library together with neutron_host_backend.cpp (see build.py);
  * registered by neutron_host_register_cortex_m_kernels(), which bridge.py calls once per process.
@@ -100,6 +100,19 @@ void quantized_mul_out(KernelRuntimeContext& ctx, Span<EValue*> stack) {
   binary_int8(ctx, stack, 2, "cortex_m::quantized_mul.out", [&](int8_t x, int8_t z) {
     const int32_t prod = static_cast<int32_t>((x - a_zp) * (z - b_zp));
     return static_cast<int8_t>(clamp_i32(static_cast<int64_t>(requantize(prod, o_mult, o_shift)) + o_zp, -128, 127));
+  });
+}
+
+void quantized_div_out(KernelRuntimeContext& ctx, Span<EValue*> stack) {
+  // the reference: float quotient of the zero-point-corrected operands (0 where the divisor is 0), times the
+  // effective scale the AOT pass carries, rounded, + output zero point (int8 operands here)
+  const int64_t a_zp = stack[1]->toInt(), b_zp = stack[3]->toInt(), o_zp = stack[4]->toInt();
+  const float scale = static_cast<float>(stack[5]->toDouble());
+  binary_int8(ctx, stack, 2, "cortex_m::quantized_div.out", [&](int8_t x, int8_t z) {
+    const float num = static_cast<float>(x - a_zp), den = static_cast<float>(z - b_zp);
+    const float quotient = den != 0.0f ? num / den : 0.0f;
+    const float q = std::nearbyint(quotient * scale) + static_cast<float>(o_zp);
+    return static_cast<int8_t>(std::min(std::max(q, -128.0f), 127.0f));
   });
 }
 
@@ -289,6 +302,7 @@ const Entry kEntries[] = {
     {"cortex_m::dequantize_per_tensor.out", dequantize_per_tensor_out},
     {"cortex_m::quantized_add.out", quantized_add_out},
     {"cortex_m::quantized_mul.out", quantized_mul_out},
+    {"cortex_m::quantized_div.out", quantized_div_out},
     {"cortex_m::minimum.out", minimum_out},
     {"cortex_m::maximum.out", maximum_out},
     {"cortex_m::quantized_activation.out", quantized_activation_out},
