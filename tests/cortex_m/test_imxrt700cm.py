@@ -2,7 +2,8 @@
 cortex_m::* kernels, and the .pte runs on the host (our host kernels) within 1 output step of PyTorch's quantized
 model (`convert_pt2e` of the one composed quantizer) per op.
 
-Leftovers come from Neutron's own constraints (a 10-class softmax, gelu: no Neutron kernel) or from
+Leftovers come from Neutron's own constraints (a 10-class softmax, gelu: no Neutron kernel, a stride-3 transposed
+convolution) or from
 `operators_not_to_delegate`, the user's way to keep an op off the NPU (a residual add, a mul, a max pool, a
 sigmoid). What the Cortex-M backend cannot take (layer_norm; a linear with per-channel weights) stays float and
 the report says why.
@@ -69,6 +70,10 @@ def _avg_pool():
         {"operators_not_to_delegate": ("aten.avg_pool2d.default",)}
 
 
+def _upsample_stride3():
+    return Fn(lambda s, x: s.mods[0](x), nn.ConvTranspose2d(4, 8, 3, stride=3)), (torch.randn(1, 4, 5, 6),), {}
+
+
 # name -> (factory, CPU op, the cortex_m kernel it must become)
 INT8_LEFTOVERS = {
     "softmax_10_classes": (_softmax_head, "aten._softmax.default", "cortex_m.softmax"),
@@ -80,6 +85,7 @@ INT8_LEFTOVERS = {
     "conv_relu": (_conv_relu, "aten.convolution.default", "cortex_m.quantized_conv2d"),
     "depthwise_conv": (_depthwise, "aten.convolution.default", "cortex_m.quantized_depthwise_conv2d"),
     "avg_pool": (_avg_pool, "aten.avg_pool2d.default", "cortex_m.quantized_avg_pool2d"),
+    "transposed_conv_stride_3": (_upsample_stride3, "aten.convolution.default", "cortex_m.quantized_transpose_conv2d"),
 }
 
 

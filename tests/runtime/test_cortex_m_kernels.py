@@ -163,6 +163,21 @@ def _dwconv(n, c, h, w, mult, k, stride, pad):
     return case
 
 
+def _conv_transpose(n, c, h, w, o, k, stride, pad, out_pad, bias=True):
+    def case():
+        x, wt = _i8(n, c, h, w, seed=29), _i8(o, k[0], k[1], c, seed=30)
+        b = torch.randint(-3000, 3000, (o,), dtype=torch.int32, generator=torch.Generator().manual_seed(31))
+        mults, shifts = zip(*[_mult(0.0007 * (1 + i % 2)) for i in range(o)])
+        m, s = torch.tensor(mults, dtype=torch.int32), torch.tensor(shifts, dtype=torch.int32)
+        scratch = torch.empty(0, dtype=torch.int8)
+
+        def fn(x, wt, *b):
+            return cm.quantized_transpose_conv2d(x, wt, b[0] if b else None, stride, pad, out_pad, [1, 1], 5, -1,
+                                                 m, s, -128, 127, scratch, scratch)
+        return fn, ((x, wt, b) if bias else (x, wt))
+    return case
+
+
 def _avgpool(shape, k, s, p, scale=0.037, zp=-6):
     def case():
         mult, shift = _mult(scale)
@@ -205,6 +220,8 @@ CASES = {
     "conv_grouped": _conv(1, 6, 7, 5, 4, (1, 3), [1, 1], [0, 1], [1, 1], groups=2),
     "dwconv_k3_p1": _dwconv(1, 6, 8, 7, 1, (3, 3), [1, 1], [1, 1]),
     "dwconv_mult2_s2": _dwconv(1, 3, 9, 10, 2, (3, 3), [2, 2], [0, 0]),
+    "conv_transpose_k3_s2": _conv_transpose(1, 4, 5, 6, 8, (3, 3), [2, 2], [0, 0], [0, 0]),
+    "conv_transpose_k3_s3_p1_outpad": _conv_transpose(2, 3, 4, 3, 5, (3, 2), [3, 2], [1, 0], [1, 1], bias=False),
     "avgpool_k2_s2": _avgpool((1, 5, 8, 6), [2, 2], [2, 2], [0, 0]),
     "avgpool_k3_s1_p1": _avgpool((2, 3, 7, 9), [3, 3], [1, 1], [1, 1]),
     "pad_hw": _pad((1, 3, 4, 5), [0, 0, 1, 2], [0, 0, 2, 1], -128),

@@ -313,6 +313,7 @@ const Entry kEntries[] = {
     {"cortex_m::quantized_max_pool2d.out", quantized_max_pool2d_out},
     {"cortex_m::quantized_conv2d.out", quantized_conv2d_out},
     {"cortex_m::quantized_depthwise_conv2d.out", quantized_depthwise_conv2d_out},
+    {"cortex_m::quantized_transpose_conv2d.out", quantized_transpose_conv2d_out},
     {"cortex_m::quantized_avg_pool2d.out", quantized_avg_pool2d_out},
     {"cortex_m::pad.out", pad_out},
 };

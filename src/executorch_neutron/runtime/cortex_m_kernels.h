@@ -123,6 +123,7 @@ inline int64_t at4(const Tensor& t, int64_t n, int64_t c, int64_t h, int64_t w) 
 void quantized_max_pool2d_out(KernelRuntimeContext& ctx, Span<EValue*> stack);
 void quantized_conv2d_out(KernelRuntimeContext& ctx, Span<EValue*> stack);
 void quantized_depthwise_conv2d_out(KernelRuntimeContext& ctx, Span<EValue*> stack);
+void quantized_transpose_conv2d_out(KernelRuntimeContext& ctx, Span<EValue*> stack);
 void quantized_avg_pool2d_out(KernelRuntimeContext& ctx, Span<EValue*> stack);
 void pad_out(KernelRuntimeContext& ctx, Span<EValue*> stack);
 

@@ -1,6 +1,6 @@
 /*
  * Host kernels of the spatial cortex_m::*.out operators (quantized_conv2d, quantized_depthwise_conv2d,
- * quantized_max_pool2d, quantized_avg_pool2d, pad) that ExecuTorch's Cortex-M backend emits for imxrt700cm, with
+ * quantized_transpose_conv2d, quantized_max_pool2d, quantized_avg_pool2d, pad) that ExecuTorch's Cortex-M backend emits for imxrt700cm, with
  * the arithmetic of the backend's Python reference implementations. Registered by cortex_m_host_kernels.cpp.
  */
 
@@ -117,6 +117,63 @@ void quantized_conv2d_out(KernelRuntimeContext& ctx, Span<EValue*> stack) {
 
 void quantized_depthwise_conv2d_out(KernelRuntimeContext& ctx, Span<EValue*> stack) {
   conv_common(ctx, stack, true, "cortex_m::quantized_depthwise_conv2d.out");
+}
+
+void quantized_transpose_conv2d_out(KernelRuntimeContext& ctx, Span<EValue*> stack) {
+  // weight [O, kH, kW, I] (groups 1, as the reference), stack: input, weight, bias, stride, padding,
+  // output_padding, dilation, input_offset, output_offset, multipliers, shifts, act min, act max, 2 scratches
+  const char* op = "cortex_m::quantized_transpose_conv2d.out";
+  const Tensor& in = stack[0]->toTensor();
+  const Tensor& w = stack[1]->toTensor();
+  const bool has_bias = !stack[2]->isNone();
+  ArrayRef<int64_t> stride = stack[3]->toIntList(), pad = stack[4]->toIntList(), dil = stack[6]->toIntList();
+  const int64_t in_off = stack[7]->toInt(), out_off = stack[8]->toInt();
+  const Tensor& mults = stack[9]->toTensor();
+  const Tensor& shifts = stack[10]->toTensor();
+  const int64_t lo = stack[11]->toInt(), hi = stack[12]->toInt();
+  Tensor& out = out_of(stack);
+  if (!check(ctx, in.dim() == 4 && w.dim() == 4 && out.dim() == 4 && in.scalar_type() == ScalarType::Char &&
+                      w.scalar_type() == ScalarType::Char && out.scalar_type() == ScalarType::Char &&
+                      mults.scalar_type() == ScalarType::Int && shifts.scalar_type() == ScalarType::Int &&
+                      stride.size() == 2 && pad.size() == 2 && dil.size() == 2 && w.size(3) == in.size(1) &&
+                      w.size(0) == out.size(1) && mults.numel() >= out.size(1) && shifts.numel() >= out.size(1),
+             op, "expects 4D int8 tensors, weight [O, kH, kW, I] with groups 1, per-channel requantization"))
+    return;
+  const int64_t N = in.size(0), C = in.size(1), H = in.size(2), W = in.size(3);
+  const int64_t O = out.size(1), OH = out.size(2), OW = out.size(3), KH = w.size(1), KW = w.size(2);
+  const int32_t* bias = has_bias ? stack[2]->toTensor().const_data_ptr<int32_t>() : nullptr;
+  const int8_t* x = in.const_data_ptr<int8_t>();
+  const int8_t* wt = w.const_data_ptr<int8_t>();
+  const auto ws = w.strides();
+  const int32_t* m = mults.const_data_ptr<int32_t>();
+  const int32_t* sh = shifts.const_data_ptr<int32_t>();
+  int8_t* y = out.mutable_data_ptr<int8_t>();
+  std::vector<int64_t> acc(static_cast<size_t>(O * OH * OW));
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t o = 0; o < O; ++o)
+      std::fill(acc.begin() + o * OH * OW, acc.begin() + (o + 1) * OH * OW, bias != nullptr ? bias[o] : 0);
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t ih = 0; ih < H; ++ih)
+        for (int64_t iw = 0; iw < W; ++iw) {
+          const int64_t xv = static_cast<int64_t>(x[at4(in, n, c, ih, iw)]) + in_off;
+          for (int64_t i = 0; i < KH; ++i) {
+            const int64_t oh = ih * stride[0] - pad[0] + i * dil[0];
+            if (oh < 0 || oh >= OH) continue;
+            for (int64_t j = 0; j < KW; ++j) {
+              const int64_t ow = iw * stride[1] - pad[1] + j * dil[1];
+              if (ow < 0 || ow >= OW) continue;
+              for (int64_t o = 0; o < O; ++o)
+                acc[(o * OH + oh) * OW + ow] += xv * wt[o * ws[0] + i * ws[1] + j * ws[2] + c * ws[3]];
+            }
+          }
+        }
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          const int32_t q = requantize(static_cast<int32_t>(acc[(o * OH + oh) * OW + ow]), m[o], sh[o]);
+          y[at4(out, n, o, oh, ow)] = static_cast<int8_t>(clamp_i32(static_cast<int64_t>(q) + out_off, lo, hi));
+        }
+  }
 }
 
 // ------------------------------------------------------------------------------------------------ avg pool, pad
