@@ -34,4 +34,14 @@ def test_unknown_compile_spec_key_is_an_error():
 def test_imxrt700_facts():
     t = get_target("imxrt700")
     assert (t.num_macs, t.subsystem, t.hw_version) == (8, False, "N3")
-    assert set(TARGETS) == {"imxrt700", "mcxn94x", "imx95"}
+    assert set(TARGETS) == {"imxrt700", "imxrt700cm", "mcxn94x", "imx95"}
+
+
+def test_imxrt700cm_is_imxrt700_plus_its_cortex_m33():
+    """Same NPU facts and converter target as imxrt700; leftovers go to the Cortex-M33."""
+    base, cm = get_target("imxrt700"), get_target("imxrt700cm")
+    npu_fields = ("soc", "npu", "subsystem", "num_units", "num_pipes", "num_macs", "hw_version", "sram_bytes", "cpu")
+    assert all(getattr(base, f) == getattr(cm, f) for f in npu_fields)
+    assert (base.cortex_m, cm.cortex_m) == (None, "cortex-m33")
+    assert (base.converter_target, cm.converter_target) == ("imxrt700", "imxrt700")
+    assert NeutronCompileSpec(target="imxrt700cm").target == "imxrt700cm"

@@ -2,6 +2,7 @@
 
 Public API:
     NeutronQuantizer      PT2E int8 quantizer (PTQ and QAT) matching what the NPU executes
+    NeutronCortexMQuantizer  one quantization pass for NPU + Cortex-M (target imxrt700cm)
     NeutronPartitioner    decides per edge node whether the NPU runs it, with a reason for every rejection
     NeutronCompileSpec    every backend option, parsed once
     lower                 one call: model -> quantized -> partitioned -> .pte (a LoweringResult)
@@ -20,6 +21,7 @@ from .target import TARGETS, NeutronTarget, get_target
 
 _LAZY = {
     "NeutronQuantizer": ".quantizer",
+    "NeutronCortexMQuantizer": ".quantizer",
     "NeutronPartitioner": ".partition",
     "NeutronBackend": ".backend",
     "lower": ".lowering",

@@ -96,7 +96,7 @@ def _pte_inputs(args) -> list:
     """The --input files of `run` / `profile`, checked against the .pte's method inputs (or random ones)."""
     import torch
 
-    from .report.pte import PteError, inspect_pte
+    from .pte import PteError, inspect_pte
 
     try:
         method = inspect_pte(args.pte).methods[0]
@@ -170,7 +170,7 @@ def _profile(args) -> int:
 
 
 def _report(args) -> int:
-    from .report.pte import PteError, inspect_pte
+    from .pte import PteError, inspect_pte
 
     try:
         summary = inspect_pte(args.pte)
@@ -213,7 +213,8 @@ def _targets(args) -> int:
         print(f"{t.name}: {t.soc}; NPU {t.npu} ({'Neutron-S subsystem' if t.subsystem else 'Neutron-C'}, "
               f"{t.hw_version}); {t.num_units} unit(s) x {t.num_pipes} pipes x {t.num_macs} MACs = "
               f"{t.macs_per_cycle} MACs/cycle; SRAM {t.sram_bytes // 1024} KiB; CPU {t.cpu}; "
-              f"{'upstream' if t.upstream_supported else 'preview'}")
+              f"{'upstream' if t.upstream_supported else 'preview'}"
+              + (f"; leftovers as int8 {t.cortex_m} kernels (ExecuTorch Cortex-M backend)" if t.cortex_m else ""))
         for note in t.notes:
             print(f"    - {note}")
     return EXIT_OK

@@ -139,9 +139,10 @@ def lower(
     """
     from executorch.exir import to_edge_transform_and_lower
 
+    from .cortex_m import stage as cortex_m
     from .partition import NeutronPartitioner
     from .progress import listening
-    from .quantizer import NeutronQuantizer
+    from .quantizer import quantizer_for
     from .report import DelegationReport
 
     if spec is None:
@@ -154,7 +155,9 @@ def lower(
     if isinstance(model, torch.nn.Module) and not isinstance(model, torch.fx.GraphModule):
         model = model.eval()
     timings: dict[str, float] = {}
-    stages = _Stages(progress, ["quantize"] * quantize_model + ["export", "partition + convert", "to_executorch"])
+    core = cortex_m.cortex_m_core(spec)
+    stages = _Stages(progress, ["quantize"] * quantize_model + ["export", "partition + convert"]
+                     + ["Cortex-M leftovers"] * bool(core) + ["to_executorch"])
 
     quantized = None if quantize_model else model  # an already quantized model is its own reference
     if quantize_model:
@@ -163,7 +166,7 @@ def lower(
                         "with representative data for usable int8 accuracy")
             calibration_inputs = [inputs]
         t0 = time.perf_counter()
-        quantized = quantize(model, inputs, calibration_inputs, quantizer or NeutronQuantizer(target=spec.target),
+        quantized = quantize(model, inputs, calibration_inputs, quantizer or quantizer_for(spec.target),
                              progress)
         timings["quantize"] = time.perf_counter() - t0
         model = quantized
@@ -180,9 +183,17 @@ def lower(
     partitioner = NeutronPartitioner(spec)
     t0 = time.perf_counter()
     with listening(stages.partition_listener()):
-        edge = to_edge_transform_and_lower(exported, partitioner=[partitioner], generate_etrecord=etrecord)
+        edge = to_edge_transform_and_lower(exported, partitioner=[partitioner], generate_etrecord=etrecord,
+                                           compile_config=cortex_m.edge_compile_config(spec))
     timings["partition+convert"] = time.perf_counter() - t0
     stages.done()
+
+    leftovers = None
+    if core:  # Cortex-M stage: the NPU's leftovers become int8 cortex_m::* kernels
+        t0 = time.perf_counter()
+        edge, leftovers = cortex_m.lower_leftovers(edge, spec, [r.node for r in partitioner.rejections])
+        timings["cortex_m"] = time.perf_counter() - t0
+        stages.done()
 
     t0 = time.perf_counter()
     program = edge.to_executorch()
@@ -190,7 +201,7 @@ def lower(
     stages.done()
     stages.close()
 
-    report = DelegationReport.build(exported, edge, partitioner, spec)
+    report = DelegationReport.build(exported, edge, partitioner, spec, leftovers)
     if not report.partitions:
         log.warning("nothing was delegated to Neutron: %s", report.summary_line())
     return LoweringResult(program.buffer, report, spec, quantized, edge, timings,

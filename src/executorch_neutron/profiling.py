@@ -84,7 +84,7 @@ def profile(
 ) -> Profile:
     """Execute `method` `runs` times on the host with ETDump on, write the ETDump, and read it with ExecuTorch's
     Inspector (with `etrecord`, an ETRecord object or path, events carry the model's operator names)."""
-    from .report.pte import inspect_pte
+    from .pte import inspect_pte
     from .runtime import load
 
     if runs < 1:

@@ -7,7 +7,7 @@ override by building their own `NeutronTarget` and passing it where a target nam
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -24,10 +24,20 @@ class NeutronTarget:
     cpu: str
     upstream_supported: bool  # supported by NXP's converter in upstream ExecuTorch
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # The Cortex-M core that runs what the NPU does not as int8 CMSIS-NN kernels (ExecuTorch's Cortex-M backend,
+    # `cortex-m33`), or None: leftovers run as ExecuTorch's portable (float) kernels.
+    cortex_m: str | None = None
+    # The target name the eIQ Neutron converter knows, when it differs from `name` (imxrt700cm -> imxrt700).
+    converter_name: str | None = None
 
     @property
     def macs_per_cycle(self) -> int:
         return self.num_units * self.num_pipes * self.num_macs
+
+    @property
+    def converter_target(self) -> str:
+        """The name passed to the eIQ Neutron converter (`getNeutronTarget`)."""
+        return self.converter_name or self.name
 
 
 TARGETS: dict[str, NeutronTarget] = {
@@ -87,6 +97,18 @@ TARGETS: dict[str, NeutronTarget] = {
         ),
     )
 }
+
+
+
+def _with_cortex_m(base: NeutronTarget, name: str, core: str) -> NeutronTarget:
+    """`base` with its Cortex-M core taking the leftovers (same NPU, same converter target)."""
+    return replace(base, name=name, cortex_m=core, converter_name=base.converter_target, notes=base.notes + (
+        f"leftovers (what the NPU does not run) become int8 {core} kernels of ExecuTorch's Cortex-M backend "
+        f"(CMSIS-NN); ops that backend lacks stay portable float kernels",
+    ))
+
+
+TARGETS["imxrt700cm"] = _with_cortex_m(TARGETS["imxrt700"], "imxrt700cm", "cortex-m33")
 
 
 class UnknownTargetError(ValueError):

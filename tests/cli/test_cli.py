@@ -134,7 +134,7 @@ def test_bad_input(case, tmp_path):
 
 def test_targets_and_ops():
     proc = cli("targets", "--json")
-    assert proc.returncode == 0 and set(json.loads(proc.stdout)) == {"imxrt700", "mcxn94x", "imx95"}
+    assert proc.returncode == 0 and set(json.loads(proc.stdout)) == {"imxrt700", "imxrt700cm", "mcxn94x", "imx95"}
     proc = cli("ops", "--markdown")
     assert proc.returncode == 0 and "aten.convolution.default" in proc.stdout and proc.stdout.startswith("#")
 
@@ -147,3 +147,32 @@ def test_demo(tmp_path):
     assert "host-reference" in proc.stderr  # the one-line "no SDK" notice
     assert (tmp_path / "demo.pte").stat().st_size > 10_000
     assert "top-1 agreement" in proc.stdout and "worst partition: neutron_0" in proc.stdout
+
+
+LEFTOVERS = '''
+import torch
+from torch import nn
+
+def factory():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 4 * 5, 10),
+                          nn.GELU(), nn.Softmax(-1))
+    return model.eval(), (torch.randn(1, 3, 4, 5),)
+'''
+
+
+def test_compile_and_run_for_imxrt700cm(tmp_path):
+    """The whole chip: gelu and a 10-class softmax become Cortex-M33 int8 kernels; the .pte runs on the host."""
+    (tmp_path / "m.py").write_text(LEFTOVERS)
+    proc = cli("compile", tmp_path / "m.py:factory", "--target", "imxrt700cm", "--random-calibration",
+               "-o", tmp_path / "m.pte", "--report", tmp_path / "m.json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "2 as int8 cortex-m33 kernels; 0 float on the CPU" in proc.stdout
+    report = json.loads((tmp_path / "m.json").read_text())
+    jsonschema.validate(report, load_schema())
+    assert sorted(n["kernel"] for n in report["cortex_m"]["nodes"]) == ["cortex_m.quantized_activation",
+                                                                        "cortex_m.softmax"]
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).standard_normal((1, 3, 4, 5)).astype("float32"))
+    proc = cli("run", tmp_path / "m.pte", "--input", tmp_path / "x.npy")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "(1, 10)" in proc.stdout or "[1, 10]" in proc.stdout

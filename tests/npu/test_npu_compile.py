@@ -135,6 +135,13 @@ def test_unknown_converter_option_is_a_clear_error(sdk):
         compile_partition(add_relu_int8([1, 4]), HEADER_2IN_1OUT, spec, "neutron_0")
 
 
+def test_imxrt700cm_partitions_compile_for_the_imxrt700_npu(sdk):
+    """imxrt700cm adds the Cortex-M33 for leftovers; its NPU partitions are compiled for the converter's imxrt700."""
+    out = compile_partition(add_relu_int8([1, 4]), HEADER_2IN_1OUT, NeutronCompileSpec(target="imxrt700cm"), "neutron_0")
+    assert out.kind == "neutron-microcode"
+    assert json.loads(sdk.read_text())["target"] == {"fake_target": "imxrt700"}
+
+
 def test_target_unknown_to_the_sdk_is_named_with_the_supported_ones(sdk):
     with pytest.raises(NeutronCompileError, match="'neutron_0'.*does not know target 'mcxn94x'.*imxrt700"):
         compile_partition(add_relu_int8([1, 4]), HEADER_2IN_1OUT, NeutronCompileSpec(target="mcxn94x"), "neutron_0")

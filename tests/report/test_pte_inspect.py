@@ -3,7 +3,7 @@
 import pytest
 
 from executorch_neutron import lower, zoo
-from executorch_neutron.report.pte import PteError, inspect_pte
+from executorch_neutron.pte import PteError, inspect_pte
 
 
 def test_inspect_lowered_cifarnet():

@@ -65,7 +65,7 @@ def compile_partition(tflite: bytes, header: Header, spec: NeutronCompileSpec, n
 
 def _compile_with_sdk(tflite: bytes, header: Header, spec: NeutronCompileSpec, name: str,
                       op_debug_handles: Sequence[tuple[int, ...]]) -> CompiledPartition:
-    result = sdk_adapter.convert(tflite, spec.target, sdk_adapter.converter_options(spec), name,
+    result = sdk_adapter.convert(tflite, spec.neutron_target.converter_target, sdk_adapter.converter_options(spec), name,
                                  keep_dir=spec.intermediates_dir)
     _keep_outputs(result, spec, name)
     parts = extract(result.model, header.n_inputs, header.n_outputs, name)

@@ -14,7 +14,7 @@ __all__ = ["CpuNode", "DelegationReport", "MAC_FORMULA", "MemoryEstimate", "Part
 
 
 def inspect_pte(pte):
-    """Summarize a .pte (path or bytes): see report/pte.py."""
-    from .pte import inspect_pte as _inspect
+    """Summarize a .pte (path or bytes): see executorch_neutron/pte.py."""
+    from ..pte import inspect_pte as _inspect
 
     return _inspect(pte)

@@ -110,6 +110,10 @@ class DelegationReport:
     pte_bytes: int | None = None  # size of the .pte file when known (set by the caller that has it)
     requantizations: list[Requantization] = field(default_factory=list)  # CPU dequantize -> quantize pairs
     constraints: str = DEFAULT_PROFILE  # the constraint profile the partitioner followed
+    # targets with a Cortex-M core (imxrt700cm): the core, and per CPU node the int8 kernel it became
+    cortex_m_core: str | None = None
+    cortex_m_kernels: dict[str, str] = field(default_factory=dict)  # CPU node -> "cortex_m.softmax", ...
+    cortex_m_refused: dict[str, str] = field(default_factory=dict)  # CPU node -> why the Cortex-M passes refused it
 
     # --- counts -------------------------------------------------------------------------------------------
     @property
@@ -122,6 +126,26 @@ class DelegationReport:
     @property
     def cpu_ops(self) -> Counter:
         return Counter(r.op for r in self.rejections)
+
+    @property
+    def float_rejections(self) -> list[Rejection]:
+        """CPU nodes that compute in float (portable kernels): all of them unless a Cortex-M core took some."""
+        return [r for r in self.rejections if r.node not in self.cortex_m_kernels]
+
+    @property
+    def cortex_m_rejections(self) -> list[Rejection]:
+        """CPU nodes that run as int8 kernels of the Cortex-M core (`cortex_m_kernels` says which)."""
+        return [r for r in self.rejections if r.node in self.cortex_m_kernels]
+
+    def float_reason(self, r: Rejection) -> str:
+        """Why a CPU node computes in float: Neutron's reason, and on a Cortex-M target why that core did not."""
+        if self.cortex_m_core is None:
+            return r.reason
+        if r.node in self.cortex_m_refused:
+            return (f"{r.reason}; not an int8 {self.cortex_m_core} kernel either: ExecuTorch's Cortex-M passes "
+                    f"refused it ({self.cortex_m_refused[r.node]})")
+        return (f"{r.reason}; no int8 {self.cortex_m_core} kernel: ExecuTorch's Cortex-M backend does not "
+                f"quantize or lower {r.op} (see executorch.backends.cortex_m.quantizer.quantizer_support)")
 
     @property
     def num_delegated(self) -> int:
@@ -155,9 +179,17 @@ class DelegationReport:
 
     @property
     def cpu_groups(self) -> dict[str, list[CpuNode]]:
-        """CPU nodes grouped by operator, most frequent first."""
+        """Float CPU nodes grouped by operator, most frequent first."""
+        return self._groups(self.float_rejections)
+
+    @property
+    def cortex_m_groups(self) -> dict[str, list[CpuNode]]:
+        """CPU nodes run as Cortex-M int8 kernels, grouped by operator, most frequent first."""
+        return self._groups(self.cortex_m_rejections)
+
+    def _groups(self, rejections) -> dict[str, list[CpuNode]]:
         groups: dict[str, list[CpuNode]] = {}
-        for r in self.rejections:
+        for r in rejections:
             groups.setdefault(r.op, []).append(CpuNode(r, self.cpu_macs.get(r.node, 0)))
         return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
 
@@ -175,8 +207,12 @@ class DelegationReport:
     # --- rendering ----------------------------------------------------------------------------------------
     def summary_line(self) -> str:
         n, total = self.num_delegated, self.num_compute
-        return (f"{n} of {total} compute nodes ({100.0 * self.node_share:.1f}%) on the Neutron NPU in "
-                f"{len(self.partitions)} partition(s); {len(self.rejections)} on the CPU")
+        head = (f"{n} of {total} compute nodes ({100.0 * self.node_share:.1f}%) on the Neutron NPU in "
+                f"{len(self.partitions)} partition(s); ")
+        if self.cortex_m_core is None:
+            return head + f"{len(self.rejections)} on the CPU"
+        return head + (f"{len(self.cortex_m_rejections)} as int8 {self.cortex_m_core} kernels; "
+                       f"{len(self.float_rejections)} float on the CPU")
 
     def __str__(self) -> str:
         return to_text(self)
@@ -207,7 +243,8 @@ class DelegationReport:
 
     # --- construction -------------------------------------------------------------------------------------
     @classmethod
-    def build(cls, exported, edge, partitioner, spec: NeutronCompileSpec) -> "DelegationReport":
+    def build(cls, exported, edge, partitioner, spec: NeutronCompileSpec, leftovers=None) -> "DelegationReport":
+        """`leftovers`: the Cortex-M stage's `Leftovers` (cortex_m/stage.py) on a target with a Cortex-M core."""
         program = edge.exported_program()
         gm = program.graph_module
         partitions = []
@@ -220,10 +257,15 @@ class DelegationReport:
         cpu_macs = {r.node: _macs.node_macs(by_name[r.node]) for r in partitioner.rejections if r.node in by_name}
         npu = sum(p.macs for p in partitions)
         total = _macs.graph_macs(exported.graph) if exported is not None else 0
-        return cls(spec.target, partitions, list(partitioner.rejections),
+        rejections = list(partitioner.rejections)
+        kernels = {} if leftovers is None else {
+            r.node: k for r in rejections if (k := leftovers.kernel_of(r.node)) is not None}
+        return cls(spec.target, partitions, rejections,
                    total_macs=max(total, npu + sum(cpu_macs.values())), cpu_macs=cpu_macs,
                    cpu_constant_bytes=_constant_bytes(program), requantizations=_requantizations(gm),
-                   constraints=spec.constraints)
+                   constraints=spec.constraints,
+                   cortex_m_core=None if leftovers is None else leftovers.core, cortex_m_kernels=kernels,
+                   cortex_m_refused={} if leftovers is None else dict(leftovers.refused))
 
 
 def _requantizations(gm) -> list[Requantization]:

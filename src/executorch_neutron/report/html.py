@@ -76,14 +76,23 @@ def to_html(report) -> str:
         parts.append(f"<tr><td><code>{escape(op)}</code></td><td class='n npu'>{n or ''}</td>"
                      f"<td class='n cpu'>{c or ''}</td><td class=n>{escape(human_macs(m)) if m else ''}</td></tr>")
     parts.append("</table>")
-    if report.rejections:
-        parts.append("<h2>On the CPU</h2><table><tr><th>operator</th><th>node</th><th>reason</th><th>hint</th></tr>")
+    if report.cortex_m_rejections:
+        parts.append(f"<h2>On the {escape(report.cortex_m_core)}, int8 (Cortex-M backend)</h2><table><tr>"
+                     "<th>operator</th><th>node</th><th>kernel</th><th>not on the NPU because</th></tr>")
+        for op, nodes in report.cortex_m_groups.items():
+            parts += [f"<tr><td><code>{escape(op)}</code></td><td><code>{escape(n.rejection.node)}</code></td>"
+                      f"<td><code>{escape(report.cortex_m_kernels[n.rejection.node])}</code></td>"
+                      f"<td>{escape(n.rejection.reason)}</td></tr>" for n in nodes]
+        parts.append("</table>")
+    if report.float_rejections:
+        title = "On the CPU" if report.cortex_m_core is None else "On the CPU, float"
+        parts.append(f"<h2>{title}</h2><table><tr><th>operator</th><th>node</th><th>reason</th><th>hint</th></tr>")
         for op, nodes in report.cpu_groups.items():
             for i, n in enumerate(nodes):
                 r = n.rejection
                 head = f"<td rowspan={len(nodes)}><code>{escape(op)}</code> &times;{len(nodes)}</td>" if i == 0 else ""
-                parts.append(f"<tr>{head}<td><code>{escape(r.node)}</code></td><td>{escape(r.reason)}</td>"
-                             f"<td>{escape(r.hint or '')}</td></tr>")
+                parts.append(f"<tr>{head}<td><code>{escape(r.node)}</code></td><td>{escape(report.float_reason(r))}"
+                             f"</td><td>{escape(r.hint or '')}</td></tr>")
         parts.append("</table>")
     if report.requantizations:
         parts.append(f"<h2>Requantized on the CPU</h2><p class='note'>{escape(REQUANTIZE_NOTE)}.</p><ul>")

@@ -13,7 +13,7 @@ from .macs import MAC_FORMULA
 from .notes import FORMAT_NOTE, MEMORY_NOTE, REQUANTIZE_NOTE
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 FORMATS = {0: "none", 1: "channels_last"}
 
 
@@ -49,6 +49,8 @@ def to_dict(report) -> dict:
             "compute_nodes": report.num_compute,
             "npu_nodes": report.num_delegated,
             "cpu_nodes": len(report.rejections),
+            "cortex_m_nodes": len(report.cortex_m_rejections),
+            "cpu_float_nodes": len(report.float_rejections),
             "npu_node_share": report.node_share,
             "total_macs": max(report.total_macs, report.npu_macs),
             "npu_macs": report.npu_macs,
@@ -81,11 +83,16 @@ def to_dict(report) -> dict:
                 "op": op,
                 "count": len(nodes),
                 "macs": sum(n.macs for n in nodes),
-                "nodes": [{"node": n.rejection.node, "reason": n.rejection.reason, "hint": n.rejection.hint,
-                           "macs": n.macs} for n in nodes],
+                "nodes": [{"node": n.rejection.node, "reason": report.float_reason(n.rejection),
+                           "hint": n.rejection.hint, "macs": n.macs} for n in nodes],
             }
             for op, nodes in report.cpu_groups.items()
         ],
+        "cortex_m": {
+            "core": report.cortex_m_core,
+            "nodes": [{"node": r.node, "op": r.op, "kernel": report.cortex_m_kernels[r.node],
+                       "npu_reason": r.reason} for r in report.cortex_m_rejections],
+        },
         "cpu_requantizations": [
             {"node": r.node, "source": r.source, "from": {"scale": r.from_scale, "zero_point": r.from_zero_point},
              "to": {"scale": r.to_scale, "zero_point": r.to_zero_point}}
@@ -146,13 +153,19 @@ def to_text(report) -> str:
         lines += ["", "Requantized on the CPU, between partitions (dequantize -> quantize with new parameters, as in "
                       "the quantized model):"]
         lines += [f"  {r.describe()}" for r in report.requantizations]
-    if report.rejections:
-        lines += ["", "On the CPU:"]
+    if report.cortex_m_rejections:
+        lines += ["", f"On the {report.cortex_m_core}, int8 (ExecuTorch Cortex-M backend, CMSIS-NN kernels):"]
+        for op, nodes in report.cortex_m_groups.items():
+            lines.append(f"  {op} x{len(nodes)}")
+            lines += [f"    {n.rejection.node}: {report.cortex_m_kernels[n.rejection.node]} (not on the NPU: "
+                      f"{n.rejection.reason})" for n in nodes]
+    if report.float_rejections:
+        lines += ["", "On the CPU:" if report.cortex_m_core is None else "On the CPU, float (portable kernels):"]
         for op, nodes in report.cpu_groups.items():
             lines.append(f"  {op} x{len(nodes)}")
             for n in nodes:
                 r = n.rejection
-                lines.append(f"    {r.node}: {r.reason}" + (f" (hint: {r.hint})" if r.hint else ""))
+                lines.append(f"    {r.node}: {report.float_reason(r)}" + (f" (hint: {r.hint})" if r.hint else ""))
     return "\n".join(lines)
 
 
@@ -173,12 +186,20 @@ def to_markdown(report) -> str:
                    f"{p.largest_activation_bytes} | {p.kind}, {p.payload_bytes} B |")
     out += ["", "## Operators", "", "| operator | on the NPU | on the CPU | NPU MACs |", "|---|---:|---:|---:|"]
     out += [f"| `{op}` | {n} | {c} | {m} |" for op, n, c, m in op_rows(report)]
-    if report.rejections:
-        out += ["", "## On the CPU", "", "| operator | node | reason | hint |", "|---|---|---|---|"]
+    if report.cortex_m_rejections:
+        out += ["", f"## On the {report.cortex_m_core}, int8 (Cortex-M backend)", "",
+                "| operator | node | kernel | not on the NPU because |", "|---|---|---|---|"]
+        for op, nodes in report.cortex_m_groups.items():
+            out += [f"| `{op}` | {n.rejection.node} | `{report.cortex_m_kernels[n.rejection.node]}` | "
+                    f"{_md_escape(n.rejection.reason)} |" for n in nodes]
+    if report.float_rejections:
+        title = "On the CPU" if report.cortex_m_core is None else "On the CPU, float"
+        out += ["", f"## {title}", "", "| operator | node | reason | hint |", "|---|---|---|---|"]
         for op, nodes in report.cpu_groups.items():
             for n in nodes:
                 r = n.rejection
-                out.append(f"| `{op}` | {r.node} | {_md_escape(r.reason)} | {_md_escape(r.hint or '')} |")
+                out.append(f"| `{op}` | {r.node} | {_md_escape(report.float_reason(r))} | "
+                           f"{_md_escape(r.hint or '')} |")
     if report.requantizations:
         out += ["", "## Requantized on the CPU", "", f"{REQUANTIZE_NOTE}.", ""]
         out += [f"- {_md_escape(r.describe())}" for r in report.requantizations]

@@ -110,9 +110,26 @@ def ensure_registered() -> ctypes.CDLL:
             raise HostBuildError(f"ExecuTorch refused to register backend {BACKEND_ID!r} (error 0x{code:02x}); "
                                  f"another library in this process already registered that backend id")
         lib.neutron_host_set_callbacks(_EXECUTE_CALLBACK, _RELEASE_CALLBACK)
+        _register_cortex_m_kernels(lib)
         atexit.register(_detach, lib)
         _library = lib
         return lib
+
+
+def _register_cortex_m_kernels(lib: ctypes.CDLL) -> None:
+    """Register the host kernels of the cortex_m::* operators (cortex_m_host_kernels.cpp) with ExecuTorch."""
+    lib.neutron_host_register_cortex_m_kernels.restype = ctypes.c_int32
+    code = lib.neutron_host_register_cortex_m_kernels()
+    if code != 0:
+        raise HostBuildError(f"ExecuTorch refused to register the host cortex_m::* kernels (error 0x{code:02x}); "
+                             f"another library in this process already registered kernels with those names")
+
+
+def cortex_m_kernels() -> frozenset[str]:
+    """Names of the cortex_m::* operators the host library implements (e.g. 'cortex_m::softmax.out')."""
+    lib = ensure_registered()
+    lib.neutron_host_cortex_m_kernel_names.restype = ctypes.c_char_p
+    return frozenset(lib.neutron_host_cortex_m_kernel_names().decode().split())
 
 
 def _detach(lib: ctypes.CDLL) -> None:

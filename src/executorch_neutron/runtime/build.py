@@ -21,6 +21,10 @@ from pathlib import Path
 from .errors import HostBuildError
 
 SOURCE = Path(__file__).with_name("neutron_host_backend.cpp")
+# compiled into the same library: host kernels of the cortex_m::* operators (target imxrt700cm)
+SOURCES = (SOURCE, Path(__file__).with_name("cortex_m_host_kernels.cpp"),
+           Path(__file__).with_name("cortex_m_spatial_kernels.cpp"))
+HEADERS = (Path(__file__).with_name("cortex_m_kernels.h"),)  # part of the build key
 LIBRARY_NAME = "libneutron_host_backend.so"
 CXX_FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-DC10_USING_CUSTOM_GENERATED_MACROS")
 
@@ -54,7 +58,7 @@ def compile_command(compiler: str, et_dir: Path, output: Path) -> list[str]:
     include = et_dir / "include"
     lib_dir = et_dir / "lib"
     return [compiler, *CXX_FLAGS, f"-I{include}", f"-I{include / 'executorch/runtime/core/portable_type/c10'}",
-            str(SOURCE), f"-L{lib_dir}", "-lexecutorch", f"-Wl,-rpath,{lib_dir}", "-o", str(output)]
+            *(str(s) for s in SOURCES), f"-L{lib_dir}", "-lexecutorch", f"-Wl,-rpath,{lib_dir}", "-o", str(output)]
 
 
 def build_key(compiler: str, et_dir: Path) -> str:
@@ -67,7 +71,7 @@ def build_key(compiler: str, et_dir: Path) -> str:
     except (OSError, subprocess.SubprocessError) as exc:
         raise HostBuildError(f"cannot run the C++ compiler {compiler!r}: {exc}; install g++ (`apt-get install g++`)") from exc
     digest = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), et_version.encode(), str(et_dir).encode(), compiler.encode(),
+    for part in (*(s.read_bytes() for s in SOURCES + HEADERS), et_version.encode(), str(et_dir).encode(), compiler.encode(),
                  identity.encode(), " ".join(CXX_FLAGS).encode()):
         digest.update(part)
         digest.update(b"\0")

@@ -54,6 +54,7 @@ class HostProgram:
             self._program = runtime.load_program(data, enable_etdump=etdump)
         except RuntimeError as exc:
             raise _fail("load the program (is it a valid .pte?)", exc) from exc
+        self._pte = pte
         self._methods: dict = {}
         self._etdump = etdump
 
@@ -78,6 +79,7 @@ class HostProgram:
             try:
                 self._methods[name] = self._program.load_method(name)
             except RuntimeError as exc:
+                _check_cortex_m_kernels(self._pte, name)
                 raise _fail(f"load method {name!r}", exc) from exc
         return self._methods[name]
 
@@ -90,6 +92,22 @@ class HostProgram:
         except RuntimeError as exc:
             raise _fail(f"execute method {method!r}", exc) from exc
         return list(outputs)
+
+
+def _check_cortex_m_kernels(pte, method: str) -> None:
+    """Name the cortex_m::* operators of `method` that the host library has no kernel for (a load failure)."""
+    from ..pte import inspect_pte
+
+    try:
+        used = next(m.cpu_kernels for m in inspect_pte(pte).methods if m.name == method)
+    except Exception:  # noqa: BLE001 - a file we cannot inspect: the runtime's own error follows
+        return
+    missing = sorted(op for op in used if op.startswith("cortex_m::") and op not in bridge.cortex_m_kernels())
+    if missing:
+        raise NeutronRuntimeError(
+            f"no host kernel for {', '.join(missing)} (ExecuTorch Cortex-M backend operators in method {method!r}); "
+            f"the host runtime implements {', '.join(sorted(bridge.cortex_m_kernels()))}. Lower for target "
+            f"'imxrt700' to keep these ops as portable kernels, or run the .pte on the device")
 
 
 _TORCH_DTYPES = {0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.int64, 5: torch.float16,

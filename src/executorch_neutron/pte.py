@@ -122,7 +122,7 @@ def _delegate(index: int, delegate, blob: bytes) -> DelegateInfo:
     info = DelegateInfo(index, delegate.id, len(blob), specs)
     if delegate.id != NEUTRON_BACKEND_ID:
         return info
-    from ..payload import PayloadError, unpack
+    from .payload import PayloadError, unpack
 
     try:
         payload = unpack(blob)

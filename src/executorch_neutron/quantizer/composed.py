@@ -1,0 +1,142 @@
+"""One quantization pass for an SoC with a Neutron NPU and a Cortex-M core (i.MX RT700: target `imxrt700cm`).
+
+`NeutronCortexMQuantizer` annotates a graph once, in two steps that cannot disagree:
+
+1. `NeutronQuantizer` annotates every op it knows (LiteRT int8 semantics, what the NPU runs);
+2. ExecuTorch's Cortex-M quantizer (`executorch.backends.cortex_m.quantizer`, CMSIS-NN int8 semantics) annotates
+   only the nodes Neutron left float (its pattern matcher rejects already annotated nodes).
+
+Neutron-annotated ops also get the "int8" mark the Cortex-M quantizer leaves on its own ops, so an op Neutron
+annotated but its partitioner refuses (a 10-class softmax) still becomes a Cortex-M int8 kernel. Then every edge
+between two annotated nodes is tied to the producer's output qparams
+(`SharedQuantizationSpec`), so an int8 tensor crossing from an NPU partition to a Cortex-M kernel (or back) is
+quantized once: no requantization at a boundary unless an op itself fixes its input qparams.
+
+Before annotation only Neutron's graph transforms run (conv1d->conv2d, div->mul, matmul->bmm, ...): the Cortex-M
+ones would turn ops the NPU runs into others (mean -> avg_pool, hardswish -> clamp+mul, scalars -> tensors).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from torch.fx import GraphModule, Node
+from torchao.quantization.pt2e.quantizer import (
+    FixedQParamsQuantizationSpec,
+    QuantizationAnnotation,
+    Quantizer,
+    SharedQuantizationSpec,
+)
+from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
+
+from ..target import NeutronTarget
+from .neutron_quantizer import NeutronQuantizer
+
+#: node.meta key set on nodes annotated by the Cortex-M quantizer (the report's "Cortex-M" reasons use it)
+QUANTIZED_BY = "executorch_neutron_quantized_by"
+
+
+def _cortex_m_quantizer() -> Quantizer:
+    """ExecuTorch's Cortex-M quantizer. It has observer configs only (no fake-quantize ones): under QAT its few
+    annotations (ops Neutron has no kernel for, e.g. gelu) observe the fake-quantized graph during training and
+    are not trained themselves; every Neutron annotation is QAT as usual."""
+    from .. import cortex_m_wheel as wheel
+
+    wheel.load()
+    from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
+
+    return CortexMQuantizer()
+
+
+class NeutronCortexMQuantizer(Quantizer):
+    """PT2E int8 quantizer for Neutron + Cortex-M: Neutron annotates first, Cortex-M what Neutron left.
+
+    Args: as `NeutronQuantizer` (target, is_qat, per_channel, observer, modules_to_skip); modules_to_skip keeps
+    those modules float for both quantizers.
+    """
+
+    def __init__(
+        self,
+        target: str | NeutronTarget = "imxrt700cm",
+        is_qat: bool = False,
+        per_channel: bool = True,
+        observer: str = "minmax",
+        modules_to_skip: Iterable[type | str] = (),
+    ) -> None:
+        super().__init__()
+        self.neutron = NeutronQuantizer(target, is_qat=is_qat, per_channel=per_channel, observer=observer,
+                                        modules_to_skip=modules_to_skip)
+        self.cortex_m = _cortex_m_quantizer()
+        self.is_qat = is_qat
+
+    def __repr__(self) -> str:
+        return f"NeutronCortexMQuantizer({self.neutron!r})"
+
+    def transform_for_annotation(self, model: GraphModule) -> GraphModule:
+        return self.neutron.transform_for_annotation(model)
+
+    def annotate(self, model: GraphModule) -> GraphModule:
+        from executorch.backends.cortex_m.quantizer.pattern_matcher import PatternMatcher
+
+        self.neutron.annotate(model)
+        neutron_nodes = {n for n in model.graph.nodes if _annotated(n)}
+        for n in neutron_nodes:
+            _mark_quantized_for_cortex_m(n)
+        # The Cortex-M pattern matcher skips nodes already matched; its shared-qspec step skips annotated ones.
+        # Nodes the user keeps float get a placeholder annotation (nothing quantized) for the time of the step.
+        skipped = [n for n in model.graph.nodes if n not in neutron_nodes and self.neutron._skipped(n)]
+        for n in skipped:
+            n.meta[Q_ANNOTATION_KEY] = QuantizationAnnotation(_annotated=True)
+        for n in neutron_nodes.union(skipped):
+            n.meta[PatternMatcher.Q_PATTERN_MATCHED_KEY] = True
+        self.cortex_m.annotate(model)
+        for n in skipped:
+            del n.meta[Q_ANNOTATION_KEY]
+        for n in model.graph.nodes:
+            n.meta.pop(PatternMatcher.Q_PATTERN_MATCHED_KEY, None)
+            if _annotated(n) and n not in neutron_nodes:
+                n.meta[QUANTIZED_BY] = "cortex_m"
+        share_boundary_qparams(model)
+        return model
+
+    def validate(self, model: GraphModule) -> None:
+        pass
+
+
+def _mark_quantized_for_cortex_m(node: Node) -> None:
+    """Record on a Neutron-annotated op what the Cortex-M quantizer records on its own: "this op is int8".
+
+    The Cortex-M passes fold Q/DQ into an op (and so lower it to a `cortex_m::*` kernel) only when the op carries
+    this mark; with it, an op Neutron annotated but its partitioner then refused (a 10-class softmax, ...) still
+    becomes an int8 Cortex-M kernel when that backend has one.
+    """
+    from executorch.backends.arm.common.annotation_meta import ArmAnnotationInfo
+
+    if node.op == "call_function":
+        custom = node.meta.get("custom", {})
+        custom[ArmAnnotationInfo.CUSTOM_META_KEY] = ArmAnnotationInfo(quantized=True)
+        node.meta["custom"] = custom
+
+
+def _annotated(node: Node) -> bool:
+    ann = node.meta.get(Q_ANNOTATION_KEY)
+    return ann is not None and ann._annotated
+
+
+def share_boundary_qparams(model: GraphModule) -> None:
+    """Tie each annotated input edge to its producer's observed output, so a tensor has one set of qparams.
+
+    A producer without an output spec (an inner node of a fused pattern), a consumer whose input spec is fixed
+    or already shared, and weights/biases (get_attr producers are never annotated) are left alone.
+    """
+    for node in model.graph.nodes:
+        ann = node.meta.get(Q_ANNOTATION_KEY)
+        if ann is None or not ann._annotated:
+            continue
+        for producer, spec in list(ann.input_qspec_map.items()):
+            if spec is None or isinstance(spec, (SharedQuantizationSpec, FixedQParamsQuantizationSpec)):
+                continue
+            pann = producer.meta.get(Q_ANNOTATION_KEY)
+            if pann is None or not pann._annotated or pann.output_qspec is None:
+                continue
+            ann.input_qspec_map[producer] = SharedQuantizationSpec(producer)
