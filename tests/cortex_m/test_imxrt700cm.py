@@ -2,8 +2,8 @@
 cortex_m::* kernels, and the .pte runs on the host (our host kernels) within 1 output step of PyTorch's quantized
 model (`convert_pt2e` of the one composed quantizer) per op.
 
-Leftovers come from Neutron's own constraints (a 10-class softmax, gelu: no Neutron kernel, a stride-3 transposed
-convolution) or from
+Leftovers come from Neutron's own constraints (a 10-class softmax under the documented operator table,
+`constraints="documented"`; gelu: no Neutron kernel; a stride-3 transposed convolution) or from
 `operators_not_to_delegate`, the user's way to keep an op off the NPU (a residual add, a mul, a max pool, a
 sigmoid). What the Cortex-M backend cannot take (layer_norm; a linear with per-channel weights) stays float and
 the report says why.
@@ -26,7 +26,7 @@ BOUNDARY = {"cortex_m::quantize_per_tensor.out", "cortex_m::dequantize_per_tenso
 
 def _softmax_head():
     return Fn(lambda s, x: torch.softmax(s.mods[1](torch.relu(s.mods[0](x)).mean((2, 3))), -1),
-              nn.Conv2d(3, 16, 3), nn.Linear(16, 10)), (torch.randn(1, 3, 9, 7),), {}
+              nn.Conv2d(3, 16, 3), nn.Linear(16, 10)), (torch.randn(1, 3, 9, 7),), {"constraints": "documented"}
 
 
 def _gelu_mlp():
@@ -131,7 +131,8 @@ def test_report_shows_three_groups_with_reasons():
     model = Fn(lambda s, x: torch.softmax(s.mods[2](s.mods[1](s.mods[0](x))), -1),
                nn.Linear(16, 24), nn.LayerNorm(24), nn.Linear(24, 10))
     result, steps = _lower_and_run(lambda: (model, (torch.randn(2, 16),),
-                                            {"operators_not_to_delegate": ("aten.linear.default",)}))
+                                            {"operators_not_to_delegate": ("aten.linear.default",),
+                                             "constraints": "documented"}))
     report = result.report
     assert {r.op for r in report.cortex_m_rejections} == {"aten._softmax.default"}
     floats = {r.op: report.float_reason(r) for r in report.float_rejections}
@@ -188,7 +189,7 @@ def _ds_cnn_softmax():
     import ds_cnn
 
     model, inputs = ds_cnn.factory()[:2]
-    return Fn(lambda s, x: torch.softmax(s.mods[0](x), -1), model), inputs, {}
+    return Fn(lambda s, x: torch.softmax(s.mods[0](x), -1), model), inputs, {"constraints": "documented"}
 
 
 def _transformer_ffn():
