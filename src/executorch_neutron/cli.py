@@ -8,6 +8,8 @@ Errors are one line plus a hint; `--verbose` shows the traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import logging
 import sys
 from pathlib import Path
@@ -77,6 +79,20 @@ def _lower(args):
     return result, model, inputs, calib
 
 
+@contextlib.contextmanager
+def _runtime_logs():
+    """ExecuTorch's runtime writes its own log lines ("[method.cpp:1528] ...") to stderr before an error reaches us:
+    on failure they go to the debug log (--verbose), so that the error stays one line; on success they pass."""
+    buffer = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(buffer):
+            yield
+    except BaseException:
+        logging.getLogger("executorch_neutron").debug("%s", buffer.getvalue().rstrip())
+        raise
+    sys.stderr.write(buffer.getvalue())
+
+
 # --- commands ------------------------------------------------------------------------------------------------
 
 def _compile(args) -> int:
@@ -133,7 +149,8 @@ def _run(args) -> int:
 
     inputs = _pte_inputs(args)
     try:
-        outputs = run(args.pte, inputs, etdump=args.etdump)
+        with _runtime_logs():
+            outputs = run(args.pte, inputs, etdump=args.etdump)
     except NeutronRuntimeError as exc:
         raise UserError(str(exc), "check the input files against `executorch-neutron report MODEL.pte`") from None
     if args.etdump:
@@ -166,7 +183,8 @@ def _profile(args) -> int:
                                                           "FILE`")
     inputs = _pte_inputs(args)
     try:
-        prof = profile(args.pte, inputs, runs=args.runs, etrecord=args.etrecord, etdump_path=args.etdump)
+        with _runtime_logs():
+            prof = profile(args.pte, inputs, runs=args.runs, etrecord=args.etrecord, etdump_path=args.etdump)
     except NeutronRuntimeError as exc:
         raise UserError(str(exc), "check the input files against `executorch-neutron report MODEL.pte`") from None
     print(prof)

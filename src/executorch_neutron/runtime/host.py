@@ -15,6 +15,7 @@ import torch
 
 from . import bridge
 from .errors import NeutronRuntimeError
+from .validate import check_program
 
 
 def _runtime():
@@ -43,12 +44,13 @@ class HostProgram:
     def __init__(self, pte: str | Path | bytes, etdump: bool = False):
         runtime = _runtime()
         if isinstance(pte, (bytes, bytearray, memoryview)):
-            data: bytes | str = bytes(pte)
+            data = bytes(pte)
         else:
             path = Path(pte)
             if not path.is_file():
                 raise NeutronRuntimeError(f"no .pte file at {path}")
-            data = str(path)
+            data = path.read_bytes()
+        check_program(data)  # what would abort the process inside ExecuTorch is refused here, with a message
         bridge.clear_error()
         try:
             self._program = runtime.load_program(data, enable_etdump=etdump)
