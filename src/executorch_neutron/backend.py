@@ -13,6 +13,7 @@ from executorch.exir.backend.backend_details import BackendDetails, PreprocessRe
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
 
+from .atomic import write_bytes
 from .compile_spec import NeutronCompileSpec
 from .npu import compile_partition
 from .ops.registry import CheckContext
@@ -40,9 +41,7 @@ class NeutronBackend(BackendDetails):
         ctx = CheckContext.for_program(spec, edge_program)
         converted = convert_program(edge_program, ctx, name)
         if spec.intermediates_dir:
-            out = Path(spec.intermediates_dir)
-            out.mkdir(parents=True, exist_ok=True)
-            (out / f"{name}.tflite").write_bytes(converted.tflite)
+            write_bytes(Path(spec.intermediates_dir) / f"{name}.tflite", converted.tflite)
         header = Header(
             n_args=converted.n_args,
             input_formats=converted.input_formats,

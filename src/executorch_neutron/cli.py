@@ -14,6 +14,7 @@ import logging
 import sys
 from pathlib import Path
 
+from .atomic import replacing
 from .loading import EXIT_BAD_INPUT, MODEL_HELP, UserError, load_model, load_samples, load_tensor
 
 EXIT_OK, EXIT_FAIL, EXIT_NOT_DELEGATED = 0, 1, 3
@@ -93,6 +94,14 @@ def _runtime_logs():
     sys.stderr.write(buffer.getvalue())
 
 
+def _runtime_hint(exc) -> str:
+    from .runtime.validate import InvalidProgram
+
+    if isinstance(exc, InvalidProgram):
+        return "the .pte is damaged: compile it again (`executorch-neutron compile ... -o FILE.pte`)"
+    return "check the input files against `executorch-neutron report MODEL.pte`"
+
+
 # --- commands ------------------------------------------------------------------------------------------------
 
 def _compile(args) -> int:
@@ -152,7 +161,7 @@ def _run(args) -> int:
         with _runtime_logs():
             outputs = run(args.pte, inputs, etdump=args.etdump)
     except NeutronRuntimeError as exc:
-        raise UserError(str(exc), "check the input files against `executorch-neutron report MODEL.pte`") from None
+        raise UserError(str(exc), _runtime_hint(exc)) from None
     if args.etdump:
         print(f"wrote {args.etdump} (ETDump: `executorch-neutron profile` or executorch.devtools.Inspector)")
     save = Path(args.save_outputs) if args.save_outputs else None
@@ -166,7 +175,8 @@ def _run(args) -> int:
             line += f" argmax {a.argmax(1).tolist()}"
         print(line)
         if save:
-            np.save(save / f"output_{j}.npy", a)
+            with replacing(save / f"output_{j}.npy") as tmp, open(tmp, "wb") as f:
+                np.save(f, a)
     if save:
         print(f"wrote {len(outputs)} output(s) to {save}")
     return EXIT_OK
@@ -186,7 +196,7 @@ def _profile(args) -> int:
         with _runtime_logs():
             prof = profile(args.pte, inputs, runs=args.runs, etrecord=args.etrecord, etdump_path=args.etdump)
     except NeutronRuntimeError as exc:
-        raise UserError(str(exc), "check the input files against `executorch-neutron report MODEL.pte`") from None
+        raise UserError(str(exc), _runtime_hint(exc)) from None
     print(prof)
     return EXIT_OK
 

@@ -14,6 +14,7 @@ from typing import Callable, Iterable
 
 import torch
 
+from .atomic import replacing, write_bytes
 from .compile_spec import NeutronCompileSpec
 
 log = logging.getLogger("executorch_neutron")
@@ -34,19 +35,16 @@ class LoweringResult:
     etrecord: object = None  # ExecuTorch ETRecord, when lowered with etrecord=True
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(self.pte)
-        return path
+        """Write the .pte atomically: an interruption leaves the previous file or the new one, never a broken one."""
+        return write_bytes(path, self.pte)
 
     def save_etrecord(self, path: str | Path) -> Path:
         """Write the ETRecord (graphs and debug handle maps for ExecuTorch's Inspector)."""
         if self.etrecord is None:
             raise LoweringError("no ETRecord was recorded: lower the model with etrecord=True")
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.etrecord.save(str(path))
-        return path
+        with replacing(path) as tmp:
+            self.etrecord.save(str(tmp))
+        return Path(path)
 
     @property
     def payloads(self) -> dict[str, bytes]:

@@ -4,18 +4,27 @@ Non-delegated int8 kernels (quantize/dequantize, ...) come from `executorch.kern
 any program is loaded; the host NeutronBackend is registered before the program is loaded, so every Neutron
 delegate call in the file executes (host-reference payloads in LiteRT). A failing delegate call surfaces as a
 `NeutronRuntimeError` carrying the backend's message.
+
+Calls into ExecuTorch's Python bindings are serialized by one process-wide lock: the bindings swap the C++
+`std::cout`/`std::cerr` buffers for Python-backed ones around each call (pybind11's stream redirection), and two
+threads doing so at once leave a dangling buffer that crashes the process at exit.
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Sequence
 
 import torch
 
+from ..atomic import replacing
 from . import bridge
 from .errors import NeutronRuntimeError
 from .validate import check_program
+
+
+_BINDINGS = threading.RLock()  # see the module docstring
 
 
 def _runtime():
@@ -53,7 +62,8 @@ class HostProgram:
         check_program(data)  # what would abort the process inside ExecuTorch is refused here, with a message
         bridge.clear_error()
         try:
-            self._program = runtime.load_program(data, enable_etdump=etdump)
+            with _BINDINGS:
+                self._program = runtime.load_program(data, enable_etdump=etdump)
         except RuntimeError as exc:
             raise _fail("load the program (is it a valid .pte?)", exc) from exc
         self._methods: dict = {}
@@ -63,10 +73,10 @@ class HostProgram:
         """Save the ETDump of the executions so far (load with `executorch.devtools.Inspector`)."""
         if not self._etdump:
             raise NeutronRuntimeError("this program was loaded without etdump=True: nothing was recorded")
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._program.write_etdump_result_to_file(str(path), None)
-        return path
+        with replacing(path) as tmp:
+            with _BINDINGS:
+                self._program.write_etdump_result_to_file(str(tmp), None)
+        return Path(path)
 
     @property
     def method_names(self) -> set[str]:
@@ -78,17 +88,21 @@ class HostProgram:
                 raise NeutronRuntimeError(f"the program has no method {name!r}; it has {sorted(self._program.method_names)}")
             bridge.clear_error()
             try:
-                self._methods[name] = self._program.load_method(name)
+                with _BINDINGS:
+                    self._methods[name] = self._program.load_method(name)
             except RuntimeError as exc:
                 raise _fail(f"load method {name!r}", exc) from exc
         return self._methods[name]
 
     def execute(self, inputs: Sequence[torch.Tensor], method: str = "forward") -> list[torch.Tensor]:
         m = self._method(method)
-        _check_inputs(m.metadata, list(inputs))
+        with _BINDINGS:
+            meta = m.metadata
+        _check_inputs(meta, list(inputs))
         bridge.clear_error()
         try:
-            outputs = m.execute(list(inputs))
+            with _BINDINGS:
+                outputs = m.execute(list(inputs))
         except RuntimeError as exc:
             raise _fail(f"execute method {method!r}", exc) from exc
         return list(outputs)
