@@ -6,7 +6,9 @@ NeutronPartitioner, to_executorch) with timings, progress and a delegation repor
 
 from __future__ import annotations
 
+import copy
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,7 @@ from .atomic import replacing, write_bytes
 from .compile_spec import NeutronCompileSpec
 
 log = logging.getLogger("executorch_neutron")
+_LOWER_LOCK = threading.Lock()  # torch.export and the PT2E passes are not thread-safe: one lower() at a time
 
 
 class LoweringError(RuntimeError):
@@ -64,14 +67,38 @@ def quantize(model: torch.nn.Module, inputs: tuple, calibration: Iterable, quant
     """PT2E: export, prepare with the quantizer, calibrate, convert. Returns PyTorch's quantized model."""
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-    exported = torch.export.export(model, inputs, strict=False).module()
-    prepared = prepare_pt2e(exported, quantizer)
+    try:
+        program = torch.export.export(model, inputs, strict=False)
+    except Exception as exc:
+        first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise LoweringError(f"torch.export failed on the model ({type(exc).__name__}: {first.strip()[:300]}); check "
+                            f"that the example inputs fit forward()") from exc
+    check_no_buffer_mutation(program)
+    prepared = prepare_pt2e(program.module(), quantizer)
     samples = list(calibration)
+    for i, sample in enumerate(samples):
+        _check_finite(_as_tuple(sample), f"calibration sample {i}")
     it = progress(samples, desc="calibrating", unit="batch") if progress else samples
     with torch.no_grad():
         for sample in it:
             prepared(*_as_tuple(sample))
     return convert_pt2e(prepared)
+
+
+def check_no_buffer_mutation(program) -> None:
+    """Refuse a model whose forward() updates a buffer (a counter, running statistics): the .pte would freeze it."""
+    mutated = sorted(set(program.graph_signature.buffers_to_mutate.values()))
+    if mutated:
+        raise LoweringError(f"the model's forward() updates buffer(s) {', '.join(mutated)}: a lowered .pte would "
+                            f"freeze them (same output on every call); remove the in-place updates (or keep that "
+                            f"state outside the model), or call model.eval() if they are batch-norm statistics")
+
+
+def _check_finite(sample: tuple, what: str) -> None:
+    for i, x in enumerate(sample):
+        if torch.is_floating_point(x) and not bool(torch.isfinite(x).all()):
+            raise LoweringError(f"{what} (input {i}) holds NaN or Inf values: calibration samples must be finite; "
+                                f"clean or drop that sample")
 
 
 def lower(
@@ -97,19 +124,35 @@ def lower(
     progress: a tqdm-like wrapper for progress bars (the CLI passes tqdm).
     etrecord: also record ExecuTorch's ETRecord (`result.etrecord`, `result.save_etrecord(path)`) so that an ETDump
         of the .pte (host: `runtime.run(..., etdump=path)`) maps back to the model's operators in the Inspector.
+
+    The caller's model is never changed: an `nn.Module` is deep-copied and the copy is put in eval mode (dropout
+    off, batch-norm statistics frozen) and calibrated. A model whose forward() updates a buffer is refused
+    (LoweringError). Calls from several threads are serialized (torch.export is not thread-safe).
     """
+    with _LOWER_LOCK:
+        return _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_model, progress, etrecord,
+                      spec_options)
+
+
+def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_model, progress, etrecord,
+           spec_options) -> LoweringResult:
     import executorch.kernels.quantized  # noqa: F401  (out variants of quantize/dequantize for the CPU side)
     from executorch.exir import to_edge_transform_and_lower
 
     from .partition import NeutronPartitioner
+    from .partition.support import resolve_excluded
     from .quantizer import NeutronQuantizer
     from .report import DelegationReport
 
     spec = NeutronCompileSpec.coerce(spec, target=target, **spec_options) if spec is None else spec.replace(
         **spec_options)
+    try:
+        spec = spec.replace(operators_not_to_delegate=resolve_excluded(spec.operators_not_to_delegate))
+    except ValueError as exc:
+        raise LoweringError(str(exc)) from None
     inputs = _as_tuple(inputs)
     if isinstance(model, torch.nn.Module) and not isinstance(model, torch.fx.GraphModule):
-        model = model.eval()
+        model = copy.deepcopy(model).eval()  # calibration and eval() must not touch the caller's model
     timings: dict[str, float] = {}
 
     quantized = None
@@ -129,6 +172,7 @@ def lower(
         exported = torch.export.export(model, inputs, strict=False)
     except Exception as exc:
         raise LoweringError(f"torch.export failed on the model: {exc}") from exc
+    check_no_buffer_mutation(exported)
     timings["export"] = time.perf_counter() - t0
 
     partitioner = NeutronPartitioner(spec)

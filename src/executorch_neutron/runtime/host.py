@@ -13,6 +13,7 @@ threads doing so at once leave a dangling buffer that crashes the process at exi
 from __future__ import annotations
 
 import threading
+import logging
 from pathlib import Path
 from typing import Sequence
 
@@ -24,6 +25,7 @@ from .errors import NeutronRuntimeError
 from .validate import check_program
 
 
+log = logging.getLogger("executorch_neutron")
 _BINDINGS = threading.RLock()  # see the module docstring
 
 
@@ -99,6 +101,7 @@ class HostProgram:
         with _BINDINGS:
             meta = m.metadata
         _check_inputs(meta, list(inputs))
+        _warn_non_finite(list(inputs))
         bridge.clear_error()
         try:
             with _BINDINGS:
@@ -129,6 +132,15 @@ def _check_inputs(meta, inputs: list) -> None:
                 f"input {i} is {value.dtype}{list(value.shape)} but the program was exported for "
                 f"{dtype}{list(sizes)}; pass inputs with the exported shapes and dtypes"
             )
+
+
+def _warn_non_finite(inputs: list) -> None:
+    """NaN/Inf inputs quantize to arbitrary int8 values and give finite, meaningless outputs: say so, per input."""
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor) and torch.is_floating_point(x) and not bool(torch.isfinite(x).all()):
+            kinds = " and ".join(k for k, bad in (("NaN", torch.isnan(x).any()), ("Inf", torch.isinf(x).any())) if bad)
+            log.warning("warning: input %d holds %s values; the outputs are not meaningful (int8 quantization maps "
+                        "them to arbitrary values)", i, kinds)
 
 
 def load(pte: str | Path | bytes, etdump: bool = False) -> HostProgram:
