@@ -84,16 +84,16 @@ def _lower(args):
 
 @contextlib.contextmanager
 def _runtime_logs():
-    """ExecuTorch's runtime writes its own log lines ("[method.cpp:1528] ...") to stderr before an error reaches us:
-    on failure they go to the debug log (--verbose), so that the error stays one line; on success they pass."""
+    """ExecuTorch's runtime writes its own log lines ("[method.cpp:1528] ...", "[cpuinfo_utils.cpp:125] ...") to
+    stderr; they go to the debug log (--verbose), so that an error stays one line and a run prints only its
+    results. Our own warnings (logging) are not affected."""
     buffer = io.StringIO()
     try:
         with contextlib.redirect_stderr(buffer):
             yield
-    except BaseException:
-        logging.getLogger("executorch_neutron").debug("%s", buffer.getvalue().rstrip())
-        raise
-    sys.stderr.write(buffer.getvalue())
+    finally:
+        if buffer.getvalue().strip():
+            logging.getLogger("executorch_neutron").debug("%s", buffer.getvalue().rstrip())
 
 
 def _runtime_hint(exc) -> tuple[str, int]:

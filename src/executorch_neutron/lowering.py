@@ -101,6 +101,18 @@ def _check_finite(sample: tuple, what: str) -> None:
                                 f"clean or drop that sample")
 
 
+def _warn_host_unrunnable(edge) -> None:
+    """Say at compile time what the .pte will fail to run on the host: a 3-D convolution left on the CPU (the
+    portable convolution kernel of ExecuTorch's runtime handles 1-D and 2-D only)."""
+    for node in edge.exported_program().graph.nodes:
+        if node.op == "call_function" and "convolution" in str(node.target) and node.args:
+            val = getattr(node.args[0], "meta", {}).get("val")
+            if isinstance(val, torch.Tensor) and val.dim() == 5:
+                log.warning("warning: %s is a 3-D convolution (Conv3d) left on the CPU: ExecuTorch's portable "
+                            "kernels cannot run it, so this .pte fails on the host runtime; use Conv2d, or a "
+                            "runtime with a 3-D convolution kernel", node.name)
+
+
 def lower(
     model: torch.nn.Module,
     inputs,
@@ -184,6 +196,7 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
     program = edge.to_executorch()
     timings["to_executorch"] = time.perf_counter() - t0
 
+    _warn_host_unrunnable(edge)
     report = DelegationReport.build(exported, edge, partitioner, spec)
     if not report.partitions:
         log.warning("nothing was delegated to Neutron: %s", report.summary_line())

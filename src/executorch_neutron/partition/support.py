@@ -82,6 +82,17 @@ def _static(node: Node) -> bool:
     return True
 
 
+def _zero_dim(node: Node) -> bool:
+    """A 0-d (scalar) tensor among the node's inputs or outputs: a partition boundary of rank 0 does not run
+    (LiteRT's tensors are never 0-d), so such nodes stay on the CPU."""
+    vals = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
+    for v in vals:
+        for t in v if isinstance(v, (tuple, list)) else [v]:
+            if isinstance(t, torch.Tensor) and t.dim() == 0:
+                return True
+    return False
+
+
 def source_op(node: Node) -> str | None:
     """The ATen op the user's model called that this edge node comes from (the outermost `from_node` provenance),
     when it is a different op: e.g. 'aten.hardsigmoid.default' for the add/clamp/div ExecuTorch decomposed it into."""
@@ -177,6 +188,9 @@ def _decide_one(node: Node, ctx: CheckContext) -> Rejection | None:
         return reject("no Neutron kernel for this operator" + (f" (part of {origin})" if origin else ""))
     if not _static(node):
         return reject("dynamic shape: Neutron needs static shapes", "export with static shapes")
+    if _zero_dim(node):
+        return reject("0-d (scalar) tensor: Neutron partitions take tensors of rank 1 or more",
+                      "reshape the scalar to shape (1,) in the model if it should run on the NPU")
     if _constant_only(node, ctx):
         return reject("it computes on constants only (nothing to run per inference): fold it before export")
     reason = _int8_reason(node, ctx)

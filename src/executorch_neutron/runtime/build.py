@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import shutil
 import subprocess
@@ -86,6 +87,10 @@ def library_path(force: bool = False) -> Path:
     target = target_dir / LIBRARY_NAME
     if not force and is_intact(target):
         return target
+    if target.exists() and not force:
+        logging.getLogger("executorch_neutron").warning(
+            "warning: the cached host library %s is damaged (its size or SHA-256 differs from %s, e.g. an "
+            "interrupted copy): rebuilding it", target, _sidecar(target).name)
     _make_cache_dir(target_dir)
     try:
         with replacing(target, mkdir=False) as tmp:
