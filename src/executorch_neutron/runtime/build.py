@@ -89,8 +89,8 @@ def library_path(force: bool = False) -> Path:
         return target
     if target.exists() and not force:
         logging.getLogger("executorch_neutron").warning(
-            "warning: the cached host library %s is damaged (its size or SHA-256 differs from %s, e.g. an "
-            "interrupted copy): rebuilding it", target, _sidecar(target).name)
+            "warning: the cached host library %s is damaged or unverified (its size or SHA-256 differs from %s, "
+            "or that record is missing; e.g. an interrupted copy): rebuilding it", target, _sidecar(target).name)
     _make_cache_dir(target_dir)
     try:
         with replacing(target, mkdir=False) as tmp:
