@@ -1,7 +1,8 @@
 """Command line: `executorch-neutron <command>` (also `python -m executorch_neutron`). argparse -> public API.
 
 Commands: demo, compile, run, profile, report, compare, targets, ops. Exit codes: 0 success, 1 failure while working,
-2 bad input (missing file, bad factory path, unknown target, shape mismatch, ...), 3 nothing was delegated.
+2 bad input (missing file, bad factory path, unknown target, shape mismatch, ...), 3 nothing was delegated,
+130 interrupted (Ctrl-C).
 Errors are one line plus a hint; `--verbose` shows the traceback.
 """
 

@@ -87,7 +87,17 @@ def quantize(model: torch.nn.Module, inputs: tuple, calibration: Iterable, quant
 
 def check_no_buffer_mutation(program) -> None:
     """Refuse a model whose forward() updates a buffer (a counter, running statistics): the .pte would freeze it."""
-    mutated = sorted(set(program.graph_signature.buffers_to_mutate.values()))
+    sig = program.graph_signature
+    mutated = set(sig.buffers_to_mutate.values())
+    buffers = sig.inputs_to_buffers  # placeholder name -> buffer; in-place ops on them stay in torch.export's IR
+    for node in program.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None or not schema.is_mutable:
+            continue
+        for arg, value in zip(schema.arguments, node.args):
+            if arg.alias_info is not None and arg.alias_info.is_write and getattr(value, "name", None) in buffers:
+                mutated.add(buffers[value.name])
+    mutated = sorted(mutated)
     if mutated:
         raise LoweringError(f"the model's forward() updates buffer(s) {', '.join(mutated)}: a lowered .pte would "
                             f"freeze them (same output on every call); remove the in-place updates (or keep that "
