@@ -74,3 +74,32 @@ def test_profile_names_a_non_neutron_delegate_by_its_backend():
     prof = profile(pte, x, runs=2)
     names = [r.name for r in prof.delegate_rows]
     assert names == ["XNNPACK delegate 0"], names
+
+
+class ScalarTail(nn.Module):
+    """mean() and amax() give 0-d tensors; the add and mul between them must not form a Neutron partition."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y.mean() * 2.0 + y.amax()
+
+
+def test_zero_dim_tensors_stay_on_the_cpu_and_the_pte_runs():
+    from executorch_neutron.runtime import run
+
+    torch.manual_seed(0)
+    inputs = (torch.randn(1, 3, 8, 7),)
+    r = lower(ScalarTail().eval(), inputs, [inputs] + calibration(inputs, 3), reference=True)
+    reasons = {j.op: j.reason for j in r.report.rejections}
+    assert "0-d (scalar) tensor" in reasons.get("aten.add.Tensor", ""), reasons
+    assert r.report.delegated_ops == {"aten.convolution.default": 1}, r.report.delegated_ops
+    out = run(r.pte, list(inputs))[0]
+    with torch.no_grad():
+        ref = r.quantized_model(*inputs)
+    assert out.shape == ref.shape == ()
+    # the CPU tail (mean, amax, mul, add) runs in float on both sides from the same int8 conv output
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
