@@ -45,6 +45,10 @@ def check_program(data: bytes) -> None:
         raise _fail(f"ExecuTorch's deserializer refuses it ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
                     ) from None
     for plan in program.execution_plan:
+        _check_indices(plan)
+        for op in plan.operators:
+            if not isinstance(op.name, str) or not op.name:
+                raise _fail(f"method {plan.name!r} has an operator without a name")
         for chain in plan.chains:
             for instr in chain.instructions:
                 call = instr.instr_args
@@ -61,6 +65,35 @@ def check_program(data: bytes) -> None:
                 _check_schema(op, name, values)
                 if op.name in _QUANT_OPS:
                     _check_quant_args(op.name, name, values)
+
+
+# instruction kind -> its fields that index the method's values
+_VALUE_FIELDS = {"KernelCall": ("args",), "DelegateCall": ("args",), "MoveCall": ("move_from", "move_to"),
+                 "JumpFalseCall": ("cond_value_index",), "FreeCall": ("value_index",)}
+
+
+def _check_indices(plan) -> None:
+    """Every value index of the method (inputs, outputs, chain inputs/outputs, instruction operands) is in range:
+    ExecuTorch asserts on them at run time (`get_value(): i < n_value_`, an abort)."""
+    n = len(plan.values)
+    lists = [("inputs", plan.inputs), ("outputs", plan.outputs)]
+    for k, chain in enumerate(plan.chains):
+        lists += [(f"chain {k} inputs", chain.inputs), (f"chain {k} outputs", chain.outputs)]
+        for instr in chain.instructions:
+            call = instr.instr_args
+            kind = type(call).__name__
+            if kind == "DelegateCall" and not 0 <= call.delegate_index < len(plan.delegates):
+                raise _fail(f"method {plan.name!r} calls delegate {call.delegate_index}; it has {len(plan.delegates)}")
+            if kind == "JumpFalseCall" and not 0 <= call.destination_instruction <= len(chain.instructions):
+                raise _fail(f"method {plan.name!r} jumps to instruction {call.destination_instruction} of "
+                            f"{len(chain.instructions)}")
+            for name in _VALUE_FIELDS.get(kind, ()):
+                value = getattr(call, name, None)
+                lists.append((f"a {type(call).__name__} {name}", value if isinstance(value, list) else [value]))
+    for what, indices in lists:
+        bad = [i for i in indices or [] if not isinstance(i, int) or not 0 <= i < n]
+        if bad:
+            raise _fail(f"method {plan.name!r}: {what} refer to value {bad[0]}, outside its {n} values")
 
 
 def _kind(value) -> str:
