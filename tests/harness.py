@@ -15,6 +15,7 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 from executorch_neutron import lower
 from executorch_neutron.lowering import LoweringResult
 from executorch_neutron.payload import unpack
+from executorch_neutron.tflite.layout import from_channels_last, to_channels_last
 from executorch_neutron.zoo import calibration
 
 
@@ -49,12 +50,19 @@ def quantize_np(x: np.ndarray, scale: float, zp: int) -> np.ndarray:
     return np.clip(np.round(x / scale) + zp, -128, 127).astype(np.int8)
 
 
-def to_physical(x: np.ndarray, fmt: int) -> np.ndarray:
-    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if fmt == 1 and x.ndim == 4 else x
+to_physical = to_channels_last
+from_physical = from_channels_last
 
 
-def from_physical(x: np.ndarray, fmt: int) -> np.ndarray:
-    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if fmt == 1 and x.ndim == 4 else x
+def model_output_qparams(quantized_model) -> list[tuple[float, int]]:
+    """(scale, zero point) of each output of PyTorch's quantized model: the dequantize node that produces it."""
+    out = next(n for n in quantized_model.graph.nodes if n.op == "output")
+    args = out.args[0] if isinstance(out.args[0], (tuple, list)) else (out.args[0],)
+    params = []
+    for a in args:
+        assert "dequantize_per_tensor" in str(a.target), f"output {a.name} is not dequantized per tensor"
+        params.append((float(a.args[1]), int(a.args[2])))
+    return params
 
 
 @dataclass
@@ -107,8 +115,13 @@ def lower_and_run(module, inputs, calib=None, **spec) -> RunResult:
     with torch.no_grad():
         ref = result.quantized_model(*inputs)
     ref = ref if isinstance(ref, (tuple, list)) else (ref,)
-    refs = [quantize_np(r.numpy(), *out_q[j]) for j, r in enumerate(ref)]
-    return RunResult(result, outs, refs, [q[0] for q in out_q], [q[1] for q in out_q])
+    # the reference is quantized with PyTorch's own output parameters, and the TFLite must carry the same ones
+    model_q = [model_output_qparams(result.quantized_model)[h.output_args[j]] for j in range(h.n_outputs)]
+    for j, ((s, z), (ts, tz)) in enumerate(zip(model_q, out_q)):
+        assert abs(ts - s) <= 1e-6 * s and tz == z, (
+            f"output {j}: TFLite quantization ({ts}, {tz}) != PyTorch's quantized model ({s}, {z})")
+    refs = [quantize_np(ref[h.output_args[j]].numpy(), *model_q[j]) for j in range(h.n_outputs)]
+    return RunResult(result, outs, refs, [q[0] for q in model_q], [q[1] for q in model_q])
 
 
 def steps(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -28,7 +28,8 @@ def test_native_flow_full_delegation_and_intermediates(tmp_path):
 
     tflite = (tmp_path / "neutron_0.tflite").read_bytes()  # anyone can run it in LiteRT
     in_q, out_q = io_quant(tflite)
-    out = run_tflite(tflite, [to_physical(quantize_np(inputs[0].numpy(), *in_q[0]), 1)])[0]
+    # default use_neutron_for_format_conversion=True: the partition takes ExecuTorch's NCHW tensor (format flag 0)
+    out = run_tflite(tflite, [to_physical(quantize_np(inputs[0].numpy(), *in_q[0]), 0)])[0]
     with torch.no_grad():
         ref = quantize_np(m(*inputs).numpy(), *out_q[0])
     assert steps(out, ref).max() <= 3
@@ -36,12 +37,12 @@ def test_native_flow_full_delegation_and_intermediates(tmp_path):
     assert (quantize_np(host, *out_q[0]) == out).all()  # the .pte computes exactly what its TFLite computes
 
 
-def test_format_conversion_off_moves_transposes_into_the_graph():
+def test_format_conversion_off_leaves_the_transposes_to_the_runtime():
     model, inputs = zoo.cifarnet()
     calib = zoo.calibration(inputs, 2)
     on = lower(model, inputs, calib)
     off = lower(model, inputs, calib, use_neutron_for_format_conversion=False)
     h_on, h_off = unpack(on.report.partitions[0].blob).header, unpack(off.report.partitions[0].blob).header
-    assert h_on.input_formats == (1,) and h_off.input_formats == (0,)
+    assert h_on.input_formats == (0,) and h_off.input_formats == (1,)
     a, b = run(on.pte, inputs)[0], run(off.pte, inputs)[0]
     torch.testing.assert_close(a, b, rtol=0, atol=0)

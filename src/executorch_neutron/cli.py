@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import logging
 import sys
@@ -49,6 +50,7 @@ def _spec_options(args) -> dict:
         intermediates_dir=args.intermediates,
         use_profiling=args.use_profiling,
         reference=args.reference,
+        constraints=args.constraints,
     )
 
 
@@ -71,15 +73,9 @@ def _lower(args):
     check_inputs_fit(model, inputs)
     quantize = not args.qat
     calib = _calibration(args, inputs, bundled) if quantize else None
-    stages = tqdm(total=2, desc="quantize + lower" if quantize else "lower", unit="stage", file=sys.stderr,
-                  leave=False)
-    try:
-        stages.update(1)
-        result = lower(model, inputs, calib, target=target, quantize_model=quantize, progress=tqdm,
-                       etrecord=bool(getattr(args, "etrecord", None)), **_spec_options(args))
-        stages.update(1)
-    finally:
-        stages.close()
+    bars = functools.partial(tqdm, file=sys.stderr, leave=False, disable=args.quiet or not sys.stderr.isatty())
+    result = lower(model, inputs, calib, target=target, quantize_model=quantize, progress=bars,
+                   etrecord=bool(getattr(args, "etrecord", None)), **_spec_options(args))
     return result, model, inputs, calib
 
 
@@ -244,6 +240,10 @@ def _targets(args) -> int:
     if args.json:
         print(json.dumps({k: dataclasses.asdict(t) for k, t in TARGETS.items()}, indent=2))
         return EXIT_OK
+    from .compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
+
+    print("constraint profiles (--constraints): " + "; ".join(
+        f"{name}{' (default)' if name == DEFAULT_PROFILE else ''}: {text}" for name, text in CONSTRAINT_PROFILES.items()))
     for t in TARGETS.values():
         print(f"{t.name}: {t.soc}; NPU {t.npu} ({'Neutron-S subsystem' if t.subsystem else 'Neutron-C'}, "
               f"{t.hw_version}); {t.num_units} unit(s) x {t.num_pipes} pipes x {t.num_macs} MACs = "
@@ -255,17 +255,25 @@ def _targets(args) -> int:
 
 
 def _ops(args) -> int:
+    from .target import get_target
+
+    target = get_target(args.target) if args.target else None
     if args.markdown:
-        from .ops.docs import render_markdown
+        from .report.supported_ops import render_markdown
 
-        print(render_markdown(), end="")
+        print(render_markdown(target), end="")
         return EXIT_OK
-    from .ops.registry import entries
+    from .ops.registry import ALL_PROFILES, entries, fill_limits
 
+    def tag(profiles) -> str:
+        return "" if profiles == ALL_PROFILES else f" [{' and '.join(sorted(profiles))} only]"
+
+    print(f"operators of the Neutron table; constraint profiles: {', '.join(sorted(ALL_PROFILES))} "
+          "(a [profile only] tag marks what one profile alone has)")
     for e in entries():
-        print(e.name + (f": {e.doc.splitlines()[0]}" if e.doc else ""))
+        print(e.name + tag(e.profiles) + (f": {e.doc.splitlines()[0]}" if e.doc else ""))
         for c in e.constraints:
-            print(f"    - {c.text}" + (f" (hint: {c.hint})" if c.hint else ""))
+            print(f"    - {c.describe(target)}{tag(c.profiles)}" + (f" (hint: {fill_limits(c.hint, target)})" if c.hint else ""))
     return EXIT_OK
 
 
@@ -291,6 +299,8 @@ def _demo(args) -> int:
 # --- parser --------------------------------------------------------------------------------------------------
 
 def _add_lowering_options(p: argparse.ArgumentParser) -> None:
+    from .compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
+
     p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--target", default="imxrt700", help="Neutron target (see `targets`; default imxrt700)")
     p.add_argument("--calibration", metavar="DIR", help="directory of calibration samples (.npy/.npz/.pt)")
@@ -303,12 +313,16 @@ def _add_lowering_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--operators-not-to-delegate", nargs="+", metavar="OP",
                    help="operators kept on the CPU, e.g. aten.convolution.default (comma or space separated)")
     g.add_argument("--no-neutron-format-conversion", action="store_true",
-                   help="partitions take PyTorch layouts and transpose inside instead of the runtime")
+                   help="use_neutron_for_format_conversion=False: partitions take channels-last inputs/outputs and "
+                        "the runtime transposes on the CPU (default: Transpose ops inside the partition, on the NPU)")
     g.add_argument("--fetch-constants-to-sram", action="store_true", help="prefetch weights to SRAM")
     g.add_argument("--dump-kernel-selection-code", action="store_true", help="keep the kernel-selection code")
     g.add_argument("--intermediates", metavar="DIR", help="write each partition's int8 TFLite (<tag>.tflite) here")
     g.add_argument("--use-profiling", action="store_true", help="profiling microcode (eIQ SDK)")
     g.add_argument("--reference", action="store_true", help="host-reference payloads even with the eIQ SDK")
+    g.add_argument("--constraints", choices=sorted(CONSTRAINT_PROFILES), default=DEFAULT_PROFILE,
+                   help="operator table the partitioner follows: sdk-current (default: what NXP's current SDK "
+                        "delegates) or documented (NXP's documented table); see SUPPORTED_OPS.md")
 
 
 def _add_pte_inputs(p: argparse.ArgumentParser) -> None:
@@ -323,6 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="executorch-neutron", description="ExecuTorch backend for NXP eIQ Neutron NPUs")
     p.add_argument("--verbose", action="store_true", help="show tracebacks and debug logs")
+    p.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway when stderr is not a "
+                                                         "terminal)")
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("demo", help="lower a bundled example model, run the .pte on the host, print the report")
@@ -371,6 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     o = sub.add_parser("ops", help="the supported operators and their constraints")
     o.add_argument("--markdown", action="store_true", help="SUPPORTED_OPS.md")
+    o.add_argument("--target", help="fill the limits with this target's values (default: name them)")
     o.set_defaults(func=_ops)
     return p
 

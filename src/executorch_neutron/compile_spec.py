@@ -17,23 +17,38 @@ from .target import NeutronTarget, get_target
 
 _KEY_PREFIX = "neutron."
 
+#: `constraints`: which operator table the partitioner follows (the registry tags each constraint with these).
+CONSTRAINT_PROFILES: dict[str, str] = {
+    "documented": "the operator table of NXP's documentation (the most defensive)",
+    "sdk-current": ("what NXP's current eIQ Neutron SDK release (as in ExecuTorch 1.5.1) delegates: softmax, "
+                    "max_pool2d, resize and mul without channel- or size-multiple rules, mean over any dims, "
+                    "clamp with any bounds, sub"),
+}
+DEFAULT_PROFILE = "sdk-current"
+
 
 @dataclass(frozen=True)
 class NeutronCompileSpec:
     """Options of the Neutron backend.
 
     target: Neutron target name (`imxrt700`, `mcxn94x`, `imx95`); called `config` in NXP's converter.
-    extra_flags: extra command-line style flags passed verbatim to the eIQ Neutron converter.
+    extra_flags: extra command-line style flags passed verbatim to the eIQ Neutron converter (SDK only).
     operators_not_to_delegate: operators kept on the CPU, e.g. ("aten::convolution", "aten.mul.Tensor").
-    use_neutron_for_format_conversion: when True (default) each partition computes in NHWC and the runtime
-        transposes NCHW<->NHWC at partition boundaries (recorded as format flags in the payload header); when
-        False the partition takes and returns tensors in their PyTorch layout and transposes inside the graph.
+    use_neutron_for_format_conversion: as NXP documents it. True (default): each partition takes and returns
+        ExecuTorch's channels-first tensors and converts to/from NHWC with Transpose ops inside the partition, so
+        the NPU does it (payload format flags 0). False: rank-4 partition inputs/outputs are channels-last (format
+        flags 1) and the runtime transposes NCHW<->NHWC on the CPU at every partition boundary.
     fetch_constants_to_sram: converter option: prefetch weights to SRAM (needed when they live in FLASH).
     dump_kernel_selection_code: converter option: keep the kernel-selection code, one file per partition.
+        (The converter-only options, use_profiling included, cannot act on a host-reference payload: a warning
+        names them.)
     intermediates_dir: when set, preprocess writes `<delegation_tag>.tflite` (and converter dumps) here.
-    use_profiling: converter option: profiling microcode; the profile map becomes the debug handle map.
+    use_profiling: converter option: profiling microcode; the converter's console is parsed into the debug
+        handle map (Neutron kernel index -> edge debug handles, see npu/profile_map.py).
     reference: force the host-reference payload even when the eIQ Neutron SDK is installed.
     custom_delegation_options: names of opportunistic delegation options (see SUPPORTED_OPS.md).
+    constraints: the operator table the partitioner follows: "sdk-current" (default: what NXP's current SDK
+        release delegates) or "documented" (NXP's documented table); see CONSTRAINT_PROFILES and SUPPORTED_OPS.md.
     """
 
     target: str = "imxrt700"
@@ -46,6 +61,7 @@ class NeutronCompileSpec:
     use_profiling: bool = False
     reference: bool = False
     custom_delegation_options: tuple[str, ...] = field(default_factory=tuple)
+    constraints: str = DEFAULT_PROFILE
 
     def __post_init__(self) -> None:
         tgt = get_target(self.target)  # validates the name, raises with the valid list
@@ -55,6 +71,9 @@ class NeutronCompileSpec:
             if isinstance(value, str):
                 value = (value,)
             object.__setattr__(self, name, tuple(str(v) for v in value))
+        if self.constraints not in CONSTRAINT_PROFILES:
+            raise ValueError(f"unknown constraints profile {self.constraints!r}: use one of "
+                             f"{', '.join(CONSTRAINT_PROFILES)}")
         if self.intermediates_dir is not None:
             object.__setattr__(self, "intermediates_dir", str(self.intermediates_dir))
 

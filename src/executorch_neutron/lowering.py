@@ -18,6 +18,7 @@ import torch
 
 from .atomic import replacing, write_bytes
 from .compile_spec import NeutronCompileSpec
+from .target import get_target
 
 log = logging.getLogger("executorch_neutron")
 _LOWER_LOCK = threading.Lock()  # torch.export and the PT2E passes are not thread-safe: one lower() at a time
@@ -123,6 +124,39 @@ def _warn_host_unrunnable(edge) -> None:
                             "runtime with a 3-D convolution kernel", node.name)
 
 
+class _Stages:
+    """Progress of lower(): a bar over the stages and, during partition + convert, one over the partitions."""
+
+    def __init__(self, progress: Callable | None, names: list[str]):
+        self._progress, self._names = progress, names
+        self._bar = progress(total=len(names), desc=names[0], unit="stage") if progress else None
+        self._parts = None
+
+    def done(self) -> None:
+        if self._bar is not None:
+            self._bar.update(1)
+            if self._bar.n < len(self._names):
+                self._bar.set_description(self._names[self._bar.n])
+
+    def partition_listener(self):
+        if self._progress is None:
+            return None
+
+        def on_event(event: str, info: dict) -> None:
+            if event == "partitions" and info["total"]:
+                self._parts = self._progress(total=info["total"], desc="converting partitions", unit="partition")
+            elif event == "partition" and self._parts is not None:
+                self._parts.set_postfix_str(info["name"])
+                self._parts.update(1)
+
+        return on_event
+
+    def close(self) -> None:
+        for bar in (self._parts, self._bar):
+            if bar is not None:
+                bar.close()
+
+
 def lower(
     model: torch.nn.Module,
     inputs,
@@ -142,8 +176,11 @@ def lower(
     calibration_inputs: an iterable of input tuples for PTQ calibration; defaults to the example inputs (a
         warning says so: calibrate on real data for usable accuracy).
     spec / spec_options: NeutronCompileSpec, or its fields as keywords (intermediates_dir=..., ...).
-    quantize_model: False when `model` is already quantized (a convert_pt2e GraphModule).
-    progress: a tqdm-like wrapper for progress bars (the CLI passes tqdm).
+    quantize_model: False when `model` is already quantized (a convert_pt2e GraphModule, e.g. after QAT); it is
+        then the reference `result.quantized_model`.
+    target: ignored when `spec` is given (a different target in both is an error).
+    progress: a tqdm-like factory for progress bars (the CLI passes tqdm): one bar over the stages (quantize,
+        export, partition + convert, to_executorch), one over the calibration batches, one over the partitions.
     etrecord: also record ExecuTorch's ETRecord (`result.etrecord`, `result.save_etrecord(path)`) so that an ETDump
         of the .pte (host: `runtime.run(..., etdump=path)`) maps back to the model's operators in the Inspector.
 
@@ -158,16 +195,20 @@ def lower(
 
 def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_model, progress, etrecord,
            spec_options) -> LoweringResult:
-    import executorch.kernels.quantized  # noqa: F401  (out variants of quantize/dequantize for the CPU side)
     from executorch.exir import to_edge_transform_and_lower
 
     from .partition import NeutronPartitioner
     from .partition.support import resolve_excluded
+    from .progress import listening
     from .quantizer import NeutronQuantizer
     from .report import DelegationReport
 
-    spec = NeutronCompileSpec.coerce(spec, target=target, **spec_options) if spec is None else spec.replace(
-        **spec_options)
+    if spec is None:
+        spec = NeutronCompileSpec.coerce(spec, target=target, **spec_options)
+    else:
+        if target != "imxrt700" and get_target(target).name != spec.target:
+            raise LoweringError(f"target {target!r} conflicts with spec.target {spec.target!r}: pass one of them")
+        spec = spec.replace(**spec_options)
     try:
         spec = spec.replace(operators_not_to_delegate=resolve_excluded(spec.operators_not_to_delegate))
     except ValueError as exc:
@@ -176,8 +217,9 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
     if isinstance(model, torch.nn.Module) and not isinstance(model, torch.fx.GraphModule):
         model = copy.deepcopy(model).eval()  # calibration and eval() must not touch the caller's model
     timings: dict[str, float] = {}
+    stages = _Stages(progress, ["quantize"] * quantize_model + ["export", "partition + convert", "to_executorch"])
 
-    quantized = None
+    quantized = None if quantize_model else model  # an already quantized model is its own reference
     if quantize_model:
         if calibration_inputs is None:
             log.warning("no calibration inputs: calibrating on the example inputs only; pass calibration_inputs "
@@ -188,6 +230,7 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
                              progress)
         timings["quantize"] = time.perf_counter() - t0
         model = quantized
+        stages.done()
 
     t0 = time.perf_counter()
     try:
@@ -196,15 +239,20 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
         raise LoweringError(f"torch.export failed on the model: {exc}") from exc
     check_no_buffer_mutation(exported)
     timings["export"] = time.perf_counter() - t0
+    stages.done()
 
     partitioner = NeutronPartitioner(spec)
     t0 = time.perf_counter()
-    edge = to_edge_transform_and_lower(exported, partitioner=[partitioner], generate_etrecord=etrecord)
+    with listening(stages.partition_listener()):
+        edge = to_edge_transform_and_lower(exported, partitioner=[partitioner], generate_etrecord=etrecord)
     timings["partition+convert"] = time.perf_counter() - t0
+    stages.done()
 
     t0 = time.perf_counter()
     program = edge.to_executorch()
     timings["to_executorch"] = time.perf_counter() - t0
+    stages.done()
+    stages.close()
 
     _warn_host_unrunnable(edge)
     report = DelegationReport.build(exported, edge, partitioner, spec)

@@ -241,19 +241,10 @@ class _Capture(torch.fx.Interpreter):
         return result
 
 
-def _physical(x: np.ndarray, fmt: int) -> np.ndarray:
-    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if fmt == 1 and x.ndim == 4 else x
-
-
-def _logical(x: np.ndarray, fmt: int) -> np.ndarray:
-    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if fmt == 1 and x.ndim == 4 else x
-
-
 def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
     """Run every host-reference partition in LiteRT on the quantized model's values at its inputs."""
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
-
     from .payload import unpack
+    from .runtime.executor import run_reference_payload
 
     gm = result.edge_program.exported_program().graph_module
     lowered = [getattr(gm, n.target) for n in gm.graph.nodes
@@ -277,16 +268,12 @@ def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
             continue
         ambiguous = any(len(captured[0][k]) > 1 for k in ins + outs)
         h = payload.header
-        interp = Interpreter(model_content=payload.tflite, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-        interp.allocate_tensors()
         diffs, refs, tests = [], [], []
         for seen in captured:
-            for i, detail in enumerate(interp.get_input_details()):
-                x = seen[ins[h.input_args[i]]][0].numpy()
-                interp.set_tensor(detail["index"], _physical(x, h.input_formats[i]))
-            interp.invoke()
-            for j, detail in enumerate(interp.get_output_details()):
-                got = _logical(interp.get_tensor(detail["index"]), h.output_formats[j]).astype(np.int32)
+            outputs = run_reference_payload(module.processed_bytes,
+                                            [seen[ins[k]][0].numpy() for k in h.input_args])
+            for j, out in enumerate(outputs):
+                got = out.astype(np.int32)
                 want = seen[outs[h.output_args[j]]][0].numpy().astype(np.int32)
                 zp = outs[h.output_args[j]][1]
                 diffs.append(np.abs(got - want).ravel())

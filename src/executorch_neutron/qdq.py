@@ -11,6 +11,8 @@ import torch
 from executorch.exir.dialects._ops import ops as exir_ops
 from torch.fx import Node
 
+from .exported import op_base_name
+
 _qd = exir_ops.edge.quantized_decomposed
 Q_PER_TENSOR = {_qd.quantize_per_tensor.default, _qd.quantize_per_tensor.tensor}
 DQ_PER_TENSOR = {_qd.dequantize_per_tensor.default, _qd.dequantize_per_tensor.tensor}
@@ -18,14 +20,6 @@ Q_PER_CHANNEL = {_qd.quantize_per_channel.default}
 DQ_PER_CHANNEL = {_qd.dequantize_per_channel.default}
 QUANTIZE = Q_PER_TENSOR | Q_PER_CHANNEL
 DEQUANTIZE = DQ_PER_TENSOR | DQ_PER_CHANNEL
-
-
-def _aten(op):
-    return getattr(op, "_op", op)
-
-
-# the same ops before edge conversion (what a quantizer sees after convert_pt2e)
-ATEN_QDQ = {_aten(op) for op in QUANTIZE | DEQUANTIZE}
 
 
 def is_q(node) -> bool:
@@ -45,10 +39,13 @@ def per_tensor_kind(node) -> str | None:
     to_executorch leaves), else None. Its input, scale and zero point are args 0, 1 and 2 in each of them."""
     if not isinstance(node, Node) or node.op != "call_function":
         return None
-    op = node.target if hasattr(node.target, "_schema") else getattr(node.target, "_op", node.target)
-    schema = getattr(op, "_schema", None)
-    name = (schema.name if schema is not None else getattr(op, "__name__", str(op))).split("::")[-1]
-    return {"quantize_per_tensor": "q", "dequantize_per_tensor": "dq"}.get(name)
+    return {"quantize_per_tensor": "q", "dequantize_per_tensor": "dq"}.get(op_base_name(node.target))
+
+
+#: LiteRT's int8 LOGISTIC and SOFTMAX outputs: scale 1/256, zero point -128 (range [0, 1)).
+SIGMOID_SOFTMAX_QPARAMS = (1.0 / 256.0, -128)
+#: LiteRT's int8 TANH output: scale 1/128, zero point 0 (range [-1, 1)).
+TANH_QPARAMS = (1.0 / 128.0, 0)
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,24 @@
 below as `neutron_converter` and `neutron_library_utils`; tests put `directory` on sys.path (the converter child
 process inherits it). The fake converter builds, from the partition's TFLite, a TFLite with one `NeutronGraph`
 custom operator laid out as the payload contract says (real inputs + microcode, weights, kernels; real outputs +
-scratch [+ profile + debug]). Its microcode is NOT device code: a 32-byte preamble with the documented words
-followed by a digest of the input.
+scratch [+ profile + debug]). The graph's inputs and outputs keep the source's order and tensor names; the node
+may list its real inputs and outputs in another order (as the real converter may). Its microcode is NOT device
+code: a 32-byte preamble with the documented words followed by a digest of the input.
 
 Behaviour is chosen by environment variables, because the converter runs in a child process:
     FAKE_NEUTRON_MODE    ok (default) | profile (3 extra outputs -> version 1) | abort (os.abort) | raise |
                          two_ops | not_custom | bad_magic | bad_microcode_size | bad_weights_size | wrong_inputs |
-                         wrong_outputs | garbage
+                         wrong_outputs | garbage | foreign_input (a node input that is no graph input) |
+                         foreign_output | no_constants (graph inputs where microcode/weights/kernels belong) |
+                         graph_outputs (one graph output too many)
+    FAKE_NEUTRON_INPUT_ORDER   e.g. "2,0,1": node input k is graph input 2, 0, 1 (default: graph order)
+    FAKE_NEUTRON_OUTPUT_ORDER  the same for the node's real outputs
     FAKE_NEUTRON_RECORD  path of a JSON file receiving the target and compilation options the converter saw
+    FAKE_NEUTRON_PROFILE_STYLE  with useProfiling, how the console lists kernel tensors (see `profiling_console`):
+                         kernel_tensors (default) | section_tensors | renamed_outputs | none (no dumps)
+
+With useProfiling the node gets the profile and debug outputs (payload version 1) and the console (fd 1) holds
+the two graph dumps of FACTS.md's profiling contract, generated from the source TFLite by `profiling_console`.
 """
 
 from __future__ import annotations
@@ -76,8 +86,9 @@ class FakeNeutronConverter:
                 "input_size": len(data),
             }, sort_keys=True))
         if opts.useProfiling:
-            os.write(1, b"FAKE-PROFILE fd1: kernel 0 conv\n")
-            os.write(2, b"FAKE-PROFILE fd2: kernel 1 add\n")
+            style = os.environ.get("FAKE_NEUTRON_PROFILE_STYLE", "kernel_tensors")
+            os.write(1, b"FAKE-PROFILE fd1: graph dumps follow\n" + profiling_console(data, style).encode())
+            os.write(2, b"FAKE-PROFILE fd2: profiling microcode\n")
         if opts.dumpKernelSelectionCode:
             Path("kernel_selection.c").write_text("/* fake kernel selection */\n")
         mode = os.environ.get("FAKE_NEUTRON_MODE", "ok")
@@ -88,7 +99,15 @@ class FakeNeutronConverter:
             raise RuntimeError("fake converter refused the model")
         if mode == "garbage":
             return list(b"not a flatbuffer at all")
-        return list(neutron_graph_model(data, mode))
+        if opts.useProfiling and mode == "ok":
+            mode = "profile"
+        return list(neutron_graph_model(data, mode, _order("FAKE_NEUTRON_INPUT_ORDER"),
+                                        _order("FAKE_NEUTRON_OUTPUT_ORDER")))
+
+
+def _order(variable: str):
+    text = os.environ.get(variable, "").strip()
+    return [int(v) for v in text.split(",")] if text else None
 
 
 class FakeNeutronLibraryUtils:
@@ -116,8 +135,9 @@ def fake_microcode(source: bytes, n_in: int, n_out: int, weights: bytes, mode: s
     return struct.pack("<8I", *words) + body
 
 
-def neutron_graph_model(source: bytes, mode: str = "ok") -> bytes:
-    """The converted model for the TFLite `source`, shaped by `mode` (see the module docstring)."""
+def neutron_graph_model(source: bytes, mode: str = "ok", input_order=None, output_order=None) -> bytes:
+    """The converted model for the TFLite `source`, shaped by `mode` (see the module docstring). The node's real
+    input k is graph input `input_order[k]` (default: graph order); the same for outputs."""
     src = schema.ModelT.InitFromPackedBuf(source, 0)
     sg_in = src.subgraphs[0]
     real_in = [sg_in.tensors[i] for i in sg_in.inputs]
@@ -132,7 +152,7 @@ def neutron_graph_model(source: bytes, mode: str = "ok") -> bytes:
             t.shape, t.type, t.quantization = list(like.shape), like.type, like.quantization
         else:
             t.shape, t.type = list(shape), ttype
-        t.name = name
+        t.name = like.name if like is not None else name
         t.buffer = 0
         if data is not None:
             b = schema.BufferT()
@@ -152,22 +172,109 @@ def neutron_graph_model(source: bytes, mode: str = "ok") -> bytes:
         extras += [add("profile", [64]), add("debug", [64])]
     if mode == "wrong_outputs":
         extras += [add("surplus", [8])]
-    node_inputs = ins + consts if mode != "wrong_inputs" else ins[:-1] + consts
+    node_ins = [ins[i] for i in (input_order if input_order is not None else range(len(ins)))]
+    node_outs = [outs[i] for i in (output_order if output_order is not None else range(len(outs)))]
+    graph_outs = list(outs)
+    if mode == "foreign_input":
+        node_ins[-1] = add("stray_input", [4])
+    if mode == "foreign_output":
+        node_outs[0] = add("stray_output", [4])
+    if mode == "no_constants":
+        consts = [ins[0]] * 3
+    if mode == "graph_outputs":
+        graph_outs.append(extras[0])
+    node_inputs = node_ins + consts if mode != "wrong_inputs" else node_ins[:-1] + consts
     codes = [schema.OperatorCodeT()]
     codes[0].builtinCode = codes[0].deprecatedBuiltinCode = schema.BuiltinOperator.CUSTOM
     codes[0].customCode = "NeutronGraph" if mode != "not_custom" else "SomethingElse"
     codes[0].version = 1
-    ops = [_op(0, node_inputs, outs + extras)]
+    ops = [_op(0, node_inputs, node_outs + extras)]
     if mode == "two_ops":
-        ops.append(_op(0, node_inputs, outs + extras))
+        ops.append(_op(0, node_inputs, node_outs + extras))
     sg = schema.SubGraphT()
-    sg.tensors, sg.inputs, sg.outputs, sg.operators, sg.name = tensors, ins, outs, ops, "main"
+    sg.tensors, sg.inputs, sg.outputs, sg.operators, sg.name = tensors, ins, graph_outs, ops, "main"
     model = schema.ModelT()
     model.version, model.operatorCodes, model.subgraphs, model.buffers = 3, codes, [sg], buffers
     model.description = "fake eIQ Neutron converter output"
     builder = flatbuffers.Builder(1024)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
+
+
+# TFLite builtin -> the kernel kind the double prints; CONV_2D becomes two kernels (`<out>/part0`, then `<out>`)
+KERNEL_KINDS = {"CONV_2D": "Conv2DStandardV2", "DEPTHWISE_CONV_2D": "Conv2DDepthwiseV2", "ADD": "Add",
+                "SUB": "Sub", "MUL": "Mul", "RELU": "Relu", "MAX_POOL_2D": "MaxPool", "AVERAGE_POOL_2D": "AvgPool",
+                "TRANSPOSE": "TransposeCHW", "PAD": "Pad", "CONCATENATION": "Concat", "FULLY_CONNECTED": "FullyConnected"}
+
+
+def profiling_console(source: bytes, style: str = "kernel_tensors") -> str:
+    """The console of a profiling conversion of `source`: the imported graph, then the converted graph.
+
+    The converted graph starts with an inserted TransposeCHW kernel on the first graph input (it maps to nothing),
+    then one NeutronOperator block per source operator with its kernels in execution order.
+    kernel_tensors: each kernel lists `Inputs:` / `Outputs:` as `[k]: name` lines;
+    section_tensors: kernels are bare kinds and each block's tensors are in a `Name: subgraph_<N>` section;
+    renamed_outputs: like kernel_tensors, but kernel outputs get converter names (`k<i>_out`), so only inputs match;
+    none: no dumps at all (a converter that prints something else).
+    """
+    if style == "none":
+        return "converter: done\n"
+    model = schema.ModelT.InitFromPackedBuf(source, 0)
+    sg = model.subgraphs[0]
+    builtin = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+
+    def name(i):
+        raw = sg.tensors[i].name
+        return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+    def constant(i):
+        b = sg.tensors[i].buffer
+        return 0 < b < len(model.buffers) and model.buffers[b].data is not None and len(model.buffers[b].data) > 0
+
+    ops = []
+    for op in sg.operators:
+        code = model.operatorCodes[op.opcodeIndex]
+        kind = builtin[max(code.builtinCode, code.deprecatedBuiltinCode)]
+        ops.append((kind, [name(i) for i in op.inputs if i >= 0 and not constant(i)], [name(i) for i in op.outputs]))
+    lines = ["Graphs:", "Name: main"]
+    for loc, (kind, ins, outs) in enumerate(ops):
+        lines += [f"  Type: {kind}", "    Inputs:"] + [f"      [{k}]: {n}" for k, n in enumerate(ins)]
+        lines += ["    Outputs:"] + [f"      [{k}]: {n}" for k, n in enumerate(outs)] + [f"    Location: {loc}"]
+    first_input = name(sg.inputs[0])
+    blocks = [("TRANSPOSE", [("TransposeCHW", [first_input], [first_input + "/nhwc"])])]
+    for kind, ins, outs in ops:
+        kernel = KERNEL_KINDS.get(kind, kind.title().replace("_", ""))
+        if kind == "CONV_2D":
+            part = [o + "/part0" for o in outs]
+            blocks.append((kind, [(kernel, ins, part), (kernel, part, outs)]))
+        else:
+            blocks.append((kind, [(kernel, ins, outs)]))
+    counter = 0
+    if style == "renamed_outputs":
+        renamed = []
+        for kind, kernels in blocks:
+            fixed = []
+            for kernel, ins, outs in kernels:
+                fixed.append((kernel, ins, [f"k{counter}_out" for _ in outs]))
+                counter += 1
+            renamed.append((kind, fixed))
+        blocks = renamed
+    lines += ["", "= Generate =", "Graphs:"]
+    if style == "section_tensors":
+        for number, (kind, kernels) in enumerate(blocks, start=1):
+            ins, outs = kernels[0][1], kernels[-1][2]
+            lines += [f"Name: subgraph_{number:03d}", "  Inputs:"] + [f"    [{k}]: {n}" for k, n in enumerate(ins)]
+            lines += ["  Outputs:"] + [f"    [{k}]: {n}" for k, n in enumerate(outs)] + ["  Tensors:", "    ..."]
+    lines.append('NeutronGraph "subgraph_000":')
+    for number, (kind, kernels) in enumerate(blocks, start=1):
+        lines += [f'  NeutronOperator "subgraph_{number:03d}":', "    Operators:", f"      {kind}", "    Kernels:"]
+        for kernel, ins, outs in kernels:
+            lines.append(f"      {kernel}")
+            if style != "section_tensors":
+                lines += ["        Inputs:"] + [f"          [{k}]: {n}" for k, n in enumerate(ins)]
+                lines += ["        Outputs:"] + [f"          [{k}]: {n}" for k, n in enumerate(outs)]
+    lines += ["", "=" * 20, "Statistics for NeutronGraph \"subgraph_000\":", ""]
+    return "\n".join(lines) + "\n"
 
 
 def _op(opcode_index, inputs, outputs):

@@ -83,9 +83,9 @@ def test_default_options_reach_the_converter(sdk):
     seen = json.loads(sdk.read_text())
     assert out.kind == "neutron-microcode"
     assert seen["target"] == {"fake_target": "imxrt700"}
-    assert seen["options"] == {"minNumOpsPerGraph": 1, "excludeGraphPasses": None, "fetchConstantsToSRAM": False,
-                               "dumpKernelSelectionCode": False, "useProfiling": False, "dumpAfterImport": False,
-                               "dumpAfterGenerate": False, "verbose": False}
+    assert seen["options"] == {"minNumOpsPerGraph": 1, "excludeGraphPasses": "HoistSliceAboveTranspose,MergeTranspose", "fetchConstantsToSRAM": False,
+                               "dumpKernelSelectionCode": False, "useProfiling": False, "dumpAfterImport": None,
+                               "dumpAfterGenerate": None, "verbose": None}  # None: left at the SDK's default
 
 
 def test_spec_options_and_extra_flags_reach_the_converter(sdk, tmp_path):
@@ -95,8 +95,8 @@ def test_spec_options_and_extra_flags_reach_the_converter(sdk, tmp_path):
     out = compile_partition(add_relu_int8([1, 4]), HEADER_2IN_1OUT, spec, "neutron/7")
     opts = json.loads(sdk.read_text())["options"]
     assert opts == {"minNumOpsPerGraph": 3, "excludeGraphPasses": "fuse_pad", "fetchConstantsToSRAM": True,
-                    "dumpKernelSelectionCode": True, "useProfiling": True, "dumpAfterImport": False,
-                    "dumpAfterGenerate": True, "verbose": True}
+                    "dumpKernelSelectionCode": True, "useProfiling": True, "dumpAfterImport": "console",
+                    "dumpAfterGenerate": "console", "verbose": True}
     kept = sorted(p.name for p in (tmp_path / "inter").iterdir())
     assert kept == ["neutron_7.converter_console.txt", "neutron_7.kernel_selection.c"]
     # console captured at file-descriptor level, both 1 and 2
@@ -120,8 +120,8 @@ def test_parse_extra_flags(case):
 
 
 def test_extra_flags_override_spec_options():
-    spec = NeutronCompileSpec(use_profiling=True, extra_flags="--dump-after-generate=false")
-    assert converter_options(spec)["dumpAfterGenerate"] is False and converter_options(spec)["useProfiling"] is True
+    spec = NeutronCompileSpec(use_profiling=True, extra_flags="--dump-after-generate=file")
+    assert converter_options(spec)["dumpAfterGenerate"] == "file" and converter_options(spec)["useProfiling"] is True
 
 
 def test_unreadable_extra_flags_say_how_to_write_them():
@@ -175,8 +175,8 @@ BAD_OUTPUTS = {
     "bad_magic": "magic 0xDEADBEEF",
     "bad_microcode_size": "word 6 says 89 bytes but the buffer holds 73",
     "bad_weights_size": "word 7 says 38 weight bytes but the weights buffer holds 37",
-    "wrong_inputs": "has 4 inputs; expected",
-    "wrong_outputs": "has 3 outputs; expected",
+    "wrong_inputs": "has 4 inputs \\[tensor 0 .a., tensor 3 .microcode.*\\]; expected",
+    "wrong_outputs": "has 3 outputs \\[.*tensor 7 .surplus.\\]; expected",
 }
 
 

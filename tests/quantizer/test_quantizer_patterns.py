@@ -211,7 +211,7 @@ FUSED = {
         weight_axis=0,
     ),
     "conv_clamp": Case(
-        lambda: Fn(lambda s, x: torch.clamp(s.c(x), -0.5, 1.5), c=nn.Conv2d(3, 8, 3)),
+        lambda: Fn(lambda s, x: torch.clamp(s.c(x), -1.0, 1.0), c=nn.Conv2d(3, 8, 3)),
         [(1, 3, 10, 7)],
         aten.conv2d.default,
         tail=(aten.clamp.default,),
@@ -299,7 +299,6 @@ SHARED = {
     "clone": Case(_fn(lambda x: x.clone()), X4, aten.clone.default),
     "slice": Case(_fn(lambda x: x[:, :, 2:9]), X4, aten.slice.Tensor),
     "upsample_nearest2d": Case(_fn(lambda x: F.interpolate(x, scale_factor=2)), X4, aten.upsample_nearest2d.vec),
-    "dropout": Case(lambda: nn.Dropout(0.3), X4, aten.dropout.default),
     # LiteRT int8 RESIZE_BILINEAR keeps the input's qparams
     "upsample_bilinear2d": Case(
         _fn(lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)),
@@ -476,12 +475,47 @@ REQUIRED_OPS = {
 def test_every_required_op_is_tested_here():
     tested = {c.op for table in (WEIGHTED, FUSED, FIXED, SHARED, OWN) for c in table.values()}
     tested |= {t for table in (FUSED,) for c in table.values() for t in c.tail}
-    tested |= {aten.cat.default, aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default}
+    tested |= {aten.cat.default} | set(REWRITTEN_BY_PASSES)
     assert REQUIRED_OPS <= tested, sorted(map(str, REQUIRED_OPS - tested))
 
 
-def test_every_required_op_is_annotated():
+#: ops of REQUIRED_OPS that NeutronQuantizer's ATen passes rewrite before annotation (so they need no annotation)
+REWRITTEN_BY_PASSES = {
+    aten.matmul.default: lambda: (_fn(lambda x, y: x @ y), [(2, 8, 16), (2, 16, 8)]),
+    aten.split.Tensor: lambda: (_fn(lambda x: x.split(2, dim=1)[0] * 2), [(1, 5, 10, 8)]),
+    aten.split_with_sizes.default: lambda: (_fn(lambda x: x.split([1, 4], dim=1)[1] * 2), [(1, 5, 10, 8)]),
+    aten.chunk.default: lambda: (_fn(lambda x: x.chunk(2, dim=-1)[0] * 2), [(1, 5, 10, 8)]),
+    aten.max_pool1d.default: lambda: (lambda: nn.MaxPool1d(2), [(1, 8, 16)]),
+    aten.avg_pool1d.default: lambda: (lambda: nn.AvgPool1d(2), [(1, 8, 16)]),
+    aten.dropout.default: lambda: (lambda: nn.Sequential(nn.Dropout(0.3), nn.ReLU()), X4),
+}
+
+
+@pytest.mark.parametrize("op", REWRITTEN_BY_PASSES, ids=str)
+def test_ops_rewritten_by_passes_are_gone_before_annotation(op):
+    make, shapes = REWRITTEN_BY_PASSES[op]()
+    _, _, gm = run(Case(make, shapes, op))
+    assert not nodes(gm, op), f"{op} should have been rewritten by an ATen pass"
+
+
+def test_every_documented_op_is_annotated_from_the_registry_or_rewritten():
+    """REQUIRED_OPS is written from the documented table; the quantizer's table comes from the operator registry
+    (`ops.registry.annotation_table`): every documented op is annotated or removed by a pass before annotation."""
+    from executorch_neutron.ops import registry
     from executorch_neutron.quantizer import NeutronQuantizer
 
     annotated = set(NeutronQuantizer.supported_ops())
-    assert {str(op) for op in REQUIRED_OPS} <= annotated
+    assert annotated == {str(op) for op in registry.annotation_table()}
+    missing = {str(op) for op in REQUIRED_OPS - set(REWRITTEN_BY_PASSES)} - annotated
+    assert not missing, sorted(missing)
+
+
+def test_quantizer_fuses_an_activation_only_when_the_converter_does():
+    """conv + clamp(-0.5, 1.5): bounds no fused TFLite activation has, so the conv output gets its own quantize
+    node and the clamp shares it (computed as MAXIMUM/MINIMUM); conv + clamp(-1, 1) fuses (RELU_N1_TO_1)."""
+    case = Case(lambda: Fn(lambda s, x: torch.clamp(s.c(x), -0.5, 1.5), c=nn.Conv2d(3, 8, 3)), [(1, 3, 10, 7)],
+                aten.conv2d.default)
+    _, _, gm = run(case)
+    conv, clamp = only(gm, aten.conv2d.default), only(gm, aten.clamp.default)
+    assert conv.users and all(u.target in QUANTIZE for u in conv.users)
+    assert output_q(gm, clamp).same_as(input_dq(gm, clamp, clamp.args[0]))

@@ -4,6 +4,11 @@ With the eIQ Neutron SDK installed (and `reference=False`) the TFLite goes throu
 process, see sdk_adapter.py) and the NeutronGraph node's microcode, weights and kernels are packed behind the
 header. Without the SDK, or with `reference=True`, the TFLite itself is packed as a host-reference payload that
 the host runtime (executorch_neutron.runtime) executes in LiteRT.
+
+With `use_profiling` on the SDK path the converter's console becomes the kernel -> debug handle map
+(profile_map.py). On the reference path the options only the converter reads (`CONVERTER_ONLY`) have no effect:
+a warning names them instead of accepting them silently (use_profiling included: there are no NPU kernels to
+profile, and the debug handle map stays one entry per TFLite operator).
 """
 
 from __future__ import annotations
@@ -13,11 +18,12 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from ..compile_spec import NeutronCompileSpec
 from ..payload import Header, Payload, pack
-from . import sdk_adapter
-from .extract import extract
+from . import profile_map, sdk_adapter
+from .extract import NeutronGraphParts, extract
 
 logger = logging.getLogger("executorch_neutron")
 
@@ -27,8 +33,12 @@ REFERENCE_NOTICE = (
     "eIQ Neutron SDK not found: produced a host-reference .pte; install NXP's eIQ Neutron SDK (eiq_neutron_sdk) "
     "for device microcode"
 )
+#: options read only by the eIQ Neutron converter, with their no-effect values
+CONVERTER_ONLY = {"extra_flags": "", "fetch_constants_to_sram": False, "dump_kernel_selection_code": False,
+                  "use_profiling": False}
 _notice_lock = threading.Lock()
 _notice_logged = False
+_unused_warned: set[tuple[str, ...]] = set()
 
 
 @dataclass(frozen=True)
@@ -39,24 +49,53 @@ class CompiledPartition:
     converter_console: str = ""  # what the converter printed (fd 1 and 2); empty on the reference path
 
 
-def compile_partition(tflite: bytes, header: Header, spec: NeutronCompileSpec, name: str) -> CompiledPartition:
-    """Compile one partition. `header` carries io counts, formats and argument maps; the version is set here."""
+def compile_partition(tflite: bytes, header: Header, spec: NeutronCompileSpec, name: str,
+                      op_debug_handles: Sequence[tuple[int, ...]] = ()) -> CompiledPartition:
+    """Compile one partition. `header` describes the TFLite's graph inputs/outputs in graph order (format flags
+    and delegate argument indices); the device path rewrites it in the NeutronGraph node's order, and the
+    version is set here. `op_debug_handles[i]`: the edge debug handles TFLite operator i computes (profiling)."""
     if spec.reference or not sdk_adapter.sdk_available():
         if not spec.reference:
             _log_reference_notice_once()
+        _warn_unused_converter_options(spec)
         payload = Payload.reference(dataclasses.replace(header, version=0), bytes(tflite))
         return CompiledPartition(pack(payload), HOST_REFERENCE)
-    return _compile_with_sdk(bytes(tflite), header, spec, name)
+    return _compile_with_sdk(bytes(tflite), header, spec, name, op_debug_handles)
 
 
-def _compile_with_sdk(tflite: bytes, header: Header, spec: NeutronCompileSpec, name: str) -> CompiledPartition:
+def _compile_with_sdk(tflite: bytes, header: Header, spec: NeutronCompileSpec, name: str,
+                      op_debug_handles: Sequence[tuple[int, ...]]) -> CompiledPartition:
     result = sdk_adapter.convert(tflite, spec.target, sdk_adapter.converter_options(spec), name,
                                  keep_dir=spec.intermediates_dir)
     _keep_outputs(result, spec, name)
     parts = extract(result.model, header.n_inputs, header.n_outputs, name)
-    payload = Payload(dataclasses.replace(header, version=parts.version), parts.microcode, parts.weights,
-                      parts.kernels)
-    return CompiledPartition(pack(payload), NEUTRON_MICROCODE, None, result.console)
+    payload = Payload(node_header(header, parts), parts.microcode, parts.weights, parts.kernels)
+    debug_map = None
+    if spec.use_profiling:
+        debug_map = profile_map.debug_handle_map(result.console, tflite, op_debug_handles)
+        if not debug_map:
+            where = (f"kept in {spec.intermediates_dir}" if spec.intermediates_dir
+                     else "set intermediates_dir to keep it")
+            logger.warning(
+                f"partition {name!r}: use_profiling is on but the converter's console holds no kernel list "
+                f"('NeutronOperator \"subgraph_<N>\":' blocks with 'Kernels:'); the ETRecord cannot map this "
+                f"partition's NPU kernels to model operators (console {where})"
+            )
+    return CompiledPartition(pack(payload), NEUTRON_MICROCODE, debug_map, result.console)
+
+
+def node_header(graph_header: Header, parts: NeutronGraphParts) -> Header:
+    """The device header: Neutron input i is the node's input i, i.e. graph input `parts.input_positions[i]`;
+    its format flag and delegate argument are that graph input's (same for outputs)."""
+    ins, outs = parts.input_positions, parts.output_positions
+    return Header(
+        n_args=graph_header.n_args,
+        input_formats=tuple(graph_header.input_formats[p] for p in ins),
+        output_formats=tuple(graph_header.output_formats[p] for p in outs),
+        input_args=tuple(graph_header.input_args[p] for p in ins),
+        output_args=tuple(graph_header.output_args[p] for p in outs),
+        version=parts.version,
+    )
 
 
 def _keep_outputs(result: sdk_adapter.ConversionResult, spec: NeutronCompileSpec, name: str) -> None:
@@ -75,6 +114,23 @@ def _keep_outputs(result: sdk_adapter.ConversionResult, spec: NeutronCompileSpec
         (directory / f"{prefix}.{file_name}").write_bytes(data)
     if spec.use_profiling and spec.intermediates_dir:
         (directory / f"{prefix}.converter_console.txt").write_text(result.console)
+
+
+def _warn_unused_converter_options(spec: NeutronCompileSpec) -> None:
+    """Name, once per set, the converter-only options that a host-reference payload cannot honour."""
+    unused = tuple(n for n, off in CONVERTER_ONLY.items() if getattr(spec, n) != off)
+    with _notice_lock:
+        if not unused or unused in _unused_warned:
+            return
+        _unused_warned.add(unused)
+    profiling = (" use_profiling: a host-reference payload has no NPU kernels to profile; the host runtime records "
+                 "one event per delegate call and the debug handle map lists the partition's TFLite operators."
+                 if "use_profiling" in unused else "")
+    logger.warning(
+        f"{', '.join(unused)}: only the eIQ Neutron converter reads {'this option' if len(unused) == 1 else 'these'}, "
+        f"and this partition gets a host-reference payload, so {'it has' if len(unused) == 1 else 'they have'} no "
+        f"effect.{profiling} Install the eIQ Neutron SDK (and leave reference=False) for device microcode"
+    )
 
 
 def _log_reference_notice_once() -> None:

@@ -55,10 +55,15 @@ def converter_options(spec) -> dict:
         "fetchConstantsToSRAM": bool(spec.fetch_constants_to_sram),
         "dumpKernelSelectionCode": bool(spec.dump_kernel_selection_code),
         "useProfiling": bool(spec.use_profiling),
-        "dumpAfterImport": False,
-        "dumpAfterGenerate": bool(spec.use_profiling),  # the profile map is read from the generated-graph dump
-        "verbose": False,
+        # NXP's backend in ExecuTorch 1.5.1 excludes these two graph passes by default; so do we (override with
+        # extra_flags="--excludeGraphPasses=...")
+        "excludeGraphPasses": "HoistSliceAboveTranspose,MergeTranspose",
     }
+    if spec.use_profiling:
+        # the converter prints its imported and generated graphs on the console (the value "console", as NXP's
+        # backend asks for them); the profile map is read from that text (npu/profile_map.py). Without profiling
+        # these stay at the SDK's defaults.
+        options.update(dumpAfterImport="console", dumpAfterGenerate="console", verbose=True)
     options.update(parse_extra_flags(spec.extra_flags))
     return options
 

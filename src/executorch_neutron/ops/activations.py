@@ -8,17 +8,22 @@ never reaches these converters. LOGISTIC and TANH need fixed output quantization
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import torch
 from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 
+from ..qdq import SIGMOID_SOFTMAX_QPARAMS, TANH_QPARAMS
 from ..tflite.builder import Quant, options
 from ..tflite.layout import Layout
 from .fusion import SUPPORTED_BOUNDS_TEXT, activation_bounds, activation_codes
-from .common import is_dq, is_dq_per_tensor, is_q
+from .common import is_dq, is_dq_per_tensor, is_q, shared_quantization
 from .registry import Constraint, constraint, register
 
 _aten = exir_ops.edge.aten
+A = torch.ops.aten
 
 
 def unary(ctx, a, builtin: int, arg: str = "self", opts=None) -> None:
@@ -28,23 +33,53 @@ def unary(ctx, a, builtin: int, arg: str = "self", opts=None) -> None:
     ctx.builder.op(builtin, [x.tensor], [out.tensor], opts)
 
 
-@constraint(f"bounds {SUPPORTED_BOUNDS_TEXT}")
+@constraint(f"bounds {SUPPORTED_BOUNDS_TEXT}", profiles={"documented"})
 def _bounds(a, ctx):
     if activation_codes(a.node) is None:
         return f"bounds {activation_bounds(a.node)}: Neutron supports {SUPPORTED_BOUNDS_TEXT}"
     return None
 
 
-@register(_aten.relu.default)
+@constraint(f"bounds {SUPPORTED_BOUNDS_TEXT}, or any bounds with at least one finite bound and equal input and "
+            "output quantization (MAXIMUM / MINIMUM)", profiles={"sdk-current"})
+def _any_bounds(a, ctx):
+    if activation_codes(a.node) is not None:
+        return None
+    lo, hi = activation_bounds(a.node)
+    if not (math.isfinite(lo) or math.isfinite(hi)):
+        return "no finite bound: the clamp does nothing"
+    return shared_quantization().check(a, ctx)
+
+
+@register(_aten.relu.default, quantize={"own_output": (A.relu.default, A.relu_.default)})
 def convert_relu(ctx, a):
     """max(x, 0)."""
     unary(ctx, a, schema.BuiltinOperator.RELU)
 
 
-@register(_aten.hardtanh.default, _aten.clamp.default, constraints=(_bounds,))
+@register(_aten.hardtanh.default, _aten.clamp.default, constraints=(_bounds, _any_bounds), quantize={
+    "clamp": (A.relu6.default, A.hardtanh.default, A.hardtanh_.default, A.clamp.default, A.clamp_.default)})
 def convert_clamp(ctx, a):
-    """Clamp to one of the bounded ranges the NPU implements (relu6 is hardtanh(0, 6))."""
-    unary(ctx, a, activation_codes(a.node)[1])
+    """Clamp: a RELU* op for the bounded ranges it implements (relu6 is hardtanh(0, 6)), else MAXIMUM and/or
+    MINIMUM with the bounds quantized to the input's (= the output's) parameters."""
+    codes = activation_codes(a.node)
+    if codes is not None:
+        unary(ctx, a, codes[1])
+        return
+    b = ctx.builder
+    x = ctx.value(a["self"])
+    out = ctx.emit_output(a.node, x.layout, quant=x.quant)
+    scale, zp = x.quant.scale[0], x.quant.zero_point[0]
+    steps = [(op, bound) for op, bound in zip((schema.BuiltinOperator.MAXIMUM, schema.BuiltinOperator.MINIMUM),
+                                              activation_bounds(a.node)) if math.isfinite(bound)]
+    src = x.tensor
+    for i, (op, bound) in enumerate(steps):
+        q = np.full([1] * len(x.shape), np.clip(np.round(bound / scale) + zp, -128, 127), dtype=np.int8)
+        c = b.constant(f"{a.node.name}_bound{i}", q, x.quant)
+        dst = out.tensor if i == len(steps) - 1 else b.tensor(f"{a.node.name}_lower", b.shape_of(x.tensor), np.int8,
+                                                              x.quant)
+        b.op(op, [src, c], [dst])
+        src = dst
 
 
 def fixed_output(scale: float, zero_point: int) -> Constraint:
@@ -60,44 +95,44 @@ def fixed_output(scale: float, zero_point: int) -> Constraint:
     return Constraint(f"output quantization scale {scale:.6g}, zero point {zero_point} (NeutronQuantizer sets it)", check)
 
 
-@register(_aten.sigmoid.default, constraints=(fixed_output(1 / 256, -128),))
+@register(_aten.sigmoid.default, constraints=(fixed_output(*SIGMOID_SOFTMAX_QPARAMS),),
+          quantize={"fixed_sigmoid_softmax": (A.sigmoid.default, A.sigmoid_.default)})
 def convert_sigmoid(ctx, a):
     """Logistic function."""
     unary(ctx, a, schema.BuiltinOperator.LOGISTIC)
 
 
-@register(_aten.tanh.default, constraints=(fixed_output(1 / 128, 0),))
+@register(_aten.tanh.default, constraints=(fixed_output(*TANH_QPARAMS),),
+          quantize={"fixed_tanh": (A.tanh.default, A.tanh_.default)})
 def convert_tanh(ctx, a):
     """Hyperbolic tangent."""
     unary(ctx, a, schema.BuiltinOperator.TANH)
 
 
 
-
-@register(_aten.leaky_relu.default)
+@register(_aten.leaky_relu.default, quantize={"own_output": (A.leaky_relu.default, A.leaky_relu_.default)})
 def convert_leaky_relu(ctx, a):
     """x for x >= 0, negative_slope * x otherwise."""
     unary(ctx, a, schema.BuiltinOperator.LEAKY_RELU,
           opts=options("LeakyReluOptionsT", alpha=float(a["negative_slope"])))
 
 
-@register(_aten.hardswish.default)
+@register(_aten.hardswish.default, preserve="if_delegated",
+          quantize={"own_output": (A.hardswish.default, A.hardswish_.default)})
 def convert_hardswish(ctx, a):
     """x * relu6(x + 3) / 6 (kept from decomposition by the partitioner when the NPU takes it)."""
     unary(ctx, a, schema.BuiltinOperator.HARD_SWISH)
 
 
-@register(_aten.abs.default)
+@register(_aten.abs.default, quantize={"own_output": (A.abs.default,)})
 def convert_abs(ctx, a):
     """|x| with requantization."""
     unary(ctx, a, schema.BuiltinOperator.ABS)
 
 
-@register(_aten.neg.default)
+@register(_aten.neg.default, quantize={"own_output": (A.neg.default,)})
 def convert_neg(ctx, a):
     """-x, as an int8 MUL by the exactly representable constant -1 (scale 1, value -1)."""
-    import numpy as np
-
     x = ctx.value(a["self"])
     minus_one = ctx.builder.constant(a.node.name + "_minus_one", np.full([1] * len(x.shape), -1, dtype=np.int8),
                                      Quant.per_tensor(1.0, 0))
@@ -105,13 +140,13 @@ def convert_neg(ctx, a):
     ctx.builder.op(schema.BuiltinOperator.MUL, [x.tensor, minus_one], [out.tensor], options("MulOptionsT"))
 
 
-@constraint("rank 4, channels % 8 == 0, flat size / channels <= 4096")
+@constraint("rank 4, channels % {num_macs} == 0, flat size / channels <= 4096")
 def _prelu_shape(a, ctx):
     shape = a.shape("self")
     if len(shape) != 4:
         return f"rank {len(shape)}: Neutron PReLU needs rank 4"
     c = shape[1]
-    flat = int(np.prod(shape))
+    flat = math.prod(shape)
     if c % ctx.num_macs:
         return f"channels {c} not a multiple of {ctx.num_macs}"
     if flat // c > 4096:
@@ -128,7 +163,8 @@ def _prelu_weight(a, ctx):
     return None if len(n) == 1 and n[0] in (1, a.shape("self")[1]) else f"slope shape {list(n)}"
 
 
-@register(_aten.prelu.default, constraints=(_prelu_shape, _prelu_weight))
+@register(_aten.prelu.default, constraints=(_prelu_shape, _prelu_weight), preserve="if_delegated",
+          quantize={"own_output2": (A.prelu.default,)})
 def convert_prelu(ctx, a):
     """x for x >= 0, slope[c] * x otherwise (kept from decomposition by the partitioner when the NPU takes it)."""
     b = ctx.builder

@@ -49,6 +49,3 @@ class NodeArgs(dict):
         if isinstance(val, (tuple, list)):
             val = val[0]
         return tuple(val.shape)
-
-    def tensor_inputs(self) -> list[Node]:
-        return [n for n in self.node.all_input_nodes]

@@ -26,9 +26,9 @@ def channels_multiple(what: str, dim: int, *, of: str = "self") -> Constraint:
         return None
 
     return Constraint(
-        f"{what} channels % num_macs (8) == 0",
+        f"{what} channels % {{num_macs}} == 0",
         check,
-        hint="pad the channel count to a multiple of 8",
+        hint="pad the channel count to a multiple of {num_macs}",
     )
 
 

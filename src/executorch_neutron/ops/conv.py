@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
+import torch
 from executorch.exir.dialects._ops import ops as exir_ops
 
 from ..tflite.builder import Quant, options
-from ..tflite.layout import Layout, physical_shape
+from ..tflite.layout import CONV_WEIGHT_PERM, OUT_LAST_WEIGHT_PERM, Layout, physical_shape
 from .common import is_int8_constant, quantize_bias, round_up, same_padding_matches
 from .fusion import fused_code
 from .registry import constraint, register
@@ -60,7 +61,7 @@ def _groups(a, ctx):
     return None if g in (1, c) else f"groups {g}: Neutron supports groups 1 or groups == input channels ({c})"
 
 
-@constraint("kernel_h * kernel_w * round_up(in_channels, num_macs) <= 65535")
+@constraint("kernel_h * kernel_w * round_up(in_channels, {num_macs}) <= 65535")
 def _kernel_size(a, ctx):
     k = list(a.shape("weight")[2:])
     kh, kw = ([1] + k)[-2:]
@@ -72,7 +73,12 @@ def _kernel_size(a, ctx):
 CONSTRAINTS = (_rank, _constant_weights, _groups, _transposed, _kernel_size)
 
 
-@register(exir_ops.edge.aten.convolution.default, constraints=CONSTRAINTS)
+A = torch.ops.aten
+
+
+@register(exir_ops.edge.aten.convolution.default, constraints=CONSTRAINTS, fuses_activation=True, quantize={
+    "weighted": (A.conv1d.default, A.conv2d.default, A.conv1d.padding, A.conv2d.padding),
+    "weighted_transpose": (A.conv_transpose1d.default, A.conv_transpose2d.input)})
 def convert_conv2d(ctx, a):
     """Conv1d, Conv2d, depthwise and transposed Conv2d with optional fused relu/relu6/hardtanh/clamp."""
     if a["transposed"]:
@@ -126,7 +132,7 @@ def _conv2d(ctx, a, x, w_data, w_quant_pt, stride, pad, dil, out_tensor):
     padding = schema.Padding.SAME if any(pad) and same else schema.Padding.VALID
 
     w_quant = Quant(w_quant_pt.scale, w_quant_pt.zero_point, 3 if depthwise else 0)
-    data = np.transpose(w_data, (1, 2, 3, 0) if depthwise else (0, 2, 3, 1)).astype(np.int8)
+    data = np.transpose(w_data, OUT_LAST_WEIGHT_PERM if depthwise else CONV_WEIGHT_PERM).astype(np.int8)
     wt = b.constant(a.node.name + "_w", data, w_quant)
     bias, bias_scales = quantize_bias(a["bias"], in_scale, w_quant_pt.scale, ctx, out_c)
     bt = b.constant(a.node.name + "_b", bias, Quant(tuple(bias_scales), (0,) * out_c, 0))
@@ -163,7 +169,7 @@ def _transpose_conv(ctx, a):
     s, p = list(a["stride"]), list(a["padding"])
     full = (n, out_c, (h - 1) * s[0] + kh, (wd - 1) * s[1] + kw)
     w_quant = Quant(w.quant.scale, w.quant.zero_point, 0)
-    wt = b.constant(a.node.name + "_w", np.transpose(w.data, (1, 2, 3, 0)).astype(np.int8), w_quant)
+    wt = b.constant(a.node.name + "_w", np.transpose(w.data, OUT_LAST_WEIGHT_PERM).astype(np.int8), w_quant)
     bias, bias_scales = quantize_bias(a["bias"], x.quant.scale[0], w.quant.scale, ctx, out_c)
     bt = b.constant(a.node.name + "_b", bias, Quant(tuple(bias_scales), (0,) * out_c, 0))
     shape_t = b.int32_vector(a.node.name + "_out_shape", physical_shape(full, Layout.CHANNELS_LAST))

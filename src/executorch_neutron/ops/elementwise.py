@@ -1,4 +1,5 @@
-"""Binary elementwise ops: add.Tensor, mul.Tensor, div.Tensor -> TFLite ADD / MUL (int8, with requantization).
+"""Binary elementwise ops: add.Tensor, sub.Tensor, mul.Tensor, div.Tensor -> TFLite ADD / SUB / MUL (int8, with
+requantization).
 
 Both operands are brought to one layout (channels-last for rank 4); an operand may be a quantized constant. A
 float scalar operand (mul by 0.5, or a division the div->mul pass did not see) is represented exactly in int8:
@@ -7,6 +8,8 @@ value c is stored as q = sign(c) with scale |c|. Division by a constant is a MUL
 
 from __future__ import annotations
 
+import math
+
 from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 from torch.fx import Node
@@ -14,14 +17,14 @@ from torch.fx import Node
 import numpy as np
 import torch
 
-from ..tflite.builder import Quant, options
-from ..tflite.context import Value
+from ..tflite.builder import Quant, Value, options
 from ..tflite.layout import Layout, to_physical_perm
 from .fusion import fused_code
 from .common import is_dq
 from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
+A = torch.ops.aten
 
 
 @constraint("both operands are tensors")
@@ -40,18 +43,10 @@ def _equal_shapes(a, ctx):
     return None if s == o else f"input shapes {list(s)} and {list(o)} differ (broadcasting is not supported)"
 
 
-@constraint("tensor size % 8 == 0")
+@constraint("tensor size % {num_macs} == 0", profiles={"documented"})
 def _size_multiple(a, ctx):
-    size = 1
-    for d in a.out_shape:
-        size *= d
-    return None if size % 8 == 0 else f"tensor size {size} not a multiple of 8"
-
-
-@constraint("operands of equal rank")
-def _equal_rank(a, ctx):
-    s, o = a.shape("self"), a.shape("other")
-    return None if len(s) == len(o) else f"operand ranks {len(s)} and {len(o)} differ"
+    size = math.prod(a.out_shape)
+    return None if size % ctx.num_macs == 0 else f"tensor size {size} not a multiple of {ctx.num_macs}"
 
 
 def _float_constant(a, ctx, name: str) -> torch.Tensor | None:
@@ -117,10 +112,18 @@ def binary(ctx, a, builtin: int, opts, reciprocal: bool = False) -> None:
     ctx.builder.op(builtin, [x.tensor, y.tensor], [out.tensor], opts)
 
 
-@register(_aten.add.Tensor, constraints=(_tensor_operands, _alpha, _equal_shapes, _operands_int8))
+@register(_aten.add.Tensor, constraints=(_tensor_operands, _alpha, _equal_shapes, _operands_int8), fuses_activation=True,
+          quantize={"binary": (A.add.Tensor, A.add_.Tensor)})
 def convert_add(ctx, a):
     """Elementwise sum, optional fused relu."""
     binary(ctx, a, schema.BuiltinOperator.ADD, options("AddOptionsT", fusedActivationFunction=fused_code(a.node)))
+
+
+@register(_aten.sub.Tensor, constraints=(_tensor_operands, _alpha, _equal_shapes, _operands_int8),
+          profiles={"sdk-current"}, quantize={"binary": (A.sub.Tensor, A.sub_.Tensor)})
+def convert_sub(ctx, a):
+    """Elementwise difference (in NXP's current SDK, not in the documented table)."""
+    binary(ctx, a, schema.BuiltinOperator.SUB, options("SubOptionsT"))
 
 
 @constraint("operands of equal rank, or a scalar operand")
@@ -128,19 +131,14 @@ def _equal_rank_or_scalar(a, ctx):
     if not isinstance(a["other"], Node):
         return None
     s, o = a.shape("self"), a.shape("other")
-    if len(s) == len(o) or 1 in (_numel(s), _numel(o)):
+    if len(s) == len(o) or 1 in (math.prod(s), math.prod(o)):
         return None
     return f"operand ranks {len(s)} and {len(o)} differ"
 
 
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
-
-@register(_aten.mul.Tensor, constraints=(_tensor_operands, _equal_rank_or_scalar, _size_multiple, _operands_int8))
+@register(_aten.mul.Tensor, constraints=(_tensor_operands, _equal_rank_or_scalar, _size_multiple, _operands_int8),
+          fuses_activation=True, quantize={"binary": (A.mul.Tensor, A.mul_.Tensor)})
 def convert_mul(ctx, a):
     """Elementwise product (broadcasting within equal ranks), optional fused relu."""
     binary(ctx, a, schema.BuiltinOperator.MUL, options("MulOptionsT", fusedActivationFunction=fused_code(a.node)))
@@ -160,16 +158,19 @@ def _static_divisor(a, ctx):
     return f"divisor {d.name} is computed at run time"
 
 
-@constraint("one dimension % 8 == 0, or scalar division")
+@constraint("one dimension % {num_macs} == 0, or scalar division")
 def _div_dims(a, ctx):
     d = a["other"]
-    if not isinstance(d, Node) or _numel(a.shape("other")) == 1:
+    if not isinstance(d, Node) or math.prod(a.shape("other")) == 1:
         return None
     shape = a.out_shape
-    return None if any(s % 8 == 0 for s in shape) else f"no dimension of {list(shape)} is a multiple of 8"
+    if any(s % ctx.num_macs == 0 for s in shape):
+        return None
+    return f"no dimension of {list(shape)} is a multiple of {ctx.num_macs}"
 
 
-@register(_aten.div.Tensor, constraints=(_static_divisor, _equal_rank_or_scalar, _div_dims))
+@register(_aten.div.Tensor, constraints=(_static_divisor, _equal_rank_or_scalar, _div_dims),
+          quantize={"binary_scalar_divisor": (A.div.Tensor,)})
 def convert_div(ctx, a):
     """Division by a constant: MUL by the reciprocal (exact for scalars)."""
     binary(ctx, a, schema.BuiltinOperator.MUL, options("MulOptionsT"), reciprocal=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
+import torch
 from executorch.exir.dialects._ops import ops as exir_ops
 
 from .. import qdq
@@ -18,6 +19,7 @@ from .fusion import fused_code
 from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
+A = torch.ops.aten
 
 
 @constraint("constant int8 weights")
@@ -53,7 +55,8 @@ def _fully_connected(ctx, node, x, weight_oi: np.ndarray, w_quant: Quant, bias_n
     b.op(schema.BuiltinOperator.FULLY_CONNECTED, [x.tensor, wt, bt], [out.tensor], opts)
 
 
-@register(_aten.linear.default, constraints=(_linear_weights,))
+@register(_aten.linear.default, constraints=(_linear_weights,), fuses_activation=True, preserve="always",
+          quantize={"weighted": (A.linear.default,)})
 def convert_linear(ctx, a):
     """y = x W^T + b over the last dimension, optional fused relu/relu6/hardtanh/clamp."""
     x = ctx.value(a["input"], Layout.NATURAL)
@@ -76,7 +79,8 @@ def _matmul(ctx, a, bias_node):
                    options("BatchMatMulOptionsT"))
 
 
-@register(_aten.mm.default, constraints=(_two_d, _mat2_quant))
+@register(_aten.mm.default, constraints=(_two_d, _mat2_quant), fuses_activation=True,
+          quantize={"matmul": (A.mm.default,)})
 def convert_mm(ctx, a):
     """Matrix product of two 2D tensors."""
     _matmul(ctx, a, None)
@@ -92,7 +96,8 @@ def _addmm_scalars(a, ctx):
     return None if (a["beta"], a["alpha"]) == (1, 1) else f"beta {a['beta']}, alpha {a['alpha']}: only 1 and 1"
 
 
-@register(_aten.addmm.default, constraints=(_two_d, _mat2_quant, _addmm_const, _addmm_scalars))
+@register(_aten.addmm.default, constraints=(_two_d, _mat2_quant, _addmm_const, _addmm_scalars), fuses_activation=True,
+          quantize={"matmul": (A.addmm.default,)})
 def convert_addmm(ctx, a):
     """bias + mat1 @ mat2 with a constant mat2 (a linear layer)."""
     _matmul(ctx, a, a["self"])
@@ -104,7 +109,7 @@ def _three_d(a, ctx):
     return None if ranks == (3, 3) else f"ranks {ranks}: Neutron supports 3D batched matrix products"
 
 
-@constraint("width and channel dims of both arguments % 8 == 0", hint="pad the matrix sizes to multiples of 8")
+@constraint("width and channel dims of both arguments % {num_macs} == 0", hint="pad the matrix sizes to multiples of {num_macs}")
 def _bmm_dims(a, ctx):
     for name in ("self", "mat2"):
         shape = a.shape(name)
@@ -113,7 +118,7 @@ def _bmm_dims(a, ctx):
     return None
 
 
-@register(_aten.bmm.default, constraints=(_three_d, _bmm_dims))
+@register(_aten.bmm.default, constraints=(_three_d, _bmm_dims), quantize={"own_output2": (A.bmm.default,)})
 def convert_bmm(ctx, a):
     """Batched matrix product of two int8 tensors [B, N, M] @ [B, M, P]."""
     x = ctx.value(a["self"], Layout.NATURAL)

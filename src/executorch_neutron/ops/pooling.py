@@ -7,15 +7,17 @@ them); average pooling never counts padding. Global pooling becomes MEAN over th
 from __future__ import annotations
 
 import numpy as np
+import torch
 from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 
 from ..tflite.builder import options
 from ..tflite.layout import Layout, physical_axis
 from .common import batch_one, channels_multiple, same_padding_matches, shared_quantization
-from .registry import constraint, register
+from .registry import constraint, documented_only, register
 
 _aten = exir_ops.edge.aten
+A = torch.ops.aten
 
 
 def _pair(v, default=None):
@@ -85,11 +87,12 @@ def _same_padding(a, ctx):
     return None
 
 
-MAX_POOL = (_rank4, _dilation, _no_ceil, channels_multiple("input", 1), batch_one(), _stride, _same_padding,
+MAX_POOL = (_rank4, _dilation, _no_ceil, documented_only(channels_multiple("input", 1)), batch_one(), _stride,
+            _same_padding,
             shared_quantization())
 
 
-@register(_aten.max_pool2d.default, constraints=MAX_POOL, shared_qparams=True)
+@register(_aten.max_pool2d.default, constraints=MAX_POOL)
 def convert_max_pool2d(ctx, a):
     """2D max pooling."""
     _pool(ctx, a, schema.BuiltinOperator.MAX_POOL_2D)
@@ -101,7 +104,8 @@ def _no_indices(a, ctx):
     return None if used <= {0} else "max-pool indices are used: Neutron computes the pooled values only"
 
 
-@register(_aten.max_pool2d_with_indices.default, constraints=(_no_indices,) + MAX_POOL, shared_qparams=True)
+@register(_aten.max_pool2d_with_indices.default, constraints=(_no_indices,) + MAX_POOL,
+          quantize={"shared": (A.max_pool2d.default,)})
 def convert_max_pool2d_with_indices(ctx, a):
     """2D max pooling whose indices are unused (what max_pool2d becomes in the edge dialect)."""
     _pool(ctx, a, schema.BuiltinOperator.MAX_POOL_2D)
@@ -110,7 +114,7 @@ def convert_max_pool2d_with_indices(ctx, a):
 
 @register(_aten.avg_pool2d.default,
           constraints=(_rank4, _no_ceil, _count_include_pad, _divisor, _same_padding, shared_quantization()),
-          shared_qparams=True)
+          quantize={"shared": (A.avg_pool2d.default,)})
 def convert_avg_pool2d(ctx, a):
     """2D average pooling (padding excluded from the average)."""
     _pool(ctx, a, schema.BuiltinOperator.AVERAGE_POOL_2D)
@@ -144,7 +148,8 @@ def _adaptive_shared(a, ctx):
     return shared_quantization().check(a, ctx) if _adaptive_is_pool(a) else None
 
 
-@register(_aten._adaptive_avg_pool2d.default, constraints=(_rank4, _adaptive_size, _adaptive_shared))
+@register(_aten._adaptive_avg_pool2d.default, constraints=(_rank4, _adaptive_size, _adaptive_shared),
+          quantize={"shared": (A.adaptive_avg_pool2d.default,)})
 def convert_adaptive_avg_pool2d(ctx, a):
     """Average pooling to a fixed output size: MEAN when global, else AVERAGE_POOL_2D with kernel = stride."""
     if not _adaptive_is_pool(a):
@@ -159,7 +164,7 @@ def convert_adaptive_avg_pool2d(ctx, a):
     ctx.builder.op(schema.BuiltinOperator.AVERAGE_POOL_2D, [x.tensor], [out.tensor], opts)
 
 
-@constraint("4D tensors only, dims [-1, -2] or [-2, -1]")
+@constraint("4D tensors only, dims [-1, -2] or [-2, -1]", profiles={"documented"})
 def _mean_dims(a, ctx):
     shape = a.shape("self")
     if len(shape) != 4:
@@ -168,7 +173,29 @@ def _mean_dims(a, ctx):
     return None if dims == [2, 3] else f"dims {a['dim']}: Neutron reduces over [-1, -2] (H and W) only"
 
 
-@register(_aten.mean.dim, constraints=(_mean_dims,))
+@constraint("a mean over listed dims (not over all dims), equal input and output quantization unless over H and W "
+            "of a 4D tensor", profiles={"sdk-current"})
+def _mean_any(a, ctx):
+    if not a["dim"]:
+        return "mean over all dims (dim=None): list the dims"
+    return None if _is_mean_hw(a) else shared_quantization().check(a, ctx)
+
+
+def _is_mean_hw(a) -> bool:
+    shape = a.shape("self")
+    return len(shape) == 4 and sorted(d % 4 for d in (a["dim"] or [])) == [2, 3]
+
+
+@register(_aten.mean.dim, constraints=(_mean_dims, _mean_any), quantize={"mean": (A.mean.dim,)})
 def convert_mean(ctx, a):
-    """Mean over H and W."""
-    mean_hw(ctx, a, keepdim=bool(a["keepdim"]))
+    """Mean over H and W (MEAN over the NHWC spatial axes), or over any listed dims in PyTorch order."""
+    if _is_mean_hw(a):
+        mean_hw(ctx, a, keepdim=bool(a["keepdim"]))
+        return
+    b = ctx.builder
+    rank = len(a.shape("self"))
+    x = ctx.value(a["self"], Layout.NATURAL)
+    axes = sorted({d % rank for d in a["dim"]})
+    at = b.constant(a.node.name + "_axes", np.asarray(axes, dtype=np.int32))
+    out = ctx.emit_output(a.node, Layout.NATURAL)
+    b.op(schema.BuiltinOperator.MEAN, [x.tensor, at], [out.tensor], options("ReducerOptionsT", keepDims=bool(a["keepdim"])))

@@ -1,8 +1,14 @@
-"""The operator registry: for every edge operator, its Neutron support checks and its TFLite converter.
+"""The operator registry: for every edge operator, its Neutron support checks, its TFLite converter, and how
+NeutronQuantizer annotates the ATen operators that become it.
 
-One entry serves the partitioner (may the NPU run this node? if not, why), the converter (emit TFLite for it),
+One entry serves the quantizer (which ATen ops to quantize, with which annotation family), the partitioner (may
+the NPU run this node? if not, why; which ATen ops to keep from decomposition), the converter (emit TFLite for it),
 the delegation report and the generated SUPPORTED_OPS.md, so they can never disagree. Entries are keyed by edge
 `OpOverload` objects. A check returns None when the node is supported, otherwise a sentence a user can read.
+
+Limits are data: a constraint's text may name `{num_macs}`, filled with the target's value where it is shown, and
+a constraint (or a whole entry) belongs to one or both constraint profiles (`PROFILES`): the documented operator
+table, and what NXP's current eIQ Neutron SDK release delegates.
 """
 
 from __future__ import annotations
@@ -12,7 +18,9 @@ from typing import Callable, Optional
 
 from torch.fx import Node
 
-from ..compile_spec import NeutronCompileSpec
+from ..compile_spec import CONSTRAINT_PROFILES as PROFILES
+from ..compile_spec import DEFAULT_PROFILE, NeutronCompileSpec
+from ..exported import op_name
 from ..target import NeutronTarget
 from .args import NodeArgs
 
@@ -26,13 +34,11 @@ class CheckContext:
 
     @classmethod
     def for_program(cls, spec: NeutronCompileSpec, program) -> "CheckContext":
+        from ..exported import constant_names
         from ..qdq import is_q
 
-        sig = program.graph_signature
-        names = (list(sig.inputs_to_parameters) + list(sig.inputs_to_buffers)
-                 + list(sig.inputs_to_lifted_tensor_constants))
         quantized = any(is_q(n) for n in program.graph.nodes)
-        return cls(spec.neutron_target, spec, frozenset(names), quantized)
+        return cls(spec.neutron_target, spec, constant_names(program), quantized)
 
     def is_constant(self, node) -> bool:
         return isinstance(node, Node) and (
@@ -42,6 +48,10 @@ class CheckContext:
     @property
     def num_macs(self) -> int:
         return self.target.num_macs
+
+    @property
+    def profile(self) -> str:
+        return self.spec.constraints
 
     def allows(self, option: str) -> bool:
         """Whether the model author enabled the custom delegation option `option` (see DELEGATION_OPTIONS)."""
@@ -73,14 +83,39 @@ def validate_delegation_options(options) -> None:
 
 CheckFn = Callable[[NodeArgs, CheckContext], Optional[str]]
 
+ALL_PROFILES = frozenset(PROFILES)
+
+
+def fill_limits(text: str, target: NeutronTarget | None = None) -> str:
+    """A constraint text with its limits filled in: the target's values, or their names when no target is given."""
+    return text.replace("{num_macs}", str(target.num_macs) if target is not None else "num_macs")
+
 
 @dataclass(frozen=True)
 class Constraint:
-    """One documented limit: `text` for the docs, `check` for a node (None = satisfied, else the reason)."""
+    """One limit: `text` for the docs (may name `{num_macs}`), `check` for a node (None = satisfied, else the
+    reason), the `profiles` it applies in."""
 
     text: str
     check: CheckFn
     hint: str | None = None
+    profiles: frozenset[str] = ALL_PROFILES
+
+    def describe(self, target: NeutronTarget | None = None) -> str:
+        return fill_limits(self.text, target)
+
+
+#: How NeutronQuantizer annotates an ATen op (the annotators are in quantizer/patterns.py):
+#: weighted (conv/linear: per-channel int8 weights, int32 bias, fused activation), weighted_transpose,
+#: binary (int8 tensor operands, fused activation), binary_scalar_divisor, matmul (mm/addmm), own_output (free
+#: output qparams; `own_output2`: two tensor operands), clamp and mean (own output qparams where a RELU op / the
+#: spatial MEAN requantizes, else shared), fixed_sigmoid_softmax / fixed_tanh (the output qparams LiteRT requires),
+#: shared (output reuses the input's qparams), concat.
+ANNOTATION_FAMILIES = ("weighted", "weighted_transpose", "binary", "binary_scalar_divisor", "matmul", "own_output",
+                       "own_output2", "clamp", "mean", "fixed_sigmoid_softmax", "fixed_tanh", "shared", "concat")
+#: preserve: "always" keeps the ATen op from decomposition (linear: its weight stays one constant operand);
+#: "if_delegated" only for the nodes the NPU takes (the CPU has no kernel for the undecomposed op).
+PRESERVE_MODES = ("always", "if_delegated")
 
 
 @dataclass(frozen=True)
@@ -90,36 +125,44 @@ class OpEntry:
     convert: Callable
     constraints: tuple[Constraint, ...] = ()
     noop: bool = False  # moves no data in a way worth a partition on its own (views, clones)
-    shared_qparams: bool = False  # LiteRT needs equal input and output quantization
     doc: str = ""
+    quantize: tuple[tuple[object, str], ...] = ()  # (ATen op, annotation family) for the ATen ops that become it
+    preserve: str | None = None  # one of PRESERVE_MODES
+    fuses_activation: bool = False  # absorbs a following bounded activation (see fusion.py)
+    profiles: frozenset[str] = ALL_PROFILES
 
     def check(self, node: Node, ctx: CheckContext) -> tuple[str, str | None] | None:
         """None when every constraint holds, else (reason, hint) of the first that does not."""
+        if ctx.profile not in self.profiles:
+            return (f"not in the {ctx.profile} operator table (constraints={ctx.profile!r})",
+                    f"NXP's current SDK delegates it: use constraints='{DEFAULT_PROFILE}'")
         args = NodeArgs(node)
         for c in self.constraints:
+            if ctx.profile not in c.profiles:
+                continue
             try:
                 reason = c.check(args, ctx)
             except Exception as exc:  # a check that cannot decide rejects
                 reason = f"support could not be decided ({type(exc).__name__}: {exc})"
             if reason:
-                return reason, c.hint
+                return reason, (fill_limits(c.hint, ctx.target) if c.hint else None)
         return None
 
 
 REGISTRY: dict[object, OpEntry] = {}
 
 
-def op_name(target) -> str:
-    """'aten.convolution.default' for an edge or aten OpOverload."""
-    op = target if hasattr(target, "_schema") else getattr(target, "_op", target)  # ATen's `_op` is a builtin
-    schema = getattr(op, "_schema", None)
-    if schema is None:
-        return getattr(op, "__name__", str(op))
-    return f"{schema.name.replace('::', '.')}.{op._overloadname}"
+def register(*targets, constraints=(), noop=False, quantize=None, preserve=None, fuses_activation=False,
+             profiles=ALL_PROFILES):
+    """Decorator registering a converter `fn(ctx, args)` for edge ops `targets` with their constraints.
 
-
-def register(*targets, constraints=(), noop=False, shared_qparams=False):
-    """Decorator registering a converter `fn(ctx, args)` for edge ops `targets` with their constraints."""
+    quantize: {annotation family: ATen ops} for the ATen ops NeutronQuantizer annotates that become these edge ops.
+    """
+    quantize = tuple((op, family) for family, ops in (quantize or {}).items() for op in ops)
+    bad = [f for _, f in quantize if f not in ANNOTATION_FAMILIES] + (
+        [preserve] if preserve is not None and preserve not in PRESERVE_MODES else [])
+    if bad:
+        raise ValueError(f"{op_name(targets[0])}: unknown annotation family or preserve mode {bad}")
 
     def deco(fn):
         entry = OpEntry(
@@ -128,8 +171,11 @@ def register(*targets, constraints=(), noop=False, shared_qparams=False):
             convert=fn,
             constraints=tuple(constraints),
             noop=noop,
-            shared_qparams=shared_qparams,
             doc=(fn.__doc__ or "").strip(),
+            quantize=quantize,
+            preserve=preserve,
+            fuses_activation=fuses_activation,
+            profiles=frozenset(profiles),
         )
         for t in targets:
             if t in REGISTRY:
@@ -140,13 +186,18 @@ def register(*targets, constraints=(), noop=False, shared_qparams=False):
     return deco
 
 
-def constraint(text: str, hint: str | None = None):
+def constraint(text: str, hint: str | None = None, profiles=ALL_PROFILES):
     """Decorator form: @constraint("stride 1 or 2") def _(args, ctx): return None or reason."""
 
     def deco(fn: CheckFn) -> Constraint:
-        return Constraint(text, fn, hint)
+        return Constraint(text, fn, hint, frozenset(profiles))
 
     return deco
+
+
+def documented_only(c: Constraint) -> Constraint:
+    """The same constraint, applied only with the documented table (NXP's current SDK does not enforce it)."""
+    return Constraint(c.text, c.check, c.hint, frozenset({"documented"}))
 
 
 def lookup(target) -> OpEntry | None:
@@ -161,6 +212,23 @@ def lookup_aten(target) -> OpEntry | None:
         if getattr(key, "_op", key) == target:
             return entry
     return None
+
+
+def annotation_table() -> dict:
+    """ATen op -> (annotation family, fuses a following activation), for NeutronQuantizer: every ATen op that
+    becomes an edge op some entry converts."""
+    table = {}
+    for entry in entries():
+        for op, family in entry.quantize:
+            if op in table:
+                raise ValueError(f"{op} is quantized by two registry entries")
+            table[op] = (family, entry.fuses_activation)
+    return table
+
+
+def preserved_ops(mode: str) -> tuple:
+    """The ATen ops kept from decomposition in `mode` ("always" or "if_delegated")."""
+    return tuple(getattr(t, "_op", t) for e in entries() if e.preserve == mode for t in e.targets)
 
 
 def entries() -> list[OpEntry]:

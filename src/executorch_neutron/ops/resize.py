@@ -5,6 +5,7 @@ LiteRT's int8 resize kernels keep the input's quantization (NeutronQuantizer sha
 
 from __future__ import annotations
 
+import torch
 from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 
@@ -14,6 +15,7 @@ from .common import shared_quantization
 from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
+A = torch.ops.aten
 
 
 def _scales(a):
@@ -23,7 +25,7 @@ def _scales(a):
     return oh / h, ow / w
 
 
-@constraint("channels % 8 == 0", hint="pad the channel count to a multiple of 8")
+@constraint("channels % {num_macs} == 0", hint="pad the channel count to a multiple of {num_macs}", profiles={"documented"})
 def _up_channels(a, ctx):
     c = a.shape("input")[1]
     return None if c % ctx.num_macs == 0 else f"channels {c} not a multiple of {ctx.num_macs}"
@@ -48,7 +50,8 @@ def _resize(ctx, a, builtin, opts_name, **fields):
 
 
 @register(_aten.upsample_bilinear2d.vec, constraints=(_up_channels, _up_scale, shared_quantization()),
-          shared_qparams=True)
+          preserve="if_delegated",
+          quantize={"shared": (A.upsample_bilinear2d.vec, A.upsample_bilinear2d.default)})
 def convert_upsample_bilinear(ctx, a):
     """Bilinear upsampling; align_corners=False is TFLite's half_pixel_centers, True is its align_corners."""
     ac = bool(a["align_corners"])
@@ -57,7 +60,8 @@ def convert_upsample_bilinear(ctx, a):
 
 
 @register(_aten.upsample_nearest2d.vec, constraints=(_up_channels, _up_scale, shared_quantization()),
-          shared_qparams=True)
+          preserve="if_delegated",
+          quantize={"shared": (A.upsample_nearest2d.vec, A.upsample_nearest2d.default)})
 def convert_upsample_nearest(ctx, a):
     """Nearest upsampling: PyTorch's 'nearest' picks floor(out * in / out_size), TFLite's default mode."""
     _resize(ctx, a, schema.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR, "ResizeNearestNeighborOptionsT",

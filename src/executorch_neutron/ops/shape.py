@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
+import torch
 from executorch.exir.dialects._ops import ops as exir_ops
 
 from ..tflite.builder import options
@@ -17,13 +18,16 @@ from .common import is_dq, is_q, shared_quantization
 from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
+A = torch.ops.aten
 
 
 _DIM_ORDER_CLONE = exir_ops.edge.dim_order_ops._clone_dim_order.default
 
 
 @register(_aten.view_copy.default, _aten.squeeze_copy.default, _aten.squeeze_copy.dim, _aten.squeeze_copy.dims,
-          _aten.unsqueeze_copy.default, noop=True, constraints=(shared_quantization(),), shared_qparams=True)
+          _aten.unsqueeze_copy.default, noop=True, constraints=(shared_quantization(),), quantize={"shared": (
+              A.view.default, A.reshape.default, A._unsafe_view.default, A.flatten.using_ints, A.unflatten.int,
+              A.squeeze.default, A.squeeze.dim, A.squeeze.dims, A.unsqueeze.default)})
 def convert_view(ctx, a):
     """Reshape (no data movement in PyTorch order); squeeze and unsqueeze are reshapes too."""
     b = ctx.builder
@@ -43,7 +47,7 @@ def _default_dim_order(a, ctx):
 
 
 @register(_aten.clone.default, _DIM_ORDER_CLONE, noop=True, constraints=(_default_dim_order, shared_quantization()),
-          shared_qparams=True)
+          quantize={"shared": (A.clone.default,)})
 def convert_clone(ctx, a):
     """Copy: the result aliases its input's tensor."""
     ctx.bind(a.node, ctx.value(a["self"]))
@@ -65,7 +69,8 @@ def _permutation(a, ctx):
     return None
 
 
-@register(_aten.permute_copy.default, constraints=(_permutation, shared_quantization()), shared_qparams=True)
+@register(_aten.permute_copy.default, constraints=(_permutation, shared_quantization()),
+          quantize={"shared": (A.permute.default, A.transpose.int, A.t.default)})
 def convert_permute(ctx, a):
     """Transpose by `dims`, composed with the layouts of input and result into one TRANSPOSE."""
     b = ctx.builder
@@ -82,8 +87,9 @@ def convert_permute(ctx, a):
     b.op(schema.BuiltinOperator.TRANSPOSE, [x.tensor, pt], [out.tensor], options("TransposeOptionsT"))
 
 
-@constraint("input channels % 8 == 0 and output channels % 8 == 0 (channels: dim 1 of a 4D tensor, else the "
-            "last dim)", hint="pad the channel counts to a multiple of 8")
+@constraint("input channels % {num_macs} == 0 and output channels % {num_macs} == 0 (channels: dim 1 of a 4D "
+            "tensor, else the last dim)", hint="pad the channel counts to a multiple of {num_macs}",
+            profiles={"documented"})
 def _cat_channels(a, ctx):
     shapes = [a.shape_of(t) for t in a["tensors"]] + [a.out_shape]
     rank = len(shapes[0])
@@ -106,7 +112,7 @@ def _cat_shared(a, ctx):
     return None
 
 
-@register(_aten.cat.default, constraints=(_cat_channels, _cat_shared), shared_qparams=True)
+@register(_aten.cat.default, constraints=(_cat_channels, _cat_shared), quantize={"concat": (A.cat.default, A.concat.default)})
 def convert_cat(ctx, a):
     """Concatenation along `dim`."""
     rank = len(a.out_shape)
@@ -130,7 +136,8 @@ def _pad_hw(a, ctx):
     return None
 
 
-@register(_aten.constant_pad_nd.default, constraints=(_pad_hw, shared_quantization()), shared_qparams=True)
+@register(_aten.constant_pad_nd.default, constraints=(_pad_hw, shared_quantization()),
+          quantize={"shared": (A.pad.default, A.constant_pad_nd.default)})
 def convert_constant_pad(ctx, a):
     """Constant padding of the last two dimensions, with the pad value quantized to the input's parameters."""
     b = ctx.builder
@@ -155,7 +162,7 @@ def _slice_step(a, ctx):
     return None if a["step"] in (1, None) else f"step {a['step']}: Neutron slices with step 1"
 
 
-@register(_aten.slice_copy.Tensor, constraints=(_slice_step, shared_quantization()), shared_qparams=True)
+@register(_aten.slice_copy.Tensor, constraints=(_slice_step, shared_quantization()), quantize={"shared": (A.slice.Tensor,)})
 def convert_slice(ctx, a):
     """Contiguous slice [start, end) of one dimension (split becomes slices before quantization)."""
     b = ctx.builder

@@ -5,22 +5,25 @@ Output quantization is fixed by LiteRT: scale 1/256, zero point -128.
 
 from __future__ import annotations
 
+import math
+
+import torch
 from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 
+from ..qdq import SIGMOID_SOFTMAX_QPARAMS
 from ..tflite.builder import options
 from ..tflite.layout import Layout, physical_axis
 from .activations import fixed_output
 from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
+A = torch.ops.aten
 
 
 def _channels_and_flat(a):
     shape = a.shape("self")
-    flat = 1
-    for d in shape:
-        flat *= d
+    flat = math.prod(shape)
     return shape[a["dim"] % len(shape)], flat
 
 
@@ -36,12 +39,19 @@ def _dim(a, ctx):
     return None
 
 
-@constraint("channels % 8 == 0 and channels < 2048", hint="pad the class count to a multiple of 8")
+@constraint("channels % {num_macs} == 0 and channels < 2048", hint="pad the class count to a multiple of {num_macs}",
+            profiles={"documented"})
 def _channels(a, ctx):
     c, _ = _channels_and_flat(a)
     if c % ctx.num_macs or c >= 2048:
         return f"{c} channels: Neutron needs a multiple of {ctx.num_macs} below 2048"
     return None
+
+
+@constraint("channels <= 2040", profiles={"sdk-current"})
+def _channels_sdk(a, ctx):
+    c, _ = _channels_and_flat(a)
+    return None if c <= 2040 else f"{c} channels: Neutron's softmax takes at most 2040"
 
 
 @constraint("flat size / channels <= 4096 and flat size <= 524288")
@@ -52,7 +62,8 @@ def _sizes(a, ctx):
     return None
 
 
-@register(_aten._softmax.default, constraints=(_dim, _channels, _sizes, fixed_output(1 / 256, -128)))
+@register(_aten._softmax.default, constraints=(_dim, _channels, _channels_sdk, _sizes, fixed_output(*SIGMOID_SOFTMAX_QPARAMS)),
+          quantize={"fixed_sigmoid_softmax": (A.softmax.int, A._softmax.default)})
 def convert_softmax(ctx, a):
     """Softmax over the channels."""
     rank = len(a.out_shape)

@@ -8,9 +8,10 @@ appears when ExecuTorch decomposes an op after quantization). Partitions made on
 clones) are not created unless the custom option `allow_noop_partitions` is set. Every rejected node keeps its
 reason in `self.rejections` (and in the delegation report).
 
-Ops kept from decomposition (`ops_to_not_decompose`): aten.linear (weights stay one constant operand) always,
-and prelu, hardswish, upsample_bilinear2d/upsample_nearest2d only for nodes the NPU will take: the CPU runtime
-has no kernel for prelu and hardswish, so a node the NPU refuses must be decomposed.
+Ops kept from decomposition (`ops_to_not_decompose`) are the registry entries' `preserve` ops: "always" (linear:
+its weights stay one constant operand; the CPU has linear.out too) and "if_delegated" (prelu, hardswish,
+upsample_*: kept only for nodes the NPU will take, since the CPU runtime has no kernel for prelu and hardswish, so
+a node the NPU refuses must be decomposed).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
-import torch
+import executorch.kernels.quantized  # noqa: F401  (CPU out variants of quantize/dequantize: to_executorch needs them)
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from executorch.exir.backend.partitioner import DelegationSpec, Partitioner, PartitionResult
 from executorch.exir.backend.utils import tag_constant_data
@@ -33,17 +34,12 @@ from ..compile_spec import NeutronCompileSpec
 from ..ops import registry
 from ..ops.fusion import result_node
 from ..ops.registry import CheckContext
+from ..progress import emit
 from .support import Rejection, decide, decide_aten, is_compute
 
 log = logging.getLogger("executorch_neutron")
 
 BACKEND_ID = "NeutronBackend"
-_aten = torch.ops.aten
-# kept from decomposition so that weights stay one constant operand of one node
-_PRESERVE_ALWAYS = (_aten.linear.default,)
-# kept only for nodes the NPU will take (their support is decided on the ATen node with the registry's checks)
-_PRESERVE_IF_DELEGATED = (_aten.prelu.default, _aten.hardswish.default, _aten.upsample_bilinear2d.vec,
-                          _aten.upsample_nearest2d.vec)
 
 
 class _Support(OperatorSupportBase):
@@ -67,11 +63,12 @@ class NeutronPartitioner(Partitioner):
     def ops_to_not_decompose(self, ep: ExportedProgram):
         ctx = CheckContext.for_program(self.neutron_spec, ep)
         aten_dq = {q._op for q in qdq.DEQUANTIZE}
+        always, if_delegated = registry.preserved_ops("always"), registry.preserved_ops("if_delegated")
 
         def keep(node: Node) -> bool:
-            if node.target not in _PRESERVE_ALWAYS + _PRESERVE_IF_DELEGATED:
+            if node.target not in always + if_delegated:
                 return False
-            if node.target in _PRESERVE_ALWAYS:  # the CPU has a kernel too (linear.out): keep even when excluded
+            if node.target in always:  # the CPU has a kernel too (linear.out): keep even when excluded
                 weight = node.args[1] if len(node.args) > 1 else None
                 return isinstance(weight, Node) and weight.target in aten_dq
             rejection = decide_aten(node, ctx)  # refuses excluded operators too
@@ -82,7 +79,15 @@ class NeutronPartitioner(Partitioner):
             return rejection is None
 
         self._refused_before_decomposition = {}
-        return list(_PRESERVE_ALWAYS + _PRESERVE_IF_DELEGATED), keep
+        verdicts: dict = {}
+        for node in ep.graph.nodes:
+            if node.op == "call_function" and node.target in always + if_delegated:
+                verdicts.setdefault(node.target, set()).add(keep(node))
+        if all(len(v) == 1 for v in verdicts.values()):
+            # every node of an op gets the same answer: preserve exactly the ops whose nodes are all kept, with no
+            # per-node check, which lets ExecuTorch decompose once instead of twice (the same graph, faster)
+            return [op for op, v in verdicts.items() if v == {True}], None
+        return list(always + if_delegated), keep
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         gm = exported_program.graph_module
@@ -123,6 +128,7 @@ class NeutronPartitioner(Partitioner):
             tags[tag] = self.delegation_spec
             self.partition_tags[tag] = [n.name for n in compute]
         tag_constant_data(exported_program)
+        emit("partitions", total=len(tags))
         for r in self.rejections:
             log.info(r.message())
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)

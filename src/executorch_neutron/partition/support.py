@@ -109,9 +109,7 @@ def source_op(node: Node) -> str | None:
 
 @functools.cache
 def _annotated_ops() -> frozenset[str]:
-    from ..quantizer.patterns import ANNOTATORS
-
-    return frozenset(registry.op_name(t) for t in ANNOTATORS)
+    return frozenset(registry.op_name(t) for t in registry.annotation_table())
 
 
 def _left_in_float(op: str) -> bool:

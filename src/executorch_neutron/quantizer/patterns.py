@@ -1,19 +1,24 @@
-"""Pattern annotators of the Neutron quantizer: one table, aten op -> annotate function.
+"""Pattern annotators of the Neutron quantizer, one per annotation family; which ATen op gets which family is not
+decided here but by the operator registry (`ops.registry.annotation_table`): an ATen op is quantized exactly when
+a registry entry converts what it becomes.
 
 Each annotator receives an anchor node (the first op of a pattern) and an `AnnotationContext`. It writes a
 `QuantizationAnnotation` on every node of the matched pattern and returns them, or returns None to leave the
 node float. The families:
 
-- `weighted`: conv / linear [+ batch_norm] [+ relu | relu6 | hardtanh | clamp]: int8 input, per-channel
+- `weighted` (`weighted_transpose`): conv / linear [+ batch_norm] [+ activation]: int8 input, per-channel
   symmetric weight, int32 derived bias; only the last op of the pattern has an observed output.
-- `binary`: add / mul [+ relu], sub, div by a scalar: every tensor input int8, own output qparams.
-- `own_output`: unary ops whose int8 LiteRT kernel has free output qparams (relu, mean, hardswish, ...).
-- `fixed_output`: sigmoid, softmax, tanh with the output qparams LiteRT requires.
-- `shared`: data movement, pools, nearest/bilinear resize: the output reuses the input's qparams (LiteRT's int8
-  kernels require equal input and output scales).
+- `binary`: add / sub / mul [+ activation]: every tensor input int8, own output qparams;
+  `binary_scalar_divisor`: div by a scalar.
+- An activation (relu, relu6, hardtanh, clamp) is fused into a producer that `fuses_activation` only when its
+  bounds are ones the converter fuses (`ops.fusion.aten_fusable`); otherwise it is annotated on its own.
+- `own_output` (`own_output2`: two tensor operands): int8 LiteRT kernels with free output qparams.
+- `clamp` / `mean`: own output qparams where a RELU op / the spatial MEAN requantizes, else shared with the input
+  (MAXIMUM/MINIMUM and other means need equal input and output qparams).
+- `fixed_sigmoid_softmax` / `fixed_tanh`: the output qparams LiteRT requires.
+- `shared`: data movement, pools, resize: the output reuses the input's qparams (LiteRT's int8 kernels require
+  equal input and output scales).
 - `concat`: all inputs and the output share one set of qparams.
-- `multi_output`: split / chunk (normally rewritten to slices by the ATen passes first): the getitem outputs
-  share the input's qparams.
 - `matmul`: mm / addmm with a constant right operand are annotated like linear; otherwise all operands int8.
 
 Inputs produced by an already annotated op reuse that op's output qparams (`SharedQuantizationSpec`), so a
@@ -23,7 +28,6 @@ tensor is quantized once; other inputs (model inputs, float ops) get the activat
 from __future__ import annotations
 
 import numbers
-import operator
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
 
@@ -36,6 +40,7 @@ from torchao.quantization.pt2e.quantizer import (
 )
 from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
 
+from ..ops import fusion, registry
 from ..passes.fx_utils import arg
 from .qconfig import NeutronQConfig
 
@@ -102,12 +107,12 @@ def mark(
     )
 
 
-def fusion_tail(node: Node, ctx: AnnotationContext, steps: Iterable[frozenset]) -> list[Node]:
-    """The chain node -> [op of steps[0]] -> [op of steps[1]] ..., each optional, each the only user."""
+def fusion_tail(node: Node, ctx: AnnotationContext, steps: Iterable[Callable[[Node], bool]]) -> list[Node]:
+    """The chain node -> [a node step 0 accepts] -> [a node step 1 accepts] ..., each optional, each the only user."""
     chain = [node]
-    for targets in steps:
+    for accepts in steps:
         users = list(chain[-1].users)
-        if len(users) == 1 and users[0].target in targets and ctx.free(users[0]) and users[0].args[0] is chain[-1]:
+        if len(users) == 1 and accepts(users[0]) and ctx.free(users[0]) and users[0].args[0] is chain[-1]:
             chain.append(users[0])
     return chain
 
@@ -125,33 +130,16 @@ def mark_chain(chain: list[Node], anchor_inputs: dict, output: QuantizationSpecB
 # ---------------------------------------------------------------------------------------------- op sets
 
 BATCH_NORM = frozenset({aten.batch_norm.default, aten._native_batch_norm_legit_no_training.default})
-RELU = frozenset({aten.relu.default, aten.relu_.default})
-FUSABLE_ACTIVATIONS = RELU | frozenset(
-    {
-        aten.relu6.default,
-        aten.hardtanh.default,
-        aten.hardtanh_.default,
-        aten.clamp.default,
-        aten.clamp_.default,
-    }
-)
-SHAPE_OPS = frozenset(
-    {
-        aten.view.default,
-        aten.reshape.default,
-        aten._unsafe_view.default,
-        aten.flatten.using_ints,
-        aten.unflatten.int,
-        aten.permute.default,
-        aten.transpose.int,
-        aten.t.default,
-        aten.squeeze.default,
-        aten.squeeze.dim,
-        aten.squeeze.dims,
-        aten.unsqueeze.default,
-        aten.clone.default,
-    }
-)
+#: view-like ops through which a constant stays a constant (a reshaped weight is not an activation)
+SHAPE_OPS = frozenset({aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.flatten.using_ints,
+                       aten.unflatten.int, aten.permute.default, aten.transpose.int, aten.t.default,
+                       aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.unsqueeze.default,
+                       aten.clone.default})
+
+
+def _is_batch_norm(node: Node) -> bool:
+    return node.target in BATCH_NORM
+
 
 # ---------------------------------------------------------------------------------------------- families
 
@@ -170,7 +158,7 @@ def weighted(weight_axis: Callable[[Node], tuple[int, bool]]) -> Annotator:
         inputs = {x: ctx.input_spec(x), w: qc.weight(axis, per_channel)}  # order: input, weight, bias
         if isinstance(b, Node):
             inputs[b] = qc.bias((x, node), (w, node), per_channel)
-        chain = fusion_tail(node, ctx, (BATCH_NORM, FUSABLE_ACTIVATIONS))
+        chain = fusion_tail(node, ctx, (_is_batch_norm, fusion.aten_fusable))
         return mark_chain(chain, inputs, qc.activation)
 
     return annotate
@@ -185,7 +173,7 @@ def _conv_transpose_axis(node: Node) -> tuple[int, bool]:
     return 1, arg(node, "groups") == 1
 
 
-def binary(fuse: frozenset = frozenset(), scalar_only_rhs: bool = False) -> Annotator:
+def binary(fuse: bool = False, scalar_only_rhs: bool = False) -> Annotator:
     """Elementwise binary op [+ fused activation]; scalars stay literal, tensor inputs are int8."""
 
     def annotate(node: Node, ctx: AnnotationContext):
@@ -198,7 +186,7 @@ def binary(fuse: frozenset = frozenset(), scalar_only_rhs: bool = False) -> Anno
         if any(not isinstance(a, (Node, numbers.Number)) for a in (lhs, rhs)):
             return None
         inputs = {a: ctx.input_spec(a) for a in tensors}
-        chain = fusion_tail(node, ctx, (fuse,) if fuse else ())
+        chain = fusion_tail(node, ctx, (fusion.aten_fusable,) if fuse else ())
         return mark_chain(chain, inputs, ctx.qconfig.activation)
 
     return annotate
@@ -247,17 +235,6 @@ def concat(node: Node, ctx: AnnotationContext):
     return [node]
 
 
-def multi_output(node: Node, ctx: AnnotationContext):
-    x = node.args[0]
-    getitems = list(node.users)
-    if not is_float_tensor(x) or not all(u.target is operator.getitem for u in getitems):
-        return None
-    mark(node, {x: ctx.input_spec(x)}, None)
-    for g in getitems:
-        mark(g, {}, SharedQuantizationSpec((x, node)))
-    return [node, *getitems]
-
-
 def matmul(node: Node, ctx: AnnotationContext):
     """mm / addmm: constant mat2 -> like linear (weight axis 1 of mat2 [in, out]); else int8 operands."""
     qc = ctx.qconfig
@@ -278,74 +255,51 @@ def matmul(node: Node, ctx: AnnotationContext):
     return [node]
 
 
+def clamp(node: Node, ctx: AnnotationContext):
+    """Own output qparams when the bounds are a RELU op's (it requantizes), else shared (MAXIMUM/MINIMUM)."""
+    bounds = fusion.activation_bounds(node)
+    own = bounds is not None and fusion.activation_codes_for(bounds) is not None
+    return (own_output() if own else shared())(node, ctx)
+
+
+def mean(node: Node, ctx: AnnotationContext):
+    """Own output qparams for a mean over H and W of a 4D tensor (MEAN requantizes), else shared."""
+    x, dims = node.args[0], arg(node, "dim") or []
+    rank = x.meta["val"].dim() if isinstance(x, Node) and isinstance(x.meta.get("val"), torch.Tensor) else 0
+    spatial = rank == 4 and sorted(d % 4 for d in dims) == [2, 3]
+    return (own_output() if spatial else shared())(node, ctx)
+
+
 # ---------------------------------------------------------------------------------------------- the table
 
 
+def _family(name: str, fuses: bool) -> Annotator:
+    return {
+        "weighted": lambda: weighted(_conv_axis),
+        "weighted_transpose": lambda: weighted(_conv_transpose_axis),
+        "binary": lambda: binary(fuse=fuses),
+        "binary_scalar_divisor": lambda: binary(scalar_only_rhs=True),
+        "matmul": lambda: matmul,
+        "own_output": own_output,
+        "own_output2": lambda: own_output(extra_inputs=1),
+        "clamp": lambda: clamp,
+        "mean": lambda: mean,
+        "fixed_sigmoid_softmax": lambda: fixed_output("sigmoid_softmax"),
+        "fixed_tanh": lambda: fixed_output("tanh"),
+        "shared": shared,
+        "concat": lambda: concat,
+    }[name]()
+
+
 def _table() -> dict:
-    conv = weighted(_conv_axis)
-    add_mul = binary(fuse=RELU)
-    rows: list[tuple[tuple, Annotator]] = [
-        (
-            (aten.conv1d.default, aten.conv2d.default, aten.conv1d.padding, aten.conv2d.padding, aten.linear.default),
-            conv,
-        ),
-        ((aten.conv_transpose1d.default, aten.conv_transpose2d.input), weighted(_conv_transpose_axis)),
-        ((aten.add.Tensor, aten.add_.Tensor, aten.mul.Tensor, aten.mul_.Tensor), add_mul),
-        ((aten.sub.Tensor, aten.sub_.Tensor), binary()),
-        ((aten.div.Tensor,), binary(scalar_only_rhs=True)),
-        ((aten.mm.default, aten.addmm.default), matmul),
-        ((aten.bmm.default, aten.matmul.default), own_output(extra_inputs=1)),
-        ((aten.prelu.default,), own_output(extra_inputs=1)),
-        (
-            (
-                *FUSABLE_ACTIVATIONS,
-                aten.leaky_relu.default,
-                aten.leaky_relu_.default,
-                aten.hardswish.default,
-                aten.hardswish_.default,
-                aten.abs.default,
-                aten.neg.default,
-                aten.mean.dim,
-                aten.mean.default,
-            ),
-            own_output(),
-        ),
-        ((aten.sigmoid.default, aten.sigmoid_.default, aten.softmax.int, aten._softmax.default), fixed_output("sigmoid_softmax")),
-        ((aten.tanh.default, aten.tanh_.default), fixed_output("tanh")),
-        (
-            (
-                *SHAPE_OPS,
-                aten.max_pool1d.default,
-                aten.max_pool2d.default,
-                aten.avg_pool1d.default,
-                aten.avg_pool2d.default,
-                aten.adaptive_avg_pool2d.default,
-                aten.pad.default,
-                aten.constant_pad_nd.default,
-                aten.slice.Tensor,
-                aten.upsample_nearest2d.vec,
-                aten.upsample_nearest2d.default,
-                aten.upsample_bilinear2d.vec,  # LiteRT int8 RESIZE_BILINEAR keeps the input's qparams
-                aten.upsample_bilinear2d.default,
-                aten.dropout.default,
-                aten.alias.default,
-            ),
-            shared(),
-        ),
-        ((aten.cat.default, aten.concat.default), concat),
-        ((aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default), multi_output),
-    ]
-    table = {}
-    for targets, annotator in rows:
-        for t in targets:
-            if t in table:
-                raise ValueError(f"{t} is annotated twice in the pattern table")
-            table[t] = annotator
-    return table
+    """aten op -> annotator, from the operator registry (its `quantize` families and `fuses_activation`)."""
+    return {op: _family(family, fuses) for op, (family, fuses) in registry.annotation_table().items()}
 
 
 #: aten op -> annotator; the quantizer visits nodes in graph order and calls the annotator of each free node.
 ANNOTATORS: dict = _table()
+#: the ATen activations a conv/linear/add/mul may absorb (their bounds decide, see fusion.aten_fusable)
+FUSABLE_ACTIVATIONS: frozenset = fusion.aten_activations()
 
 
 def annotate_graph(gm: torch.fx.GraphModule, ctx: AnnotationContext) -> None:

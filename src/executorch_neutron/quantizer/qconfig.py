@@ -31,15 +31,13 @@ from torchao.quantization.pt2e.quantizer import (
     QuantizationSpec,
 )
 
+from ..qdq import SIGMOID_SOFTMAX_QPARAMS, TANH_QPARAMS
+
 ACT_QMIN, ACT_QMAX = -128, 127
 WEIGHT_QMIN, WEIGHT_QMAX = -127, 127  # symmetric: LiteRT requires weight zero point 0
 BIAS_QMIN, BIAS_QMAX = -(2**31), 2**31 - 1
 ACT_EPS = 2.0**-12  # smallest activation scale
 
-#: LiteRT int8 LOGISTIC and SOFTMAX outputs: scale 1/256, zero point -128 (range [0, 1)).
-SIGMOID_SOFTMAX_QPARAMS = (1.0 / 256.0, -128)
-#: LiteRT int8 TANH output: scale 1/128, zero point 0 (range [-1, 1)).
-TANH_QPARAMS = (1.0 / 128.0, 0)
 
 OBSERVERS = ("minmax", "histogram")
 

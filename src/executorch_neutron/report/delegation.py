@@ -8,18 +8,18 @@ schema.json); `report.save("r.html")` picks the format from the suffix.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..compile_spec import NeutronCompileSpec
+from ..compile_spec import DEFAULT_PROFILE, NeutronCompileSpec
+from ..exported import constants, partition_tag
 from ..partition.support import Rejection
 from . import macs as _macs
-
-MEMORY_NOTE = ("estimate: int8 weights of all partitions + the largest working set of one NPU operator (its input "
-               "and output activations); the Neutron converter's real placement, scratch and alignment differ")
-
+from .html import to_html
+from .render import to_dict, to_markdown, to_text
 
 @dataclass
 class PartitionReport:
@@ -79,10 +79,6 @@ class Requantization:
                 f"to scale {self.to_scale:.6g} zero point {self.to_zero_point}")
 
 
-REQUANTIZE_NOTE = ("dequantize -> quantize with new parameters, on the CPU between partitions; it comes from the "
-                   "quantized model (an op with fixed output parameters feeding one with shared parameters)")
-
-
 @dataclass
 class MemoryEstimate:
     sram_bytes: int
@@ -113,6 +109,7 @@ class DelegationReport:
     cpu_constant_bytes: int = 0  # constants left in the program outside delegates
     pte_bytes: int | None = None  # size of the .pte file when known (set by the caller that has it)
     requantizations: list[Requantization] = field(default_factory=list)  # CPU dequantize -> quantize pairs
+    constraints: str = DEFAULT_PROFILE  # the constraint profile the partitioner followed
 
     # --- counts -------------------------------------------------------------------------------------------
     @property
@@ -182,13 +179,9 @@ class DelegationReport:
                 f"{len(self.partitions)} partition(s); {len(self.rejections)} on the CPU")
 
     def __str__(self) -> str:
-        from .render import to_text
-
         return to_text(self)
 
     def to_dict(self) -> dict:
-        from .render import to_dict
-
         return to_dict(self)
 
     def to_json(self) -> str:
@@ -197,13 +190,9 @@ class DelegationReport:
         return json.dumps(self.to_dict(), indent=2)
 
     def to_markdown(self) -> str:
-        from .render import to_markdown
-
         return to_markdown(self)
 
     def to_html(self) -> str:
-        from .html import to_html
-
         return to_html(self)
 
     def save(self, path: str | Path) -> Path:
@@ -219,15 +208,13 @@ class DelegationReport:
     # --- construction -------------------------------------------------------------------------------------
     @classmethod
     def build(cls, exported, edge, partitioner, spec: NeutronCompileSpec) -> "DelegationReport":
-        from ..backend import partition_name
-
         program = edge.exported_program()
         gm = program.graph_module
         partitions = []
         for node in gm.graph.nodes:
             if node.op == "get_attr" and node.target.startswith("lowered_module"):
                 lowered = getattr(gm, node.target)
-                tag = partition_name(lowered.original_module)
+                tag = partition_tag(lowered.original_module)
                 partitions.append(_partition(tag, lowered, partitioner.partition_tags.get(tag, [])))
         by_name = {n.name: n for n in gm.graph.nodes}
         cpu_macs = {r.node: _macs.node_macs(by_name[r.node]) for r in partitioner.rejections if r.node in by_name}
@@ -235,7 +222,8 @@ class DelegationReport:
         total = _macs.graph_macs(exported.graph) if exported is not None else 0
         return cls(spec.target, partitions, list(partitioner.rejections),
                    total_macs=max(total, npu + sum(cpu_macs.values())), cpu_macs=cpu_macs,
-                   cpu_constant_bytes=_constant_bytes(program), requantizations=_requantizations(gm))
+                   cpu_constant_bytes=_constant_bytes(program), requantizations=_requantizations(gm),
+                   constraints=spec.constraints)
 
 
 def _requantizations(gm) -> list[Requantization]:
@@ -260,28 +248,14 @@ def _requantizations(gm) -> list[Requantization]:
 
 
 def _delegate_tag(gm, call) -> str:
-    from ..backend import partition_name
-
     lowered = call.args[0] if call.args else None
     if getattr(lowered, "op", None) == "get_attr" and lowered.target.startswith("lowered_module"):
-        return partition_name(getattr(gm, lowered.target).original_module)
+        return partition_tag(getattr(gm, lowered.target).original_module)
     return call.name
 
 
-def _constant_tensors(program) -> dict[str, object]:
-    """Placeholder name -> tensor for every parameter, buffer and lifted constant of an ExportedProgram."""
-    sig = program.graph_signature
-    out = {}
-    for mapping in (sig.inputs_to_parameters, sig.inputs_to_buffers, sig.inputs_to_lifted_tensor_constants):
-        for name, target in mapping.items():
-            tensor = program.state_dict.get(target, program.constants.get(target))
-            if tensor is not None:
-                out[name] = tensor
-    return out
-
-
 def _constant_bytes(program) -> int:
-    return sum(t.numel() * t.element_size() for t in _constant_tensors(program).values())
+    return sum(t.numel() * t.element_size() for t in constants(program).values())
 
 
 def _is_qparam(node) -> bool:
@@ -301,18 +275,18 @@ def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
     graph = original.graph
     names = set(compute_names)
     compute = [n for n in graph.nodes if n.name in names]
-    constants = _constant_tensors(original)
+    consts = constants(original)
     placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.name in original.graph_signature.user_inputs]
     outputs = next(n for n in graph.nodes if n.op == "output").args[0]
     payload = unpack(lowered.processed_bytes)
 
     def int8_bytes(node) -> int:  # activations inside the partition are int8: one byte per element
         dims = _macs.shape(node)
-        return 0 if dims is None else int(_numel(dims))
+        return 0 if dims is None else math.prod(dims)
 
     def is_const(node) -> bool:
         src = node.args[0] if qdq.is_dq(node) and node.args else node
-        return getattr(src, "name", None) in constants
+        return getattr(src, "name", None) in consts
 
     working = 0
     for n in compute:
@@ -320,7 +294,7 @@ def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
         working = max(working, ins + int8_bytes(n))
     acts = [int8_bytes(n) for n in compute] + [int8_bytes(n) for n in placeholders]
     by_name = {n.name: n for n in graph.nodes}
-    weights = sum(t.numel() * t.element_size() for name, t in constants.items()
+    weights = sum(t.numel() * t.element_size() for name, t in consts.items()
                   if name in by_name and not _is_qparam(by_name[name]))
     op_macs = Counter()
     for n in compute:
@@ -343,8 +317,3 @@ def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
     )
 
 
-def _numel(dims) -> int:
-    out = 1
-    for d in dims:
-        out *= d
-    return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 from html import escape
 
 from .macs import MAC_FORMULA
+from .notes import MEMORY_NOTE, REQUANTIZE_NOTE
 from .render import FORMATS, human_bytes, human_macs, op_rows
 
 _CSS = """
@@ -42,7 +43,8 @@ def to_html(report) -> str:
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>Neutron delegation report: {escape(report.target)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>Neutron delegation report</h1><div class='note'>target <code>{escape(report.target)}</code></div>",
+        f"<h1>Neutron delegation report</h1><div class='note'>target <code>{escape(report.target)}</code>, constraints "
+        f"<code>{escape(report.constraints)}</code></div>",
         "<div class='cards'>",
         _card(f"{100 * report.node_share:.1f}%", f"compute nodes on the NPU ({report.num_delegated} of "
                                                   f"{report.num_compute})"),
@@ -84,17 +86,10 @@ def to_html(report) -> str:
                              f"<td>{escape(r.hint or '')}</td></tr>")
         parts.append("</table>")
     if report.requantizations:
-        from .delegation import REQUANTIZE_NOTE
-
         parts.append(f"<h2>Requantized on the CPU</h2><p class='note'>{escape(REQUANTIZE_NOTE)}.</p><ul>")
         parts += [f"<li><code>{escape(r.describe())}</code></li>" for r in report.requantizations]
         parts.append("</ul>")
     parts.append(f"<p class='note'>MACs: {escape(MAC_FORMULA)}.</p>")
-    parts.append(f"<p class='note'>Memory: {escape(_note())}.</p></body></html>")
+    parts.append(f"<p class='note'>Memory: {escape(MEMORY_NOTE)}.</p></body></html>")
     return "\n".join(parts)
 
-
-def _note() -> str:
-    from .delegation import MEMORY_NOTE
-
-    return MEMORY_NOTE

@@ -19,6 +19,8 @@ import math
 import torch
 from torch.fx import Node
 
+from ..exported import op_base_name
+
 MAC_FORMULA = (
     "convolution: numel(output) * prod(weight.shape[1:]) (= C_in/groups * kernel area per output element); "
     "transposed convolution: numel(input) * prod(weight.shape[1:]); linear: numel(output) * in_features; "
@@ -29,14 +31,6 @@ _CONV = {"conv1d", "conv2d", "conv3d", "convolution", "_convolution"}
 _CONV_T = {"conv_transpose1d", "conv_transpose2d", "conv_transpose3d"}
 _MATMUL = {"mm", "bmm", "matmul"}
 _ADD_MATMUL = {"addmm", "baddbmm"}
-
-
-def _base_name(target) -> str:
-    """'convolution' for aten.convolution.default / its edge overload / 'aten::convolution'."""
-    op = target if hasattr(target, "_schema") else getattr(target, "_op", target)  # edge ops wrap an OpOverload
-    schema = getattr(op, "_schema", None)
-    name = schema.name if schema is not None else getattr(op, "__name__", str(op))
-    return name.split("::")[-1]
 
 
 def shape(value) -> tuple[int, ...] | None:
@@ -59,7 +53,7 @@ def node_macs(node: Node) -> int:
     """MACs of one call_function node (see the module docstring for the formulas)."""
     if node.op != "call_function":
         return 0
-    name = _base_name(node.target)
+    name = op_base_name(node.target)
     args = list(node.args)
     out = shape(node)
     if out is None:

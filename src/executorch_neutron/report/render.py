@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from .macs import MAC_FORMULA
+from .notes import FORMAT_NOTE, MEMORY_NOTE, REQUANTIZE_NOTE
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 SCHEMA_VERSION = 2
@@ -43,7 +44,7 @@ def to_dict(report) -> dict:
     mem = report.memory
     return {
         "schema_version": SCHEMA_VERSION,
-        "target": {"name": report.target, "sram_bytes": mem.sram_bytes},
+        "target": {"name": report.target, "sram_bytes": mem.sram_bytes, "constraints": report.constraints},
         "totals": {
             "compute_nodes": report.num_compute,
             "npu_nodes": report.num_delegated,
@@ -99,21 +100,9 @@ def to_dict(report) -> dict:
             "total_bytes": mem.total_bytes,
             "cpu_constant_bytes": mem.cpu_constant_bytes,
             "fits": mem.fits,
-            "note": _memory_note(),
+            "note": MEMORY_NOTE,
         },
     }
-
-
-def _requantize_note() -> str:
-    from .delegation import REQUANTIZE_NOTE
-
-    return REQUANTIZE_NOTE
-
-
-def _memory_note() -> str:
-    from .delegation import MEMORY_NOTE
-
-    return MEMORY_NOTE
 
 
 def op_rows(report) -> list[tuple[str, int, int, int]]:
@@ -143,7 +132,8 @@ def _totals_lines(report) -> list[str]:
 
 
 def to_text(report) -> str:
-    lines = [f"Neutron delegation report (target {report.target})", *_totals_lines(report), ""]
+    lines = [f"Neutron delegation report (target {report.target}, constraints {report.constraints})",
+             *_totals_lines(report), ""]
     for p in report.partitions:
         ops = ", ".join(f"{op} x{c}" for op, c in sorted(p.ops.items()))
         lines.append(f"[{p.tag}] {len(p.nodes)} nodes, {human_macs(p.macs)}, payload {p.kind} {p.payload_bytes} bytes")
@@ -171,7 +161,7 @@ def _md_escape(text) -> str:
 
 
 def to_markdown(report) -> str:
-    out = [f"# Neutron delegation report (target `{report.target}`)", ""]
+    out = [f"# Neutron delegation report (target `{report.target}`, constraints `{report.constraints}`)", ""]
     out += [f"- {_md_escape(line)}" for line in _totals_lines(report)]
     out += ["", "## Partitions", "",
             "| partition | nodes | MACs | inputs | outputs | weights | largest activation | payload |",
@@ -190,7 +180,7 @@ def to_markdown(report) -> str:
                 r = n.rejection
                 out.append(f"| `{op}` | {r.node} | {_md_escape(r.reason)} | {_md_escape(r.hint or '')} |")
     if report.requantizations:
-        out += ["", "## Requantized on the CPU", "", f"{_requantize_note()}.", ""]
+        out += ["", "## Requantized on the CPU", "", f"{REQUANTIZE_NOTE}.", ""]
         out += [f"- {_md_escape(r.describe())}" for r in report.requantizations]
-    out += ["", f"MACs: {MAC_FORMULA}.", "", f"Memory: {_memory_note()}."]
+    out += ["", f"MACs: {MAC_FORMULA}.", "", f"Memory: {MEMORY_NOTE}.", "", f"Formats: {FORMAT_NOTE}."]
     return "\n".join(out) + "\n"

@@ -24,6 +24,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..payload import Header, PayloadError, unpack
+from ..tflite.layout import NCHW_TO_NHWC, NHWC_TO_NCHW, from_channels_last, to_channels_last
 
 # ExecuTorch error codes (runtime/core/error.h)
 INTERNAL, NOT_SUPPORTED, INVALID_ARGUMENT, INVALID_PROGRAM, DELEGATE_INCOMPATIBLE = 0x01, 0x10, 0x12, 0x23, 0x30
@@ -35,7 +36,7 @@ MICROCODE_REFUSAL = (
 # ExecuTorch ScalarType code -> numpy dtype
 DTYPES = {0: np.uint8, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.int64, 5: np.float16, 6: np.float32,
           7: np.float64, 11: np.bool_}
-NCHW, NHWC = (0, 1, 2, 3), (0, 2, 3, 1)
+NCHW, NHWC = (0, 1, 2, 3), NCHW_TO_NHWC  # dim orders
 
 
 class ExecutionError(Exception):
@@ -128,7 +129,7 @@ def _to_tflite_layout(arg: Arg, flag: int, what: str) -> np.ndarray:
         if arg.dim_order == NHWC:
             return phys  # already channels-last in memory
         if arg.dim_order == NCHW:
-            return phys.transpose(0, 2, 3, 1)
+            return np.transpose(phys, NCHW_TO_NHWC)
         raise ExecutionError(INVALID_ARGUMENT, f"{what} has dim order {arg.dim_order}; a channels-last input "
                                                f"must be NCHW-contiguous or channels-last")
     if arg.dim_order != contiguous:
@@ -144,7 +145,7 @@ def _from_tflite_layout(arg: Arg, flag: int, value: np.ndarray, what: str) -> tu
         if arg.dim_order == NHWC:
             src = value
         elif arg.dim_order == NCHW:
-            src = value.transpose(0, 3, 1, 2)
+            src = np.transpose(value, NHWC_TO_NCHW)
         else:
             raise ExecutionError(INVALID_ARGUMENT, f"{what} has dim order {arg.dim_order}; a channels-last "
                                                    f"output must be NCHW-contiguous or channels-last")
@@ -220,3 +221,15 @@ class Executor:
             self._by_handle[handle_id] = digest
         self._by_digest.move_to_end(digest)
         return self._by_digest[digest]
+
+
+def run_reference_payload(blob: bytes, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run a host-reference payload once on int8 arrays in PyTorch (logical) layout, one per Neutron input in
+    header order, and return its outputs in logical layout (numerics' per-partition comparison)."""
+    program = _load_program(blob)
+    header, interp = program.header, program.interpreter
+    for i, detail in enumerate(program.inputs):
+        interp.set_tensor(detail["index"], to_channels_last(np.asarray(inputs[i]), header.input_formats[i]))
+    interp.invoke()
+    return [from_channels_last(interp.get_tensor(d["index"]), header.output_formats[j])
+            for j, d in enumerate(program.outputs)]

@@ -1,1 +1,4 @@
-"""Edge subgraph -> int8 LiteRT (TFLite) flatbuffer: model builder, layout rules, conversion context."""
+"""A pure int8 LiteRT (TFLite) flatbuffer writer: model builder, tensor values and the NCHW<->NHWC layout rules.
+
+Nothing here knows about FX graphs or the operator registry; the graph walk that drives the registry is convert/.
+"""

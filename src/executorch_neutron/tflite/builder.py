@@ -13,6 +13,8 @@ import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
+from .layout import Layout
+
 TFLITE_FILE_IDENTIFIER = b"TFL3"
 _PLACEHOLDER_FOR_GREATER_OP_CODES = 127
 
@@ -41,6 +43,16 @@ class Quant:
     @property
     def is_per_tensor(self) -> bool:
         return len(self.scale) == 1
+
+
+@dataclass(frozen=True)
+class Value:
+    """An edge node's value in the flatbuffer: tensor index, logical (PyTorch) shape, physical layout, int8 quant."""
+
+    tensor: int
+    shape: tuple[int, ...]
+    layout: Layout
+    quant: Quant | None
 
 
 class ModelBuilder:
@@ -85,12 +97,6 @@ class ModelBuilder:
 
     def shape_of(self, tensor: int) -> tuple[int, ...]:
         return tuple(self._tensors[tensor].shape)
-
-    def quant_of(self, tensor: int) -> Quant | None:
-        q = self._tensors[tensor].quantization
-        if q is None or q.scale is None:
-            return None
-        return Quant(tuple(q.scale), tuple(q.zeroPoint), q.quantizedDimension)
 
     # operators ---------------------------------------------------------------------------------------------
     def _opcode_index(self, builtin: int, custom: str | None = None) -> int:

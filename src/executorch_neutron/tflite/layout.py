@@ -3,6 +3,11 @@
 Inside a partition every rank-4 activation is stored channels-last (NHWC); all other ranks keep PyTorch's order.
 A `Layout` says how a value's logical (PyTorch) shape maps to its physical (TFLite) shape. Converters ask this
 module for physical shapes, axes and permutations; they never write a permutation by hand.
+
+At the partition boundary, NXP's `use_neutron_for_format_conversion` decides (`boundary_layout`): True (default)
+keeps ExecuTorch's channels-first tensors at the boundary, the partition converts with TRANSPOSE ops inside (so the
+NPU does it) and the payload's format flags are 0; False makes rank-4 boundary tensors channels-last, the format
+flags 1, and the runtime transposes on the CPU.
 """
 
 from __future__ import annotations
@@ -10,8 +15,16 @@ from __future__ import annotations
 from enum import Enum
 from typing import Sequence
 
-NCHW_TO_NHWC = (0, 2, 3, 1)
+import numpy as np
+
+NCHW_TO_NHWC = (0, 2, 3, 1)  # also the dim order of a channels-last rank-4 tensor in ExecuTorch
 NHWC_TO_NCHW = (0, 3, 1, 2)
+
+#: PyTorch convolution weight [O, I, kH, kW] -> TFLite CONV_2D filter [O, kH, kW, I].
+CONV_WEIGHT_PERM = NCHW_TO_NHWC
+#: PyTorch depthwise weight [C*M, 1, kH, kW] -> TFLite DEPTHWISE_CONV_2D filter [1, kH, kW, C*M]; also PyTorch
+#: transposed-convolution weight [I, O, kH, kW] -> TFLite TRANSPOSE_CONV filter [O, kH, kW, I].
+OUT_LAST_WEIGHT_PERM = (1, 2, 3, 0)
 
 
 class Layout(Enum):
@@ -22,6 +35,16 @@ class Layout(Enum):
     def preferred(rank: int) -> "Layout":
         """The layout a partition keeps a value of this rank in."""
         return Layout.CHANNELS_LAST if rank == 4 else Layout.NATURAL
+
+
+def boundary_layout(rank: int, neutron_converts: bool) -> Layout:
+    """Layout of a partition input/output of this rank (`neutron_converts`: use_neutron_for_format_conversion)."""
+    return Layout.NATURAL if neutron_converts else Layout.preferred(rank)
+
+
+def format_flag(layout: Layout) -> int:
+    """The payload header's format flag for a boundary tensor: 1 = channels-last (the runtime transposes)."""
+    return 1 if layout is Layout.CHANNELS_LAST else 0
 
 
 def to_physical_perm(rank: int, layout: Layout) -> tuple[int, ...]:
@@ -64,3 +87,13 @@ def is_memory_preserving(shape: Sequence[int], perm: Sequence[int]) -> bool:
     """True when transposing `shape` by `perm` only moves size-1 dimensions (a reshape does the same)."""
     moved = [p for p in perm if shape[p] != 1]
     return moved == sorted(moved)
+
+
+def to_channels_last(x: np.ndarray, flag: int = 1) -> np.ndarray:
+    """A logical (NCHW) rank-4 array as the NHWC array a partition takes when its format flag is 1."""
+    return np.ascontiguousarray(np.transpose(x, NCHW_TO_NHWC)) if flag == 1 and x.ndim == 4 else x
+
+
+def from_channels_last(x: np.ndarray, flag: int = 1) -> np.ndarray:
+    """A partition's NHWC rank-4 output (format flag 1) back in logical NCHW order."""
+    return np.ascontiguousarray(np.transpose(x, NHWC_TO_NCHW)) if flag == 1 and x.ndim == 4 else x

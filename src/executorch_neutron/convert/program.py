@@ -1,8 +1,9 @@
 """Convert one partition's edge program to an int8 TFLite flatbuffer, and describe its inputs and outputs.
 
 Walks the partition graph once in topological order; every compute node is converted by its registry entry.
-Rank-4 values are channels-last inside; at the boundary either the runtime transposes (format flag 1, when
-`use_neutron_for_format_conversion`) or the graph does (a TRANSPOSE at entry/exit).
+Rank-4 values are channels-last inside; at the boundary `tflite.layout.boundary_layout` decides: with
+`use_neutron_for_format_conversion` (default) the partition keeps ExecuTorch's layout and converts inside (a
+TRANSPOSE at entry/exit, run by the NPU; format flag 0), without it the runtime transposes on the CPU (flag 1).
 """
 
 from __future__ import annotations
@@ -16,18 +17,19 @@ from torch.export import ExportedProgram
 from torch.fx import Node
 
 from .. import qdq
+from ..exported import constants
 from ..ops import registry
 from ..ops.fusion import activation_codes, fused_activation
 from ..ops.registry import CheckContext
-from .builder import ModelBuilder
-from .context import ConversionContext, ConversionError, Value, quant_from
-from .layout import Layout, physical_shape
+from ..tflite.builder import ModelBuilder, Value
+from ..tflite.layout import boundary_layout, format_flag, physical_shape
+from .context import ConversionContext, ConversionError, quant_from
 
 
 @dataclass(frozen=True)
 class ConvertedPartition:
     tflite: bytes
-    input_formats: tuple[int, ...]  # per TFLite input: 1 = channels-last (runtime transposes)
+    input_formats: tuple[int, ...]  # per TFLite input: 1 = channels-last (the runtime transposes on the CPU)
     output_formats: tuple[int, ...]
     input_args: tuple[int, ...]  # per TFLite input: index among the delegate's user inputs
     n_args: int
@@ -38,12 +40,7 @@ class ConvertedPartition:
 
 
 def constant_resolver(program: ExportedProgram):
-    sig = program.graph_signature
-    lookup = {}
-    lookup.update({k: program.state_dict[v] for k, v in sig.inputs_to_parameters.items()})
-    lookup.update({k: (program.state_dict[v] if v in program.state_dict else program.constants[v])
-                   for k, v in sig.inputs_to_buffers.items()})
-    lookup.update({k: program.constants[v] for k, v in sig.inputs_to_lifted_tensor_constants.items()})
+    lookup = constants(program)
 
     def resolve(node):
         if isinstance(node, Node) and node.op == "placeholder":
@@ -62,8 +59,7 @@ def convert_program(program: ExportedProgram, check_ctx: CheckContext, name: str
     builder = ModelBuilder(f"executorch-neutron {name} target={spec.target}")
     resolve = constant_resolver(program)
     ctx = ConversionContext(builder, resolve, check_ctx)
-    boundary_layout = (lambda rank: Layout.preferred(rank)) if spec.use_neutron_for_format_conversion else (
-        lambda rank: Layout.NATURAL)
+    neutron_converts = spec.use_neutron_for_format_conversion
 
     user_inputs = [n for n in program.graph.nodes if n.op == "placeholder" and resolve(n) is None]
     in_formats, in_args, in_shapes = [], [], []
@@ -72,11 +68,11 @@ def convert_program(program: ExportedProgram, check_ctx: CheckContext, name: str
             continue
         quant = _input_quant(ctx, node)
         shape = tuple(int(d) for d in node.meta["val"].shape)
-        layout = boundary_layout(len(shape))
+        layout = boundary_layout(len(shape), neutron_converts)
         t = builder.tensor(node.name, physical_shape(shape, layout), np.int8, quant)
         builder.inputs.append(t)
         ctx.bind(node, Value(t, shape, layout, quant))
-        in_formats.append(1 if layout is Layout.CHANNELS_LAST else 0)
+        in_formats.append(format_flag(layout))
         in_args.append(idx)
         in_shapes.append(shape)
 
@@ -107,12 +103,12 @@ def convert_program(program: ExportedProgram, check_ctx: CheckContext, name: str
         if not isinstance(arg, Node):
             raise ConversionError(f"partition output {arg!r} is not a tensor")
         v = ctx.value(arg)
-        layout = boundary_layout(len(v.shape))
+        layout = boundary_layout(len(v.shape), neutron_converts)
         v = ctx.value(arg, layout)
         if v.tensor in builder.outputs or v.tensor in builder.inputs:
             raise ConversionError(f"partition output {arg.name} repeats another input or output")
         builder.outputs.append(v.tensor)
-        out_formats.append(1 if layout is Layout.CHANNELS_LAST else 0)
+        out_formats.append(format_flag(layout))
         out_shapes.append(v.shape)
     debug_handles.extend([()] * (builder.num_operators - len(debug_handles)))
 

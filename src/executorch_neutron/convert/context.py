@@ -16,20 +16,12 @@ from torch.fx import Node
 
 from .. import qdq
 from ..ops.fusion import result_node
-from .builder import ModelBuilder, Quant, options
-from .layout import Layout, is_memory_preserving, physical_shape, to_physical_perm, transpose_perm
+from ..tflite.builder import ModelBuilder, Quant, Value, options
+from ..tflite.layout import Layout, is_memory_preserving, physical_shape, to_physical_perm, transpose_perm
 
 
 class ConversionError(RuntimeError):
     pass
-
-
-@dataclass(frozen=True)
-class Value:
-    tensor: int
-    shape: tuple[int, ...]  # logical (PyTorch) shape
-    layout: Layout
-    quant: Quant | None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,109 @@
+"""SUPPORTED_OPS.md, generated from the operator registry (`executorch-neutron ops --markdown > SUPPORTED_OPS.md`).
+
+Every row is an edge operator with its dtypes and each constraint as the sentence the partitioner checks, tagged
+with the constraint profile it belongs to; then the generic rules every node must meet, the graph passes (from
+their own docstrings), and the custom delegation options a model author can turn on. Limits are filled with a
+target's values (`target=`) or left as names with the per-target values listed.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
+from ..ops import registry
+from ..ops.fusion import SUPPORTED_BOUNDS_TEXT
+from ..target import TARGETS, NeutronTarget, get_target
+
+_GENERIC = (
+    "Every input is int8 (a dequantize node or a constant), every output is quantized to int8 by a quantize node "
+    "(NeutronQuantizer annotates every operator of this table).",
+    "Shapes are static.",
+    "A node that computes on constants only is not delegated (fold it before export).",
+    "An operator listed in `operators_not_to_delegate` (e.g. `aten::convolution` or `aten.convolution.default`) "
+    "stays on the CPU with the reason \"excluded by operators_not_to_delegate\".",
+    "A partition made only of no-op nodes (views, clones, squeezes) is not created, unless "
+    "`allow_noop_partitions` is set.",
+    "A dequantize node shared by an NPU node and a CPU node keeps the NPU node on the CPU (a partitioner may not "
+    "change the graph).",
+    "When a support check cannot be decided statically the node stays on the CPU (the reason says why).",
+)
+
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    text = text[0].upper() + text[1:] if text else text
+    return text if text.endswith(".") else text + "."
+
+
+def passes() -> list[tuple[str, str]]:
+    """(name, first paragraph of its module docstring) for every rewrite NeutronQuantizer runs before annotation."""
+    from ..passes import ATEN_PASSES
+    from ..quantizer.fold_linear_batch_norm import fold_linear_batch_norm
+    from ..quantizer.sink_squeeze import sink_squeeze
+
+    out = []
+    for p in (fold_linear_batch_norm, *ATEN_PASSES, sink_squeeze):
+        doc = (sys.modules[p.__module__].__doc__ or "").strip().split("\n\n")[0]
+        doc = " ".join(doc.split()).removeprefix("ATen pass: ").removeprefix("Graph pass: ")
+        out.append((p.__name__, doc))
+    return out
+
+
+def _profile_tag(profiles) -> str:
+    if profiles == registry.ALL_PROFILES:
+        return ""
+    return " *(" + " and ".join(sorted(profiles)) + " only)*"
+
+
+def render_markdown(target: str | NeutronTarget | None = None) -> str:
+    tgt = get_target(target) if target is not None else None
+    macs = (f"`num_macs` is {tgt.num_macs} ({tgt.name})" if tgt else
+            "`num_macs` is the target's MAC count: " + ", ".join(f"{t.name} {t.num_macs}" for t in TARGETS.values()))
+    lines = [
+        "# Operators supported by the Neutron backend" + (f" ({tgt.name})" if tgt else ""),
+        "",
+        "Generated from the operator registry (`src/executorch_neutron/ops/`) by "
+        "`executorch-neutron ops --markdown > SUPPORTED_OPS.md`; do not edit by hand. The partitioner checks "
+        "exactly these constraints; a node that fails one stays on the CPU, and the delegation report gives the "
+        f"reason. {macs}. Shapes are PyTorch's (NCHW); inside a partition rank-4 tensors are NHWC, and with "
+        "`use_neutron_for_format_conversion=True` (default) the partition converts at its boundary with Transpose ops "
+        "on the NPU (False: the runtime transposes on the CPU).",
+        "",
+        "## Constraint profiles",
+        "",
+        f"`NeutronCompileSpec(constraints=...)` (CLI `--constraints`) picks the table; default `{DEFAULT_PROFILE}`. "
+        "A constraint marked *(documented only)* is not enforced by NXP's current SDK release; a row or constraint "
+        "marked *(sdk-current only)* is not in the documented table.",
+        "",
+    ]
+    lines += [f"- `{name}`: {text}." for name, text in CONSTRAINT_PROFILES.items()]
+    lines += [
+        "",
+        "| operator (edge) | dtypes | constraints |",
+        "|---|---|---|",
+    ]
+    for entry in registry.entries():
+        names = sorted({registry.op_name(t) for t in entry.targets})
+        ops = "<br>".join(f"`{n}`" for n in names) + _profile_tag(entry.profiles)
+        cons = [_sentence(c.describe(tgt)) + _profile_tag(c.profiles) for c in entry.constraints]
+        if entry.noop:
+            cons.append("No-op (moves no data): not delegated on its own.")
+        text = " ".join(cons) if cons else "None beyond int8."
+        lines.append(f"| {ops} | int8 | {text.replace('|', '/')} |")
+    lines += ["", "## Rules for every node", ""]
+    lines += [f"- {r}" for r in _GENERIC]
+    lines += ["", "## Graph passes (run by NeutronQuantizer before annotation)", ""]
+    lines += [f"- **{name}**: {text}" for name, text in passes()]
+    lines += ["", "## custom_delegation_options", "",
+              "Defaults are defensive. `NeutronCompileSpec(custom_delegation_options=(...))` (or "
+              "`NeutronPartitioner(custom_delegation_options=(...))`) turns on opportunistic delegation; unknown "
+              "names are an error.", ""]
+    lines += [f"- `{name}`: {text}" for name, text in registry.DELEGATION_OPTIONS.items()]
+    producers = sorted({registry.op_name(t) for e in registry.entries() if e.fuses_activation for t in e.targets})
+    lines += ["", "## Fused patterns", "",
+              f"{', '.join(f'`{p}`' for p in producers)} absorb a following relu, relu6 / hardtanh / clamp with "
+              f"bounds {SUPPORTED_BOUNDS_TEXT} into one TFLite operator; NeutronQuantizer fuses exactly these "
+              "pairs (other bounds get their own quantization and operator).", ""]
+    return "\n".join(lines)

@@ -1,0 +1,49 @@
+"""ARCHITECTURE.md's layer list holds: every intra-package import goes to a package on a line above."""
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "src" / "executorch_neutron"
+
+
+def _layers() -> dict[str, int]:
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    block = re.search(r"```layers\n(.*?)```", text, re.S).group(1)
+    return {name: rank for rank, line in enumerate(block.splitlines()) for name in line.split()}
+
+
+def _imports():
+    """(importing package, imported package, file) for every `from executorch_neutron...` / relative import."""
+    for f in PKG.rglob("*.py"):
+        rel = f.relative_to(PKG).parts
+        pkg = rel[0] if len(rel) > 1 else rel[0][:-3]
+        for node in ast.walk(ast.parse(f.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            mod = node.module or ""
+            if node.level == 0:
+                if not mod.startswith("executorch_neutron."):
+                    continue
+                parts = mod.split(".")[1:]
+            else:
+                parts = list(rel[:-1])[: max(0, len(rel) - node.level)] + (mod.split(".") if mod else [])
+            targets = [parts[0]] if parts else [a.name for a in node.names]
+            for t in targets:
+                if t != pkg and ((PKG / t).is_dir() or (PKG / f"{t}.py").is_file()):
+                    yield pkg, t, f.relative_to(ROOT)
+
+
+def test_every_package_has_a_layer():
+    layers = _layers()
+    present = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    present |= {p.stem for p in PKG.glob("*.py")}
+    assert not present - set(layers), f"add these to ARCHITECTURE.md's layers: {sorted(present - set(layers))}"
+
+
+def test_imports_go_down():
+    layers = _layers()
+    wrong = sorted({f"{src} -> {dst} ({path})" for src, dst, path in _imports()
+                    if src in layers and dst in layers and layers[dst] >= layers[src]})
+    assert not wrong, "imports that go up or sideways:\n" + "\n".join(wrong)
