@@ -48,24 +48,18 @@ def excluded(name: str, spec) -> bool:
     return False
 
 
-#: ATen names a user may know from the model that never reach the edge graph -> the edge operator they become
-EDGE_ALIASES = {"conv1d": "convolution", "conv2d": "convolution", "conv3d": "convolution",
-                "conv_transpose1d": "convolution", "conv_transpose2d": "convolution", "_convolution": "convolution",
-                "softmax": "_softmax", "adaptive_avg_pool2d": "_adaptive_avg_pool2d", "relu6": "hardtanh",
-                "view": "view_copy", "reshape": "view_copy", "flatten": "view_copy", "permute": "permute_copy",
-                "slice": "slice_copy"}
-
-
 def resolve_excluded(names) -> tuple[str, ...]:
     """operators_not_to_delegate entries -> 'aten.<edge op>' names `excluded` matches; an ATen name that never
-    reaches the edge graph (aten.conv2d.default) maps to its edge form (aten.convolution). An unknown name is a
-    ValueError listing the valid ones (it would be ignored silently otherwise)."""
+    reaches the edge graph (aten.conv2d.default) maps to its edge form (aten.convolution) through the registry's
+    ATen ops of each entry. An unknown name is a ValueError listing the valid ones (it was ignored silently)."""
     known = {e.name.split(".")[1] for e in registry.entries()}
+    aliases = {str(aten).split(".")[1]: e.name.split(".")[1]  # the registry's ATen ops that become each edge op
+               for e in registry.entries() for aten, _ in e.quantize if str(aten).startswith("aten.")}
     out = []
     for entry in names:
         parts = entry.strip().replace("::", ".").split(".")
         short = parts[1] if parts[0] == "aten" and len(parts) > 1 else parts[0]
-        short = EDGE_ALIASES.get(short, short)
+        short = short if short in known else aliases.get(short, short)
         if short not in known:
             raise ValueError(f"operators_not_to_delegate: unknown operator {entry!r}; valid names (any of "
                              f"aten::NAME, aten.NAME.overload, NAME): {', '.join(sorted(known))}")
