@@ -12,8 +12,8 @@ threads doing so at once leave a dangling buffer that crashes the process at exi
 
 from __future__ import annotations
 
-import threading
 import logging
+import threading
 from pathlib import Path
 from typing import Sequence
 
@@ -23,7 +23,6 @@ from ..atomic import replacing
 from . import bridge
 from .errors import NeutronRuntimeError
 from .validate import check_program
-
 
 log = logging.getLogger("executorch_neutron")
 _BINDINGS = threading.RLock()  # see the module docstring
