@@ -44,6 +44,13 @@ def check_program(data: bytes) -> None:
     except Exception as exc:  # noqa: BLE001 - flatbuffer/flatc/UTF-8 errors come in many types
         raise _fail(f"ExecuTorch's deserializer refuses it ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
                     ) from None
+    try:
+        _check_plans(program)
+    except (TypeError, AttributeError, IndexError, KeyError, ValueError) as exc:  # a table field missing or bent
+        raise _fail(f"its tables are inconsistent ({type(exc).__name__}: {exc})") from None
+
+
+def _check_plans(program) -> None:
     for plan in program.execution_plan:
         _check_indices(plan)
         for op in plan.operators:
