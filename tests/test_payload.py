@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import zlib
 
 import pytest
 
@@ -68,7 +69,9 @@ def test_reference_payload_is_byte_exact_and_round_trips(header, tflite_size):
     tflite = bytes((i * 13) % 256 for i in range(tflite_size))
     blob = pack(Payload.reference(header, tflite))
     at = len(header.to_bytes()) + (-len(header.to_bytes()) % 16)
-    assert _words(blob, at, 4) == (REFERENCE_MAGIC, 1, tflite_size, 0)
+    words = _words(blob, at, 4)
+    assert words[:3] == (REFERENCE_MAGIC, 2, tflite_size)
+    assert words[3] == zlib.crc32(header.to_bytes() + struct.pack("<III", *words[:3]) + tflite)  # independent CRC
     assert blob[at + 16:at + 16 + tflite_size] == tflite and len(blob) % 16 == 0
     back = unpack(blob)
     assert back.header == header and back.tflite == tflite and back.is_reference and not back.is_microcode
@@ -129,3 +132,38 @@ def test_reference_tflite_overrun_is_rejected():
 def test_microcode_payload_has_no_tflite():
     with pytest.raises(PayloadError, match="microcode"):
         unpack(_good_blob()).tflite
+
+
+def _flip(at, mask=0x40):
+    """Flip bits of one byte of a host-reference blob of HEADERS["3in_2out_mixed"] (header 16 bytes, preamble 16)."""
+    def change(blob: bytes) -> bytes:
+        b = bytearray(blob)
+        b[at(len(b))] ^= mask
+        return bytes(b)
+    return change
+
+
+CHECKSUMMED = {
+    "header_format_flag": _flip(lambda n: 3, 1),  # still a valid header: only the checksum can tell
+    "preamble_size_lower": _flip(lambda n: 16 + 8),
+    "tflite_first_byte": _flip(lambda n: 32),
+    "tflite_middle": _flip(lambda n: 32 + 150),
+    "tflite_last_byte": _flip(lambda n: 32 + 332),
+    "crc_word": _flip(lambda n: 16 + 12),
+}
+
+
+@pytest.mark.parametrize("change", CHECKSUMMED.values(), ids=CHECKSUMMED.keys())
+def test_changed_host_reference_payload_fails_its_checksum(change):
+    tflite = bytes((i * 13) % 256 for i in range(333))
+    blob = pack(Payload.reference(HEADERS["3in_2out_mixed"], tflite))
+    assert unpack(blob).tflite == tflite
+    with pytest.raises(PayloadError, match="checksum|overruns"):
+        unpack(change(blob)).tflite
+
+
+def test_reference_format_version_1_is_refused_with_a_hint():
+    blob = bytearray(pack(Payload.reference(HEADERS["1in_1out"], b"x" * 40)))
+    struct.pack_into("<I", blob, 16 + 4, 1)
+    with pytest.raises(PayloadError, match="version 1 is not 2.*re-export"):
+        unpack(bytes(blob)).tflite

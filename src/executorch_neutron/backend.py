@@ -12,6 +12,7 @@ from executorch.exir.backend.backend_details import BackendDetails, PreprocessRe
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
 
+from .atomic import write_bytes
 from .compile_spec import NeutronCompileSpec
 from .exported import partition_tag
 from .progress import emit
@@ -30,9 +31,7 @@ class NeutronBackend(BackendDetails):
         ctx = CheckContext.for_program(spec, edge_program)
         converted = convert_program(edge_program, ctx, name)
         if spec.intermediates_dir:
-            out = Path(spec.intermediates_dir)
-            out.mkdir(parents=True, exist_ok=True)
-            (out / f"{name}.tflite").write_bytes(converted.tflite)
+            write_bytes(Path(spec.intermediates_dir) / f"{name}.tflite", converted.tflite)
         # in the TFLite's graph order; the device path rewrites it in the NeutronGraph node's order (npu/compile.py)
         header = Header(
             n_args=converted.n_args,

@@ -1,35 +1,40 @@
 """Command line: `executorch-neutron <command>` (also `python -m executorch_neutron`). argparse -> public API.
 
 Commands: demo, compile, run, profile, report, compare, targets, ops. Exit codes: 0 success, 1 failure while working,
-2 bad input (missing file, bad factory path, unknown target, shape mismatch, ...), 3 nothing was delegated.
+2 bad input (missing file, bad factory path, unknown target, shape mismatch, ...), 3 nothing was delegated,
+130 interrupted (Ctrl-C).
 Errors are one line plus a hint; `--verbose` shows the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import io
 import logging
 import sys
 from pathlib import Path
 
-from .loading import EXIT_BAD_INPUT, MODEL_HELP, UserError, load_model, load_samples, load_tensor
+from .atomic import replacing
+from .loading import (EXIT_BAD_INPUT, MODEL_HELP, UserError, check_finite, check_inputs_fit, load_model, load_samples,
+                      load_tensor, random_samples)
 
-EXIT_OK, EXIT_FAIL, EXIT_NOT_DELEGATED = 0, 1, 3
+EXIT_OK, EXIT_FAIL, EXIT_NOT_DELEGATED, EXIT_INTERRUPTED = 0, 1, 3, 130
 
 
 def _calibration(args, inputs, bundled):
     if args.calibration:
         return load_samples(Path(args.calibration), inputs)
     if bundled is not None:
+        for i, sample in enumerate(bundled):
+            check_finite(sample, f"calibration sample {i} returned by the factory")
         return bundled
     if getattr(args, "random_calibration", False):
-        from . import zoo
-
         logging.getLogger("executorch_neutron").warning(
             "warning: calibrating on random data (--random-calibration): the int8 model will be inaccurate on real "
             "inputs; pass --calibration DIR with representative samples")
-        return [inputs] + zoo.calibration(inputs, 8)
+        return [inputs] + random_samples(inputs, 8)
     raise UserError("no calibration data", "pass --calibration DIR (of .npy/.npz/.pt samples), or "
                                            "--random-calibration to try the flow on random data")
 
@@ -65,12 +70,39 @@ def _lower(args):
 
     target = _check_target(args.target)
     model, inputs, bundled = load_model(args.model)
+    check_inputs_fit(model, inputs)
     quantize = not args.qat
     calib = _calibration(args, inputs, bundled) if quantize else None
     bars = functools.partial(tqdm, file=sys.stderr, leave=False, disable=args.quiet or not sys.stderr.isatty())
     result = lower(model, inputs, calib, target=target, quantize_model=quantize, progress=bars,
                    etrecord=bool(getattr(args, "etrecord", None)), **_spec_options(args))
     return result, model, inputs, calib
+
+
+@contextlib.contextmanager
+def _runtime_logs():
+    """ExecuTorch's runtime writes its own log lines ("[method.cpp:1528] ...", "[cpuinfo_utils.cpp:125] ...") to
+    stderr; they go to the debug log (--verbose), so that an error stays one line and a run prints only its
+    results. Our own warnings (logging) are not affected."""
+    buffer = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(buffer):
+            yield
+    finally:
+        if buffer.getvalue().strip():
+            logging.getLogger("executorch_neutron").debug("%s", buffer.getvalue().rstrip())
+
+
+def _runtime_hint(exc) -> tuple[str, int]:
+    """(hint, exit code) for a NeutronRuntimeError of `run` / `profile`."""
+    from .runtime import HostBuildError
+    from .runtime.validate import InvalidProgram
+
+    if isinstance(exc, HostBuildError):  # the machine, not the input
+        return "the host runtime library could not be built or loaded: see the message", EXIT_FAIL
+    if isinstance(exc, InvalidProgram):
+        return "the .pte is damaged: compile it again (`executorch-neutron compile ... -o FILE.pte`)", EXIT_BAD_INPUT
+    return "check the input files against `executorch-neutron report MODEL.pte`", EXIT_BAD_INPUT
 
 
 # --- commands ------------------------------------------------------------------------------------------------
@@ -129,9 +161,10 @@ def _run(args) -> int:
 
     inputs = _pte_inputs(args)
     try:
-        outputs = run(args.pte, inputs, etdump=args.etdump)
+        with _runtime_logs():
+            outputs = run(args.pte, inputs, etdump=args.etdump)
     except NeutronRuntimeError as exc:
-        raise UserError(str(exc), "check the input files against `executorch-neutron report MODEL.pte`") from None
+        raise UserError(str(exc), *_runtime_hint(exc)) from None
     if args.etdump:
         print(f"wrote {args.etdump} (ETDump: `executorch-neutron profile` or executorch.devtools.Inspector)")
     save = Path(args.save_outputs) if args.save_outputs else None
@@ -145,7 +178,8 @@ def _run(args) -> int:
             line += f" argmax {a.argmax(1).tolist()}"
         print(line)
         if save:
-            np.save(save / f"output_{j}.npy", a)
+            with replacing(save / f"output_{j}.npy") as tmp, open(tmp, "wb") as f:
+                np.save(f, a)
     if save:
         print(f"wrote {len(outputs)} output(s) to {save}")
     return EXIT_OK
@@ -162,9 +196,10 @@ def _profile(args) -> int:
                                                           "FILE`")
     inputs = _pte_inputs(args)
     try:
-        prof = profile(args.pte, inputs, runs=args.runs, etrecord=args.etrecord, etdump_path=args.etdump)
+        with _runtime_logs():
+            prof = profile(args.pte, inputs, runs=args.runs, etrecord=args.etrecord, etdump_path=args.etdump)
     except NeutronRuntimeError as exc:
-        raise UserError(str(exc), "check the input files against `executorch-neutron report MODEL.pte`") from None
+        raise UserError(str(exc), *_runtime_hint(exc)) from None
     print(prof)
     return EXIT_OK
 
@@ -366,6 +401,8 @@ def _hint_for(exc: Exception) -> tuple[str | None, int]:
     if isinstance(exc, FileNotFoundError):
         return "check the path", EXIT_BAD_INPUT
     name = type(exc).__name__
+    if name == "HostBuildError":
+        return "the host runtime library could not be built or loaded (see above)", EXIT_FAIL
     if name == "LoweringError":
         return "the model could not be exported or lowered; --verbose shows where", EXIT_BAD_INPUT
     if name == "NeutronRuntimeError":
@@ -382,6 +419,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `executorch-neutron ops | head`
         sys.stderr.close()
         return EXIT_OK
+    except KeyboardInterrupt:  # Ctrl-C: files being written are left as they were (atomic writes)
+        if args.verbose:
+            raise
+        print("error: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except Exception as exc:  # one line for users, the traceback with --verbose
         if args.verbose:
             raise

@@ -32,9 +32,12 @@ def load_model(spec: str):
         if not path.is_file():
             raise UserError(f"no such file: {path}", MODEL_HELP)
         try:
-            ep = torch.export.load(str(path))
+            with _quiet_loading():
+                ep = torch.export.load(str(path))
         except Exception as exc:  # noqa: BLE001
-            raise UserError(f"cannot load {path} as a torch.export program: {exc}", "save it with torch.export.save")
+            raise UserError(f"cannot load {path} as a torch.export program ({type(exc).__name__}: "
+                            f"{_first_line(exc)})", "save it with torch.export.save(torch.export.export(model, "
+                                                   "inputs), 'model.pt2')") from None
         args, _ = ep.example_inputs or ((), {})
         if not args:
             raise UserError(f"{path} holds no example inputs", "export with example inputs and torch.export.save")
@@ -59,12 +62,85 @@ def load_model(spec: str):
         funcs = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_")
                        and getattr(v, "__module__", None) == mod_name)
         raise UserError(f"{path} has no function {name!r}", f"functions defined there: {', '.join(funcs) or 'none'}")
-    made = factory()
+    return check_factory_result(spec, factory())
+
+
+_FACTORY_SHAPE = "the factory must return (module, example_inputs) or (module, example_inputs, calibration_samples)"
+
+
+def check_factory_result(spec: str, made):
+    """(module, inputs tuple, calibration list or None) from what a factory returned, or a UserError naming the
+    item that is wrong."""
+    import torch
+
     if not isinstance(made, (tuple, list)) or len(made) not in (2, 3):
-        raise UserError(f"{spec} returned {type(made).__name__}", "the factory must return (module, example_inputs)"
-                        " or (module, example_inputs, calibration_samples)")
-    inputs = (made[1],) if isinstance(made[1], torch.Tensor) else tuple(made[1])
-    return made[0], inputs, (list(made[2]) if len(made) == 3 else None)
+        what = f"a {len(made)}-tuple" if isinstance(made, (tuple, list)) else type(made).__name__
+        raise UserError(f"{spec} returned {what}", _FACTORY_SHAPE)
+    model, inputs = made[0], made[1]
+    if not isinstance(model, torch.nn.Module):
+        swapped = " (are the items swapped?)" if isinstance(inputs, torch.nn.Module) else ""
+        raise UserError(f"{spec}: item 0 is {type(model).__name__}, not a torch.nn.Module{swapped}", _FACTORY_SHAPE)
+    inputs = (inputs,) if isinstance(inputs, torch.Tensor) else inputs
+    if not isinstance(inputs, (tuple, list)) or not inputs or not all(isinstance(x, torch.Tensor) for x in inputs):
+        raise UserError(f"{spec}: item 1 (example inputs) is {_describe(made[1])}, not a tensor or a tuple of "
+                        f"tensors", _FACTORY_SHAPE)
+    inputs = tuple(inputs)
+    if len(made) == 2:
+        return model, inputs, None
+    try:
+        calibration = [(s,) if isinstance(s, torch.Tensor) else tuple(s) for s in made[2]]
+    except TypeError:
+        calibration = None
+    bad = calibration is None or not calibration or any(
+        len(s) != len(inputs) or not all(isinstance(x, torch.Tensor) for x in s) for s in calibration)
+    if bad:
+        raise UserError(f"{spec}: item 2 (calibration samples) is {_describe(made[2])}; it must be a non-empty list "
+                        f"of samples, each a tensor or a tuple of {len(inputs)} tensor(s) like the example inputs",
+                        _FACTORY_SHAPE)
+    return model, inputs, calibration
+
+
+def _describe(value) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {', '.join(type(v).__name__ for v in value[:4])}" if value else "empty"
+    return type(value).__name__
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return (lines[0] if lines else type(exc).__name__)[:300]
+
+
+class _quiet_loading:
+    """Silence the warnings torch.export.load prints about a file it cannot read (the error says it once)."""
+
+    def __enter__(self):
+        import logging
+        import warnings
+
+        self._warnings = warnings.catch_warnings()
+        self._warnings.__enter__()
+        warnings.simplefilter("ignore")
+        logging.disable(logging.WARNING)
+
+    def __exit__(self, *exc):
+        import logging
+
+        logging.disable(logging.NOTSET)
+        self._warnings.__exit__(*exc)
+
+
+def check_inputs_fit(model, inputs: tuple, what: str = "the example inputs") -> None:
+    """Run the model once on its inputs so that a mismatch is one line, not a torch.export traceback."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            model(*inputs)
+    except Exception as exc:  # noqa: BLE001 - whatever forward() raises
+        shapes = ", ".join(f"{x.dtype}{list(x.shape)}" for x in inputs)
+        raise UserError(f"{what} ({shapes}) do not fit the model: {type(exc).__name__}: {_first_line(exc)}",
+                        "return example inputs with the shapes and dtypes the model's forward() takes") from None
 
 
 def load_tensor(path: Path):
@@ -75,15 +151,58 @@ def load_tensor(path: Path):
     if not path.is_file():
         raise UserError(f"no such file: {path}", "pass .npy, .npz or .pt files")
     suffix = path.suffix.lower()
-    if suffix == ".npy":
-        return torch.from_numpy(np.load(path))
-    if suffix == ".npz":
-        with np.load(path) as z:
-            return tuple(torch.from_numpy(z[k]) for k in z.files)
-    if suffix == ".pt":
+    if suffix not in (".npy", ".npz", ".pt"):
+        raise UserError(f"{path}: unsupported file type {suffix!r}", "use .npy, .npz or .pt")
+    try:
+        if suffix == ".npy":
+            return torch.from_numpy(np.load(path))
+        if suffix == ".npz":
+            with np.load(path) as z:
+                return tuple(torch.from_numpy(z[k]) for k in z.files)
         value = torch.load(path, weights_only=True)
-        return tuple(value) if isinstance(value, (tuple, list)) else value
-    raise UserError(f"{path}: unsupported file type {suffix!r}", "use .npy, .npz or .pt")
+    except Exception as exc:  # noqa: BLE001 - numpy/zip/pickle errors come in many types
+        raise UserError(f"cannot read {path} ({type(exc).__name__}: {_first_line(exc)})",
+                        "write it again with numpy.save / numpy.savez / torch.save") from None
+    if isinstance(value, (tuple, list)) and all(isinstance(v, torch.Tensor) for v in value):
+        return tuple(value)
+    if not isinstance(value, torch.Tensor):
+        raise UserError(f"{path} holds {_describe(value)}, not a tensor or a tuple of tensors",
+                        "save a tensor (torch.save(x, f)) or a tuple of tensors")
+    return value
+
+
+def check_finite(sample: tuple, what: str) -> None:
+    """Refuse calibration data with NaN or Inf (the observers would fail with 'min nan should be less than max')."""
+    import torch
+
+    for i, x in enumerate(sample):
+        if torch.is_floating_point(x) and not bool(torch.isfinite(x).all()):
+            kinds = [k for k, bad in (("NaN", torch.isnan(x).any()), ("Inf", torch.isinf(x).any())) if bad]
+            raise UserError(f"{what} (input {i}) holds {' and '.join(kinds)} values",
+                            "calibration samples must be finite: clean or drop that sample")
+
+
+def random_samples(inputs: tuple, n: int, seed: int = 1) -> list[tuple]:
+    """Random calibration samples that follow the example inputs' dtypes: floats ~ N(0, 1); integer and bool
+    inputs (indices, masks) drawn inside the example's own value range, so that an index stays in range."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n):
+        sample = []
+        for x in inputs:
+            if torch.is_floating_point(x):
+                sample.append(torch.randn(x.shape, generator=g).to(x.dtype))
+            elif x.dtype == torch.bool:
+                sample.append(torch.randint(0, 2, x.shape, generator=g).bool())
+            elif x.numel():
+                lo, hi = int(x.min()), int(x.max())
+                sample.append(torch.randint(lo, hi + 1, x.shape, generator=g, dtype=x.dtype))
+            else:
+                sample.append(x.clone())
+        out.append(tuple(sample))
+    return out
 
 
 def _fit(x, like, what: str):
@@ -107,6 +226,7 @@ def load_samples(directory: Path, inputs: tuple) -> list[tuple]:
     samples = []
     for f in files:
         value = load_tensor(f)
+        check_finite(value if isinstance(value, tuple) else (value,), f"calibration file {f}")
         if not isinstance(value, tuple):
             if len(inputs) == 1 and value.dim() == inputs[0].dim() + 1 and tuple(value.shape[1:]) == tuple(
                     inputs[0].shape):

@@ -6,7 +6,9 @@ NeutronPartitioner, to_executorch) with timings, progress and a delegation repor
 
 from __future__ import annotations
 
+import copy
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,10 +16,12 @@ from typing import Callable, Iterable
 
 import torch
 
+from .atomic import replacing, write_bytes
 from .compile_spec import NeutronCompileSpec
 from .target import get_target
 
 log = logging.getLogger("executorch_neutron")
+_LOWER_LOCK = threading.Lock()  # torch.export and the PT2E passes are not thread-safe: one lower() at a time
 
 
 class LoweringError(RuntimeError):
@@ -35,19 +39,16 @@ class LoweringResult:
     etrecord: object = None  # ExecuTorch ETRecord, when lowered with etrecord=True
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(self.pte)
-        return path
+        """Write the .pte atomically: an interruption leaves the previous file or the new one, never a broken one."""
+        return write_bytes(path, self.pte)
 
     def save_etrecord(self, path: str | Path) -> Path:
         """Write the ETRecord (graphs and debug handle maps for ExecuTorch's Inspector)."""
         if self.etrecord is None:
             raise LoweringError("no ETRecord was recorded: lower the model with etrecord=True")
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.etrecord.save(str(path))
-        return path
+        with replacing(path) as tmp:
+            self.etrecord.save(str(tmp))
+        return Path(path)
 
     @property
     def payloads(self) -> dict[str, bytes]:
@@ -67,14 +68,60 @@ def quantize(model: torch.nn.Module, inputs: tuple, calibration: Iterable, quant
     """PT2E: export, prepare with the quantizer, calibrate, convert. Returns PyTorch's quantized model."""
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-    exported = torch.export.export(model, inputs, strict=False).module()
-    prepared = prepare_pt2e(exported, quantizer)
+    try:
+        program = torch.export.export(model, inputs, strict=False)
+    except Exception as exc:
+        first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise LoweringError(f"torch.export failed on the model ({type(exc).__name__}: {first.strip()[:300]}); check "
+                            f"that the example inputs fit forward()") from exc
+    check_no_buffer_mutation(program)
+    prepared = prepare_pt2e(program.module(), quantizer)
     samples = list(calibration)
+    for i, sample in enumerate(samples):
+        _check_finite(_as_tuple(sample), f"calibration sample {i}")
     it = progress(samples, desc="calibrating", unit="batch") if progress else samples
     with torch.no_grad():
         for sample in it:
             prepared(*_as_tuple(sample))
     return convert_pt2e(prepared)
+
+
+def check_no_buffer_mutation(program) -> None:
+    """Refuse a model whose forward() updates a buffer (a counter, running statistics): the .pte would freeze it."""
+    sig = program.graph_signature
+    mutated = set(sig.buffers_to_mutate.values())
+    buffers = sig.inputs_to_buffers  # placeholder name -> buffer; in-place ops on them stay in torch.export's IR
+    for node in program.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None or not schema.is_mutable:
+            continue
+        for arg, value in zip(schema.arguments, node.args):
+            if arg.alias_info is not None and arg.alias_info.is_write and getattr(value, "name", None) in buffers:
+                mutated.add(buffers[value.name])
+    mutated = sorted(mutated)
+    if mutated:
+        raise LoweringError(f"the model's forward() updates buffer(s) {', '.join(mutated)}: a lowered .pte would "
+                            f"freeze them (same output on every call); remove the in-place updates (or keep that "
+                            f"state outside the model), or call model.eval() if they are batch-norm statistics")
+
+
+def _check_finite(sample: tuple, what: str) -> None:
+    for i, x in enumerate(sample):
+        if torch.is_floating_point(x) and not bool(torch.isfinite(x).all()):
+            raise LoweringError(f"{what} (input {i}) holds NaN or Inf values: calibration samples must be finite; "
+                                f"clean or drop that sample")
+
+
+def _warn_host_unrunnable(edge) -> None:
+    """Say at compile time what the .pte will fail to run on the host: a 3-D convolution left on the CPU (the
+    portable convolution kernel of ExecuTorch's runtime handles 1-D and 2-D only)."""
+    for node in edge.exported_program().graph.nodes:
+        if node.op == "call_function" and "convolution" in str(node.target) and node.args:
+            val = getattr(node.args[0], "meta", {}).get("val")
+            if isinstance(val, torch.Tensor) and val.dim() == 5:
+                log.warning("warning: %s is a 3-D convolution (Conv3d) left on the CPU: ExecuTorch's portable "
+                            "kernels cannot run it, so this .pte fails on the host runtime; use Conv2d, or a "
+                            "runtime with a 3-D convolution kernel", node.name)
 
 
 class _Stages:
@@ -136,11 +183,23 @@ def lower(
         export, partition + convert, to_executorch), one over the calibration batches, one over the partitions.
     etrecord: also record ExecuTorch's ETRecord (`result.etrecord`, `result.save_etrecord(path)`) so that an ETDump
         of the .pte (host: `runtime.run(..., etdump=path)`) maps back to the model's operators in the Inspector.
+
+    The caller's model is never changed: an `nn.Module` is deep-copied and the copy is put in eval mode (dropout
+    off, batch-norm statistics frozen) and calibrated. A model whose forward() updates a buffer is refused
+    (LoweringError). Calls from several threads are serialized (torch.export is not thread-safe).
     """
+    with _LOWER_LOCK:
+        return _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_model, progress, etrecord,
+                      spec_options)
+
+
+def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_model, progress, etrecord,
+           spec_options) -> LoweringResult:
     from executorch.exir import to_edge_transform_and_lower
 
     from .cortex_m import stage as cortex_m
     from .partition import NeutronPartitioner
+    from .partition.support import resolve_excluded
     from .progress import listening
     from .quantizer import quantizer_for
     from .report import DelegationReport
@@ -151,9 +210,13 @@ def lower(
         if target is not None and get_target(target).name != spec.target:
             raise LoweringError(f"target {target!r} conflicts with spec.target {spec.target!r}: pass one of them")
         spec = spec.replace(**spec_options)
+    try:
+        spec = spec.replace(operators_not_to_delegate=resolve_excluded(spec.operators_not_to_delegate))
+    except ValueError as exc:
+        raise LoweringError(str(exc)) from None
     inputs = _as_tuple(inputs)
     if isinstance(model, torch.nn.Module) and not isinstance(model, torch.fx.GraphModule):
-        model = model.eval()
+        model = copy.deepcopy(model).eval()  # calibration and eval() must not touch the caller's model
     timings: dict[str, float] = {}
     core = cortex_m.cortex_m_core(spec)
     stages = _Stages(progress, ["quantize"] * quantize_model + ["export", "partition + convert"]
@@ -177,6 +240,7 @@ def lower(
         exported = torch.export.export(model, inputs, strict=False)
     except Exception as exc:
         raise LoweringError(f"torch.export failed on the model: {exc}") from exc
+    check_no_buffer_mutation(exported)
     timings["export"] = time.perf_counter() - t0
     stages.done()
 
@@ -201,6 +265,7 @@ def lower(
     stages.done()
     stages.close()
 
+    _warn_host_unrunnable(edge)
     report = DelegationReport.build(exported, edge, partitioner, spec, leftovers)
     if not report.partitions:
         log.warning("nothing was delegated to Neutron: %s", report.summary_line())

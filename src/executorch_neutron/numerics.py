@@ -204,6 +204,10 @@ def compare(
     samples = [_tuple(s) for s in samples]
     float_model = model if model is not None and model is not quantized and lower_options.get(
         "quantize_model", True) else None
+    if isinstance(float_model, torch.nn.Module) and float_model.training:  # as lower() sees it, caller's untouched
+        import copy
+
+        float_model = copy.deepcopy(float_model).eval()
 
     program = load(result.pte)
     floats, quants, ptes = [], [], []

@@ -23,6 +23,7 @@ from typing import Sequence
 import torch
 
 DELEGATE_CALL = "DELEGATE_CALL"
+_DELEGATE_NAMES = {"NeutronBackend": "Neutron", "XnnpackBackend": "XNNPACK"}  # backend id -> row name
 _LOAD_EVENTS = ("Method::init", "Program::load_method")
 
 
@@ -133,7 +134,8 @@ def _rows(inspector, delegates) -> tuple[list[EventRow], float]:
                 name, kernel = f"CPU kernel {kernel or '(unnamed)'}", None
             elif name == DELEGATE_CALL:
                 d = delegates[k] if k < len(delegates) else None
-                name, backend = f"Neutron delegate {k}", event.delegate_backend_name or (d.backend_id if d else "?")
+                backend = event.delegate_backend_name or (d.backend_id if d else "?")
+                name = f"{_DELEGATE_NAMES.get(backend, backend)} delegate {k}"
                 ops = tuple(sorted({o for o in event.op_types if not o.startswith("quantized_decomposed.")}))
                 detail = _delegate_detail(d)
                 k += 1

@@ -151,6 +151,14 @@ def inspect_pte(pte: str | Path | bytes) -> PteSummary:
         program = deserialize_pte_binary(data).program
     except Exception as exc:  # noqa: BLE001 - flatbuffer errors come in many types
         raise PteError(f"not a valid .pte file ({type(exc).__name__}: {exc})") from None
+    try:
+        return PteSummary(path, len(data), _methods(program))
+    except (IndexError, AttributeError, KeyError, TypeError, ValueError) as exc:  # tables that point nowhere
+        raise PteError(f"not a valid .pte file: its tables are inconsistent ({type(exc).__name__}: {exc}); the "
+                       f"file is damaged: re-export it") from None
+
+
+def _methods(program) -> list[MethodInfo]:
     blobs = [bytes(d.data) for d in program.backend_delegate_data]
     methods = []
     for plan in program.execution_plan:
@@ -173,4 +181,4 @@ def inspect_pte(pte: str | Path | bytes) -> PteSummary:
             delegate_calls=delegate_calls,
             delegates=delegates,
         ))
-    return PteSummary(path, len(data), methods)
+    return methods

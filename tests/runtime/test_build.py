@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from executorch_neutron.runtime import HostBuildError
@@ -38,4 +40,29 @@ def test_missing_compiler_says_how_to_install_one(cache, monkeypatch):
 def test_compile_failure_shows_the_compiler_output(cache, monkeypatch):
     monkeypatch.setattr(build, "CXX_FLAGS", build.CXX_FLAGS + ("-DNEUTRON_FORCE_ERROR=1", "-include", "missing.h"))
     with pytest.raises(HostBuildError, match="(?s)compiling the host NeutronBackend library failed.*fatal error: missing.h"):
+        build.library_path()
+
+
+DAMAGE = {
+    "truncated": lambda lib: os.truncate(lib, lib.stat().st_size // 2),
+    "one_byte_changed": lambda lib: lib.write_bytes(lib.read_bytes()[:-1] + b"\x01"),
+    "record_missing": lambda lib: build._sidecar(lib).unlink(),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGE.values(), ids=DAMAGE.keys())
+def test_damaged_cached_library_is_rebuilt_before_loading(cache, damage):
+    lib = build.library_path()
+    good = lib.read_bytes()
+    assert build.is_intact(lib)
+    damage(lib)
+    assert not build.is_intact(lib)
+    assert build.library_path() == lib and build.is_intact(lib) and lib.stat().st_size == len(good)
+
+
+def test_cache_dir_that_is_a_file_names_the_variable(tmp_path, monkeypatch):
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("x")
+    monkeypatch.setenv("EXECUTORCH_NEUTRON_CACHE_DIR", str(blocker))
+    with pytest.raises(HostBuildError, match=r"cannot write the host library cache .*EXECUTORCH_NEUTRON_CACHE_DIR"):
         build.library_path()

@@ -119,9 +119,8 @@ def _microcode_blob():
 
 
 def _corrupt_tflite():
-    blob = bytearray(pack(Payload.reference(Header(1, (0,), (0,), (0,), (0,)), ADD_C)))
-    blob[32:40] = b"\xff" * 8  # root table offset and file identifier of the TFLite
-    return bytes(blob)
+    tflite = b"\xff" * 8 + ADD_C[8:]  # root table offset and file identifier; the checksum covers the damage
+    return pack(Payload.reference(Header(1, (0,), (0,), (0,), (0,)), tflite))
 
 
 GOOD = pack(Payload.reference(Header(1, (1,), (1,), (0,), (0,)), ADD_C))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from ..atomic import write_bytes, write_text
 from ..compile_spec import NeutronCompileSpec
 from ..payload import Header, Payload, pack
 from . import profile_map, sdk_adapter
@@ -111,9 +112,9 @@ def _keep_outputs(result: sdk_adapter.ConversionResult, spec: NeutronCompileSpec
     directory.mkdir(parents=True, exist_ok=True)
     prefix = sdk_adapter.safe_name(name)
     for file_name, data in result.files.items():
-        (directory / f"{prefix}.{file_name}").write_bytes(data)
+        write_bytes(directory / f"{prefix}.{file_name}", data)
     if spec.use_profiling and spec.intermediates_dir:
-        (directory / f"{prefix}.converter_console.txt").write_text(result.console)
+        write_text(directory / f"{prefix}.converter_console.txt", result.console)
 
 
 def _warn_unused_converter_options(spec: NeutronCompileSpec) -> None:

@@ -48,6 +48,25 @@ def excluded(name: str, spec) -> bool:
     return False
 
 
+def resolve_excluded(names) -> tuple[str, ...]:
+    """operators_not_to_delegate entries -> 'aten.<edge op>' names `excluded` matches; an ATen name that never
+    reaches the edge graph (aten.conv2d.default) maps to its edge form (aten.convolution) through the registry's
+    ATen ops of each entry. An unknown name is a ValueError listing the valid ones (it was ignored silently)."""
+    known = {e.name.split(".")[1] for e in registry.entries()}
+    aliases = {str(aten).split(".")[1]: e.name.split(".")[1]  # the registry's ATen ops that become each edge op
+               for e in registry.entries() for aten, _ in e.quantize if str(aten).startswith("aten.")}
+    out = []
+    for entry in names:
+        parts = entry.strip().replace("::", ".").split(".")
+        short = parts[1] if parts[0] == "aten" and len(parts) > 1 else parts[0]
+        short = short if short in known else aliases.get(short, short)
+        if short not in known:
+            raise ValueError(f"operators_not_to_delegate: unknown operator {entry!r}; valid names (any of "
+                             f"aten::NAME, aten.NAME.overload, NAME): {', '.join(sorted(known))}")
+        out.append(f"aten.{short}")
+    return tuple(dict.fromkeys(out))
+
+
 def _static(node: Node) -> bool:
     vals = node.meta.get("val")
     vals = vals if isinstance(vals, (tuple, list)) else [vals]
@@ -55,6 +74,17 @@ def _static(node: Node) -> bool:
         if isinstance(v, torch.Tensor) and any(not isinstance(d, int) for d in v.shape):
             return False
     return True
+
+
+def _zero_dim(node: Node) -> bool:
+    """A 0-d (scalar) tensor among the node's inputs or outputs: a partition boundary of rank 0 does not run
+    (LiteRT's tensors are never 0-d), so such nodes stay on the CPU."""
+    vals = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
+    for v in vals:
+        for t in v if isinstance(v, (tuple, list)) else [v]:
+            if isinstance(t, torch.Tensor) and t.dim() == 0:
+                return True
+    return False
 
 
 def source_op(node: Node) -> str | None:
@@ -150,6 +180,9 @@ def _decide_one(node: Node, ctx: CheckContext) -> Rejection | None:
         return reject("no Neutron kernel for this operator" + (f" (part of {origin})" if origin else ""))
     if not _static(node):
         return reject("dynamic shape: Neutron needs static shapes", "export with static shapes")
+    if _zero_dim(node):
+        return reject("0-d (scalar) tensor: Neutron partitions take tensors of rank 1 or more",
+                      "reshape the scalar to shape (1,) in the model if it should run on the NPU")
     if _constant_only(node, ctx):
         return reject("it computes on constants only (nothing to run per inference): fold it before export")
     reason = _int8_reason(node, ctx)

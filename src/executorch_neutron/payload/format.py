@@ -15,20 +15,25 @@ Section 2 starts with a magic word (little-endian uint32):
     MICROCODE_MAGIC 0x64434D6E: device microcode produced by the eIQ Neutron SDK. Word 6 is the microcode size,
         word 7 the weights size (as the device runtime reads them).
     REFERENCE_MAGIC 0x4645526E ("nREF"): a host-reference payload produced without the SDK. Words:
-        0 magic, 1 reference format version (1), 2 size of the TFLite flatbuffer, 3 reserved (0);
+        0 magic, 1 reference format version (2), 2 size of the TFLite flatbuffer,
+        3 CRC-32 (zlib.crc32) of: the header bytes (unpadded) + words 0-2 + the TFLite flatbuffer;
         the int8 TFLite flatbuffer follows from byte 16. Its weights and kernels sections are empty.
-        The device runtime rejects it (wrong magic); the host runtime runs the TFLite in LiteRT.
+        The device runtime rejects it (wrong magic); the host runtime checks the CRC, then runs the TFLite in
+        LiteRT. Version 1 (word 3 reserved, no CRC) is refused: re-export such a .pte.
+    The CRC is ours and covers only host-reference payloads; device microcode payloads stay exactly as NXP's
+    runtime reads them.
 """
 
 from __future__ import annotations
 
 import struct
+import zlib
 from dataclasses import dataclass
 
 ALIGN = 16
 MICROCODE_MAGIC = 0x64434D6E
 REFERENCE_MAGIC = 0x4645526E
-REFERENCE_FORMAT_VERSION = 1
+REFERENCE_FORMAT_VERSION = 2
 _WORD = struct.Struct("<I")
 
 
@@ -136,17 +141,30 @@ class Payload:
             raise PayloadError("this payload holds Neutron microcode for the device, not a host-reference TFLite")
         if len(self.microcode) < 16:
             raise PayloadError("reference section shorter than its 16-byte preamble")
-        version, size = _WORD.unpack_from(self.microcode, 4)[0], _WORD.unpack_from(self.microcode, 8)[0]
+        version, size, crc = struct.unpack_from("<III", self.microcode, 4)
         if version != REFERENCE_FORMAT_VERSION:
-            raise PayloadError(f"reference format version {version} is not {REFERENCE_FORMAT_VERSION}")
+            raise PayloadError(f"reference format version {version} is not {REFERENCE_FORMAT_VERSION} (a file from "
+                               f"another executorch_neutron version, or damaged): re-export the .pte")
         if 16 + size > len(self.microcode):
             raise PayloadError(f"reference TFLite of {size} bytes overruns its section")
-        return bytes(self.microcode[16:16 + size])
+        tflite = bytes(self.microcode[16:16 + size])
+        if _reference_crc(self.header, tflite) != crc:
+            raise PayloadError("host-reference payload checksum mismatch: the payload was changed after export "
+                               "(a damaged file): re-export the .pte")
+        return tflite
 
     @classmethod
     def reference(cls, header: Header, tflite: bytes) -> "Payload":
-        preamble = struct.pack("<IIII", REFERENCE_MAGIC, REFERENCE_FORMAT_VERSION, len(tflite), 0)
-        return cls(header, preamble + bytes(tflite))
+        tflite = bytes(tflite)
+        preamble = struct.pack("<IIII", REFERENCE_MAGIC, REFERENCE_FORMAT_VERSION, len(tflite),
+                               _reference_crc(header, tflite))
+        return cls(header, preamble + tflite)
+
+
+def _reference_crc(header: Header, tflite: bytes) -> int:
+    """CRC-32 of a host-reference payload: header bytes, preamble words 0-2, TFLite (see the module docstring)."""
+    words = struct.pack("<III", REFERENCE_MAGIC, REFERENCE_FORMAT_VERSION, len(tflite))
+    return zlib.crc32(tflite, zlib.crc32(words, zlib.crc32(header.to_bytes())))
 
 
 def pack(payload: Payload) -> bytes:

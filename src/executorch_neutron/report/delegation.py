@@ -237,9 +237,9 @@ class DelegationReport:
         suffix = path.suffix.lower()
         text = {".md": self.to_markdown, ".html": self.to_html, ".htm": self.to_html,
                 ".json": self.to_json}.get(suffix, self.__str__)()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text + ("" if text.endswith("\n") else "\n"), encoding="utf-8")
-        return path
+        from ..atomic import write_text
+
+        return write_text(path, text + ("" if text.endswith("\n") else "\n"))
 
     # --- construction -------------------------------------------------------------------------------------
     @classmethod

@@ -100,10 +100,10 @@ def ensure_registered() -> ctypes.CDLL:
             return _library
         import executorch.extension.pybindings.portable_lib  # noqa: F401 - loads the libexecutorch.so we extend
 
-        path = build.library_path()
+        path = build.library_path()  # checked against its size/SHA-256 sidecar: a damaged file is rebuilt
         try:
             lib = _open(path)
-        except OSError:  # a damaged cached file: rebuild once
+        except OSError:  # not loadable for another reason (e.g. built against another libexecutorch): rebuild once
             lib = _open(build.library_path(force=True))
         code = lib.neutron_host_register()
         if code != 0:

@@ -5,7 +5,9 @@ machine with its g++ (or `$CXX`). The cache directory is `$EXECUTORCH_NEUTRON_CA
 `$XDG_CACHE_HOME/executorch_neutron`, else `~/.cache/executorch_neutron`; each build lives in a subdirectory
 named by a hash of the source, the executorch version and location, the compiler and its flags, so any change
 of those leads to a fresh build (a stale library is never loaded). The library is written under a temporary
-name and renamed into place, so concurrent processes never see a half-written file.
+name and renamed into place, so concurrent processes never see a half-written file; a `.sha256` sidecar (size and
+hash) is checked before every load, so a library damaged later (an interrupted copy, a full disk) is rebuilt
+instead of crashing the process.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
+from ..atomic import replacing, write_text
 from .errors import HostBuildError
 
 SOURCE = Path(__file__).with_name("neutron_host_backend.cpp")
@@ -79,26 +83,72 @@ def build_key(compiler: str, et_dir: Path) -> str:
 
 
 def library_path(force: bool = False) -> Path:
-    """Path of the built library, compiling it first when missing (or when `force`)."""
+    """Path of the built library, compiling it first when missing, damaged (size or SHA-256 differ from its
+    `.sha256` sidecar, e.g. an interrupted copy) or when `force`."""
     compiler = find_compiler()
     et_dir = executorch_dir()
     target_dir = cache_root() / build_key(compiler, et_dir)
     target = target_dir / LIBRARY_NAME
-    if target.is_file() and not force:
+    if not force and is_intact(target):
         return target
-    target_dir.mkdir(parents=True, exist_ok=True)
-    tmp = target_dir / f".{LIBRARY_NAME}.{os.getpid()}.tmp"
-    cmd = compile_command(compiler, et_dir, tmp)
+    if target.exists() and not force:
+        logging.getLogger("executorch_neutron").warning(
+            "warning: the cached host library %s is damaged or unverified (its size or SHA-256 differs from %s, "
+            "or that record is missing; e.g. an interrupted copy): rebuilding it", target, _sidecar(target).name)
+    _make_cache_dir(target_dir)
+    try:
+        with replacing(target, mkdir=False) as tmp:
+            _compile(compiler, et_dir, tmp)
+        write_text(_sidecar(target), _fingerprint(target))  # written after the library: a library without it
+    except PermissionError as exc:                          # (or with a stale one) is rebuilt
+        raise _cache_error(target_dir, exc) from None
+    return target
+
+
+def _sidecar(library: Path) -> Path:
+    return library.with_name(library.name + ".sha256")
+
+
+def _fingerprint(library: Path) -> str:
+    data = library.read_bytes()
+    return f"{len(data)} {hashlib.sha256(data).hexdigest()}\n"
+
+
+def is_intact(library: Path) -> bool:
+    """The cached library exists and matches the size and SHA-256 recorded when it was built (loading a
+    truncated shared library kills the process with SIGBUS, so it is checked before `dlopen`)."""
+    try:
+        return library.is_file() and _sidecar(library).read_text() == _fingerprint(library)
+    except OSError:
+        return False
+
+
+def _cache_error(directory: Path, exc: OSError) -> HostBuildError:
+    return HostBuildError(f"cannot write the host library cache {directory} ({exc.strerror or exc}): point "
+                          f"$EXECUTORCH_NEUTRON_CACHE_DIR at a writable directory")
+
+
+def _make_cache_dir(directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # read-only, or a file where a directory should be
+        raise _cache_error(directory, exc) from None
+    if not os.access(directory, os.W_OK):
+        raise _cache_error(directory, PermissionError(13, "not writable"))
+
+
+def _compile(compiler: str, et_dir: Path, output: Path) -> None:
+    cmd = compile_command(compiler, et_dir, output)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     except (OSError, subprocess.SubprocessError) as exc:
         raise HostBuildError(f"cannot run the C++ compiler {compiler!r}: {exc}") from exc
-    if proc.returncode != 0 or not tmp.is_file():
-        tmp.unlink(missing_ok=True)
-        tail = "\n".join(proc.stderr.strip().splitlines()[-20:])
+    if proc.returncode != 0 or not output.is_file() or output.stat().st_size == 0:
+        lines = proc.stderr.strip().splitlines()
+        first = next((line for line in lines if "error" in line.lower()), lines[0] if lines else "no output")
+        tail = "\n".join(lines[-20:])
         raise HostBuildError(
-            f"compiling the host NeutronBackend library failed (exit code {proc.returncode}).\n"
-            f"command: {' '.join(cmd)}\n{tail}\nCheck that g++ supports C++17 and that executorch is installed intact"
+            f"compiling the host NeutronBackend library failed (exit code {proc.returncode}): {first.strip()} "
+            f"(cache directory {output.parent}, set by $EXECUTORCH_NEUTRON_CACHE_DIR; check that g++ supports "
+            f"C++17 and that executorch is installed intact)\ncommand: {' '.join(cmd)}\n{tail}"
         )
-    os.replace(tmp, target)
-    return target

@@ -4,17 +4,28 @@ Non-delegated int8 kernels (quantize/dequantize, ...) come from `executorch.kern
 any program is loaded; the host NeutronBackend is registered before the program is loaded, so every Neutron
 delegate call in the file executes (host-reference payloads in LiteRT). A failing delegate call surfaces as a
 `NeutronRuntimeError` carrying the backend's message.
+
+Calls into ExecuTorch's Python bindings are serialized by one process-wide lock: the bindings swap the C++
+`std::cout`/`std::cerr` buffers for Python-backed ones around each call (pybind11's stream redirection), and two
+threads doing so at once leave a dangling buffer that crashes the process at exit.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from pathlib import Path
 from typing import Sequence
 
 import torch
 
+from ..atomic import replacing
 from . import bridge
 from .errors import NeutronRuntimeError
+from .validate import check_program
+
+log = logging.getLogger("executorch_neutron")
+_BINDINGS = threading.RLock()  # see the module docstring
 
 
 def _runtime():
@@ -43,15 +54,17 @@ class HostProgram:
     def __init__(self, pte: str | Path | bytes, etdump: bool = False):
         runtime = _runtime()
         if isinstance(pte, (bytes, bytearray, memoryview)):
-            data: bytes | str = bytes(pte)
+            data = bytes(pte)
         else:
             path = Path(pte)
             if not path.is_file():
                 raise NeutronRuntimeError(f"no .pte file at {path}")
-            data = str(path)
+            data = path.read_bytes()
+        check_program(data)  # what would abort the process inside ExecuTorch is refused here, with a message
         bridge.clear_error()
         try:
-            self._program = runtime.load_program(data, enable_etdump=etdump)
+            with _BINDINGS:
+                self._program = runtime.load_program(data, enable_etdump=etdump)
         except RuntimeError as exc:
             raise _fail("load the program (is it a valid .pte?)", exc) from exc
         self._pte = pte
@@ -62,10 +75,10 @@ class HostProgram:
         """Save the ETDump of the executions so far (load with `executorch.devtools.Inspector`)."""
         if not self._etdump:
             raise NeutronRuntimeError("this program was loaded without etdump=True: nothing was recorded")
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._program.write_etdump_result_to_file(str(path), None)
-        return path
+        with replacing(path) as tmp:
+            with _BINDINGS:
+                self._program.write_etdump_result_to_file(str(tmp), None)
+        return Path(path)
 
     @property
     def method_names(self) -> set[str]:
@@ -77,7 +90,8 @@ class HostProgram:
                 raise NeutronRuntimeError(f"the program has no method {name!r}; it has {sorted(self._program.method_names)}")
             bridge.clear_error()
             try:
-                self._methods[name] = self._program.load_method(name)
+                with _BINDINGS:
+                    self._methods[name] = self._program.load_method(name)
             except RuntimeError as exc:
                 _check_cortex_m_kernels(self._pte, name)
                 raise _fail(f"load method {name!r}", exc) from exc
@@ -85,10 +99,14 @@ class HostProgram:
 
     def execute(self, inputs: Sequence[torch.Tensor], method: str = "forward") -> list[torch.Tensor]:
         m = self._method(method)
-        _check_inputs(m.metadata, list(inputs))
+        with _BINDINGS:
+            meta = m.metadata
+        _check_inputs(meta, list(inputs))
+        _warn_non_finite(list(inputs))
         bridge.clear_error()
         try:
-            outputs = m.execute(list(inputs))
+            with _BINDINGS:
+                outputs = m.execute(list(inputs))
         except RuntimeError as exc:
             raise _fail(f"execute method {method!r}", exc) from exc
         return list(outputs)
@@ -131,6 +149,15 @@ def _check_inputs(meta, inputs: list) -> None:
                 f"input {i} is {value.dtype}{list(value.shape)} but the program was exported for "
                 f"{dtype}{list(sizes)}; pass inputs with the exported shapes and dtypes"
             )
+
+
+def _warn_non_finite(inputs: list) -> None:
+    """NaN/Inf inputs quantize to arbitrary int8 values and give finite, meaningless outputs: say so, per input."""
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor) and torch.is_floating_point(x) and not bool(torch.isfinite(x).all()):
+            kinds = " and ".join(k for k, bad in (("NaN", torch.isnan(x).any()), ("Inf", torch.isinf(x).any())) if bad)
+            log.warning("warning: input %d holds %s values; the outputs are not meaningful (int8 quantization maps "
+                        "them to arbitrary values)", i, kinds)
 
 
 def load(pte: str | Path | bytes, etdump: bool = False) -> HostProgram:

@@ -1,0 +1,164 @@
+"""Check a .pte before ExecuTorch's C++ runtime sees it: refuse, with a message, what would abort the process.
+
+ExecuTorch's runtime verifies the flatbuffer, but some damage only shows inside a kernel, whose argument checks
+abort the whole process (`ET_CHECK`: SIGABRT), and an operator name that is not UTF-8 throws through its
+operator registry (also an abort). This module parses the program with ExecuTorch's own Python deserializer and
+checks, per CPU kernel call:
+  - the operator's name decodes (the deserializer refuses non-UTF-8 strings);
+  - the arguments match the operator's schema (a tensor where a tensor is expected, an int where an int is, ...)
+    when PyTorch knows the operator;
+  - quantize/dequantize arguments are in range for their dtype: quant_min <= quant_max inside the dtype's range,
+    a finite positive scale, the zero point inside [quant_min, quant_max], the tensor dtypes the kernel needs.
+It costs a parse of the program (tens of milliseconds for a small .pte).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .errors import NeutronRuntimeError
+
+# ExecuTorch ScalarType codes the quantized kernels handle -> (min, max)
+QUANT_RANGES = {0: (0, 255), 1: (-128, 127), 2: (-(2**15), 2**15 - 1), 3: (-(2**31), 2**31 - 1), 27: (0, 2**16 - 1)}
+FLOAT_CODES = {5, 6, 7, 15}  # half, float, double, bfloat16
+_QUANT_OPS = ("quantized_decomposed::quantize_per_tensor", "quantized_decomposed::dequantize_per_tensor")
+_SCALAR_KIND = {"IntType": "Int", "FloatType": "Double", "BoolType": "Bool", "ScalarTypeType": "Int",
+                "TensorType": "Tensor", "StringType": "String"}
+
+
+class InvalidProgram(NeutronRuntimeError):
+    """The .pte is damaged or not a .pte; the message names what is wrong."""
+
+
+def _fail(message: str) -> InvalidProgram:
+    return InvalidProgram(f"invalid .pte: {message}; the file is damaged: re-export it (lower(...).save or "
+                          f"`executorch-neutron compile`)")
+
+
+def check_program(data: bytes) -> None:
+    """Raise InvalidProgram when the serialized program `data` is not safe to hand to ExecuTorch's runtime."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    try:
+        program = deserialize_pte_binary(bytes(data)).program
+    except Exception as exc:  # noqa: BLE001 - flatbuffer/flatc/UTF-8 errors come in many types
+        raise _fail(f"ExecuTorch's deserializer refuses it ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+                    ) from None
+    try:
+        _check_plans(program)
+    except (TypeError, AttributeError, IndexError, KeyError, ValueError) as exc:  # a table field missing or bent
+        raise _fail(f"its tables are inconsistent ({type(exc).__name__}: {exc})") from None
+
+
+def _check_plans(program) -> None:
+    for plan in program.execution_plan:
+        _check_indices(plan)
+        for op in plan.operators:
+            if not isinstance(op.name, str) or not op.name:
+                raise _fail(f"method {plan.name!r} has an operator without a name")
+        for chain in plan.chains:
+            for instr in chain.instructions:
+                call = instr.instr_args
+                if type(call).__name__ != "KernelCall":
+                    continue
+                if not 0 <= call.op_index < len(plan.operators):
+                    raise _fail(f"method {plan.name!r} calls operator {call.op_index}; it has {len(plan.operators)}")
+                op = plan.operators[call.op_index]
+                name = f"{op.name}.{op.overload}" if op.overload else op.name
+                if any(not 0 <= a < len(plan.values) for a in call.args):
+                    raise _fail(f"a call of {name} in method {plan.name!r} reads a value outside its "
+                                f"{len(plan.values)} values")
+                values = [plan.values[a].val for a in call.args]
+                _check_schema(op, name, values)
+                if op.name in _QUANT_OPS:
+                    _check_quant_args(op.name, name, values)
+
+
+# instruction kind -> its fields that index the method's values
+_VALUE_FIELDS = {"KernelCall": ("args",), "DelegateCall": ("args",), "MoveCall": ("move_from", "move_to"),
+                 "JumpFalseCall": ("cond_value_index",), "FreeCall": ("value_index",)}
+
+
+def _check_indices(plan) -> None:
+    """Every value index of the method (inputs, outputs, chain inputs/outputs, instruction operands) is in range:
+    ExecuTorch asserts on them at run time (`get_value(): i < n_value_`, an abort)."""
+    n = len(plan.values)
+    lists = [("inputs", plan.inputs), ("outputs", plan.outputs)]
+    for k, chain in enumerate(plan.chains):
+        lists += [(f"chain {k} inputs", chain.inputs), (f"chain {k} outputs", chain.outputs)]
+        for instr in chain.instructions:
+            call = instr.instr_args
+            kind = type(call).__name__
+            if kind == "DelegateCall" and not 0 <= call.delegate_index < len(plan.delegates):
+                raise _fail(f"method {plan.name!r} calls delegate {call.delegate_index}; it has {len(plan.delegates)}")
+            if kind == "JumpFalseCall" and not 0 <= call.destination_instruction <= len(chain.instructions):
+                raise _fail(f"method {plan.name!r} jumps to instruction {call.destination_instruction} of "
+                            f"{len(chain.instructions)}")
+            for name in _VALUE_FIELDS.get(kind, ()):
+                value = getattr(call, name, None)
+                lists.append((f"a {type(call).__name__} {name}", value if isinstance(value, list) else [value]))
+    for what, indices in lists:
+        bad = [i for i in indices or [] if not isinstance(i, int) or not 0 <= i < n]
+        if bad:
+            raise _fail(f"method {plan.name!r}: {what} refer to value {bad[0]}, outside its {n} values")
+
+
+def _kind(value) -> str:
+    return type(value).__name__
+
+
+def _schema(op):
+    import torch
+
+    ns, _, base = op.name.partition("::")
+    try:
+        packet = getattr(getattr(torch.ops, ns), base)
+        return getattr(packet, op.overload or "default")._schema
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def _check_schema(op, name: str, values: list) -> None:
+    """Argument kinds against the operator's schema (arguments, then returns), where PyTorch knows it."""
+    schema = _schema(op)
+    if schema is None:
+        return
+    expected = len(schema.arguments) + len(schema.returns)
+    if len(values) != expected:
+        raise _fail(f"a call of {name} passes {len(values)} values; its schema takes {expected}")
+    for arg, value in zip(schema.arguments, values):
+        t = arg.type
+        optional = type(t).__name__ == "OptionalType"
+        if optional:
+            if _kind(value) == "Null":
+                continue
+            t = t.getElementType()
+        want = _SCALAR_KIND.get(type(t).__name__)
+        if want is not None and _kind(value) != want:
+            raise _fail(f"argument {arg.name!r} of a call of {name} is {_kind(value)}, not {want}")
+
+
+def _check_quant_args(base: str, name: str, values: list) -> None:
+    tensor_in, scale, zero_point, qmin, qmax, dtype = values[:6]
+    out = values[-1]
+    for what, v, kind in (("input", tensor_in, "Tensor"), ("scale", scale, "Double"), ("zero_point", zero_point, "Int"),
+                          ("quant_min", qmin, "Int"), ("quant_max", qmax, "Int"), ("dtype", dtype, "Int"),
+                          ("out", out, "Tensor")):
+        if _kind(v) != kind:
+            raise _fail(f"{what} of {name} is {_kind(v)}, not {kind}")
+    code = dtype.int_val
+    if code not in QUANT_RANGES:
+        raise _fail(f"{name} has dtype code {code}, which its kernel does not handle")
+    lo, hi = QUANT_RANGES[code]
+    if not lo <= qmin.int_val <= qmax.int_val <= hi:
+        raise _fail(f"{name} has quant_min {qmin.int_val} and quant_max {qmax.int_val}, outside [{lo}, {hi}] of "
+                    f"its dtype or in the wrong order")
+    if not qmin.int_val <= zero_point.int_val <= qmax.int_val:
+        raise _fail(f"{name} has zero point {zero_point.int_val} outside [{qmin.int_val}, {qmax.int_val}]")
+    if not (math.isfinite(scale.double_val) and scale.double_val > 0):
+        raise _fail(f"{name} has scale {scale.double_val}; a scale is finite and positive")
+    quantized, real = (out, tensor_in) if base.endswith("::quantize_per_tensor") else (tensor_in, out)
+    if int(quantized.scalar_type) != code:
+        raise _fail(f"{name} has a tensor of dtype code {int(quantized.scalar_type)} where its dtype is {code}")
+    if int(real.scalar_type) not in FLOAT_CODES:
+        raise _fail(f"{name} has a tensor of dtype code {int(real.scalar_type)} where a float tensor is expected")

@@ -1,0 +1,72 @@
+"""Every case of the bad-input catalogue (tests/bad_input_catalogue.py): the exit code and the message, and no crash.
+
+Python snippets and crash-prone or environment-changing CLI cases run in a child process (a signal would show as
+a negative return code); the other CLI cases call `cli.main` in this process. README.md's troubleshooting
+table must equal the catalogue's rendering.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bad_input_catalogue import CASES, catalogue_files, markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("catalogue")
+    catalogue_files(d)
+    return d
+
+
+def _child(case, d: Path) -> tuple[int, str]:
+    env = dict(os.environ, PYTHONWARNINGS="ignore", PYTHONPATH=os.pathsep.join(
+        [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    env.update({k: v.format(d=d) for k, v in case.env.items()})
+    cmd = ([sys.executable, "-c", case.script.format(d=d)] if case.script
+           else [sys.executable, "-m", "executorch_neutron", *(a.format(d=d) for a in case.argv)])
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, cwd=d)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _in_process(case, d: Path) -> tuple[int, str]:
+    import logging
+
+    from executorch_neutron import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    handler = logging.StreamHandler(err)
+    logging.getLogger().addHandler(handler)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main([a.format(d=d) for a in case.argv])
+    finally:
+        logging.getLogger().removeHandler(handler)
+    return code, out.getvalue() + err.getvalue()
+
+
+@pytest.mark.parametrize("name", CASES, ids=CASES.keys())
+def test_catalogue_case(name, files):
+    case = CASES[name]
+    code, output = (_child if case.script or case.child else _in_process)(case, files)
+    assert code == case.code, f"exit code {code} (expected {case.code}):\n{output[-3000:]}"
+    assert case.fragment.format(d=files) in output, output[-3000:]
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) <= 1 and "Traceback" not in output or case.script, output[-3000:]
+
+
+def test_readme_troubleshooting_is_the_catalogue():
+    readme = (ROOT / "README.md").read_text()
+    start, end = "<!-- catalogue:start -->\n", "<!-- catalogue:end -->"
+    assert start in readme and end in readme, "README.md lacks the troubleshooting markers"
+    table = readme.split(start, 1)[1].split(end, 1)[0]
+    assert table == markdown(), "README.md's troubleshooting table is stale: python tests/bad_input_catalogue.py"
