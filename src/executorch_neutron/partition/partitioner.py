@@ -35,7 +35,7 @@ from ..ops import registry
 from ..ops.fusion import result_node
 from ..ops.registry import CheckContext
 from ..progress import emit
-from .support import Rejection, decide, decide_aten, is_compute
+from .support import Rejection, decide, decide_aten, is_compute, resolve_excluded
 
 log = logging.getLogger("executorch_neutron")
 
@@ -52,7 +52,10 @@ class _Support(OperatorSupportBase):
 
 class NeutronPartitioner(Partitioner):
     def __init__(self, spec: NeutronCompileSpec | Sequence[CompileSpec] | None = None, **options) -> None:
-        self.neutron_spec = NeutronCompileSpec.coerce(spec, **options)
+        spec = NeutronCompileSpec.coerce(spec, **options)
+        # one spelling of each excluded operator (the edge name), whichever way the user wrote it, so that every
+        # flow (lower(), the recipes, the plain ExecuTorch one) stores the same compile spec in the .pte
+        self.neutron_spec = spec.replace(operators_not_to_delegate=resolve_excluded(spec.operators_not_to_delegate))
         registry.validate_delegation_options(self.neutron_spec.custom_delegation_options)
         self.delegation_spec = DelegationSpec(BACKEND_ID, self.neutron_spec.to_compile_specs())
         self.rejections: list[Rejection] = []

@@ -76,10 +76,13 @@ def _static(node: Node) -> bool:
     return True
 
 
-def _zero_dim(node: Node) -> bool:
-    """A 0-d (scalar) tensor among the node's inputs or outputs: a partition boundary of rank 0 does not run
-    (LiteRT's tensors are never 0-d), so such nodes stay on the CPU."""
-    vals = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
+def _zero_dim(node: Node, ctx: CheckContext) -> bool:
+    """A 0-d (scalar) activation among the node's inputs or outputs: a partition boundary of rank 0 does not run
+    (LiteRT's tensors are never 0-d), so such nodes stay on the CPU. 0-d constants (a scalar multiplier) are
+    baked into the flatbuffer and are fine."""
+    inputs = [a for a in node.all_input_nodes
+              if not (ctx.is_constant(a) or (qdq.is_dq(a) and ctx.is_constant(a.args[0])))]
+    vals = [node.meta.get("val")] + [a.meta.get("val") for a in inputs]
     for v in vals:
         for t in v if isinstance(v, (tuple, list)) else [v]:
             if isinstance(t, torch.Tensor) and t.dim() == 0:
@@ -180,14 +183,14 @@ def _decide_one(node: Node, ctx: CheckContext) -> Rejection | None:
         return reject("no Neutron kernel for this operator" + (f" (part of {origin})" if origin else ""))
     if not _static(node):
         return reject("dynamic shape: Neutron needs static shapes", "export with static shapes")
-    if _zero_dim(node):
-        return reject("0-d (scalar) tensor: Neutron partitions take tensors of rank 1 or more",
-                      "reshape the scalar to shape (1,) in the model if it should run on the NPU")
     if _constant_only(node, ctx):
         return reject("it computes on constants only (nothing to run per inference): fold it before export")
     reason = _int8_reason(node, ctx)
     if reason:
         return reject(f"{NOT_INT8}: {reason}")
+    if _zero_dim(node, ctx):
+        return reject("0-d (scalar) tensor: Neutron partitions take tensors of rank 1 or more",
+                      "reshape the scalar to shape (1,) in the model if it should run on the NPU")
     failed = entry.check(node, ctx)
     if failed:
         return reject(*failed)
