@@ -114,6 +114,10 @@ CASES: dict[str, Case] = {
         "`$EXECUTORCH_NEUTRON_CACHE_DIR` is a file or read-only", "point it at a writable directory", 1,
         "point $EXECUTORCH_NEUTRON_CACHE_DIR at a writable directory", argv=RUN, child=True,
         env={"EXECUTORCH_NEUTRON_CACHE_DIR": "{d}/x.npy"}),
+    "cache_dir_read_only": Case(
+        "`$EXECUTORCH_NEUTRON_CACHE_DIR` is a read-only directory", "point it at a writable directory", 1,
+        "point $EXECUTORCH_NEUTRON_CACHE_DIR at a writable directory", argv=RUN, child=True,
+        env={"EXECUTORCH_NEUTRON_CACHE_DIR": "/sys/kernel"}),  # sysfs: not writable, even for root (tests run as root)
     "lower_from_two_threads": Case(
         "`lower()` from two threads at once", "nothing: the calls are serialized", 0, "2 lowered",
         script=("import sys, threading, torch; sys.path.insert(0, '{d}'); import model; "
