@@ -309,7 +309,8 @@ def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
                 tests.append((got - zp).ravel())
         d = np.concatenate(diffs)
         note = "a boundary matched several quantize nodes; the first was used" if ambiguous else ""
-        ops = _op_stats(payload, [[seen[ins[k]][0].numpy() for k in h.input_args] for seen in captured],
+        ops = _op_stats(module.processed_bytes, payload,
+                        [[seen[ins[k]][0].numpy() for k in h.input_args] for seen in captured],
                         op_keys[len(stats)], captured)
         stats.append(PartitionStats(tag.tag, int(d.max()) if d.size else 0, float(d.mean()) if d.size else 0.0,
                                     sqnr(np.concatenate(refs), np.concatenate(tests)), note, ops))
@@ -340,26 +341,20 @@ def _logical(value: np.ndarray, shape: tuple, opcode) -> np.ndarray | None:
     return value if value.shape == tuple(shape) else None
 
 
-def _op_stats(payload, inputs_per_sample: list[list[np.ndarray]], op_keys: dict, captured: list[dict]) -> list[OpStats]:
+def _op_stats(blob: bytes, payload, inputs_per_sample: list[list[np.ndarray]], op_keys: dict,
+              captured: list[dict]) -> list[OpStats]:
     """Every op output of the partition's TFLite (LiteRT keeps intermediates) vs the quantized model's value."""
     from ai_edge_litert import schema_py_generated as schema
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    from .tflite.layout import to_channels_last
+    from .runtime.executor import run_reference_payload
 
     tflite = payload.tflite
     model = schema.ModelT.InitFromPackedBuf(bytearray(tflite), 0)
     graph = model.subgraphs[0]
     names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
-    h = payload.header
     per_op: dict[int, list[np.ndarray]] = {}
     for sample, seen in zip(inputs_per_sample, captured):
-        it = Interpreter(model_content=tflite, experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
-                         experimental_preserve_all_tensors=True)
-        it.allocate_tensors()
-        for i, detail in enumerate(it.get_input_details()):
-            it.set_tensor(detail["index"], to_channels_last(sample[i], h.input_formats[i]))
-        it.invoke()
+        _, it = run_reference_payload(blob, sample, keep_intermediates=True)
         for k, op in enumerate(graph.operators):
             t = op.outputs[0]
             name = graph.tensors[t].name.decode() if isinstance(graph.tensors[t].name, bytes) else graph.tensors[t].name

@@ -13,9 +13,8 @@ float (they run on the CPU).
 
 Before annotation (`transform_for_annotation`): linear+bn1d is folded (`fold_linear_batch_norm.py`; conv+bn is
 folded by `prepare_pt2e` itself, or rewritten for QAT by `prepare_qat_pt2e`), the ATen passes of
-`executorch_neutron.passes` run (conv1d->conv2d, pool1d->pool2d, mean over L -> 4D mean, div->mul,
-split->slices, matmul->bmm, no-op removal, rank-5 permutations -> rank 4, hardsigmoid -> conv + clamp,
-SiLU -> x * sigmoid(x), max-pool padding -> explicit pad, grouped conv -> per-group convs + cat), and the squeeze left by conv1d->conv2d is moved below the conv's batch norm / activation (`sink_squeeze.py`).
+`executorch_neutron.passes.ATEN_PASSES` run (each listed with its docstring in SUPPORTED_OPS.md), and the squeeze
+left by conv1d->conv2d is moved below the conv's batch norm / activation (`sink_squeeze.py`).
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ class _Program:
     outputs: list[dict]
 
 
-def _load_program(blob: bytes) -> _Program:
+def _load_program(blob: bytes, preserve_all_tensors: bool = False) -> _Program:
     try:
         payload = unpack(blob)
     except PayloadError as exc:
@@ -108,7 +108,8 @@ def _load_program(blob: bytes) -> _Program:
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     try:
-        interpreter = Interpreter(model_content=tflite, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+        interpreter = Interpreter(model_content=tflite, experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+                                  experimental_preserve_all_tensors=preserve_all_tensors)
         interpreter.allocate_tensors()
         inputs, outputs = interpreter.get_input_details(), interpreter.get_output_details()
     except Exception as exc:  # noqa: BLE001 - LiteRT reports malformed models with several exception types
@@ -223,13 +224,15 @@ class Executor:
         return self._by_digest[digest]
 
 
-def run_reference_payload(blob: bytes, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+def run_reference_payload(blob: bytes, inputs: Sequence[np.ndarray], keep_intermediates: bool = False):
     """Run a host-reference payload once on int8 arrays in PyTorch (logical) layout, one per Neutron input in
-    header order, and return its outputs in logical layout (numerics' per-partition comparison)."""
-    program = _load_program(blob)
+    header order (numerics' per-partition and per-op comparisons). Returns its outputs in logical layout, and with
+    `keep_intermediates` also the LiteRT interpreter, whose every tensor can then be read (`get_tensor(index)`)."""
+    program = _load_program(blob, preserve_all_tensors=keep_intermediates)
     header, interp = program.header, program.interpreter
     for i, detail in enumerate(program.inputs):
         interp.set_tensor(detail["index"], to_channels_last(np.asarray(inputs[i]), header.input_formats[i]))
     interp.invoke()
-    return [from_channels_last(interp.get_tensor(d["index"]), header.output_formats[j])
-            for j, d in enumerate(program.outputs)]
+    outputs = [from_channels_last(interp.get_tensor(d["index"]), header.output_formats[j])
+               for j, d in enumerate(program.outputs)]
+    return (outputs, interp) if keep_intermediates else outputs
