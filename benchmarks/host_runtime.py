@@ -12,20 +12,14 @@ and the ratio a/b. No pass/fail: the figures are for reading.
 from __future__ import annotations
 
 import argparse
-import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-
-def _median_seconds(fn, repeats: int) -> float:
-    fn()  # warm-up (builds the backend library / interpreter caches)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import median_seconds  # noqa: E402
 
 
 def main() -> None:
@@ -48,7 +42,7 @@ def main() -> None:
     print(result.report.summary_line())
 
     program = load(result.pte)
-    pte_s = _median_seconds(lambda: program.execute(inputs), args.repeats)
+    pte_s = median_seconds(lambda: program.execute(inputs), args.repeats)
 
     payloads = [unpack(b) for b in result.payloads.values()]
     biggest = max(payloads, key=lambda p: len(p.tflite))
@@ -63,7 +57,7 @@ def main() -> None:
         for d in interp.get_output_details():
             interp.get_tensor(d["index"])
 
-    litert_s = _median_seconds(litert_once, args.repeats)
+    litert_s = median_seconds(litert_once, args.repeats)
     print(f"model: mobilenet_v2_like {args.resolution}x{args.resolution}, {len(payloads)} partition(s), "
           f".pte {len(result.pte) / 1e6:.2f} MB, lowered in {lower_s:.1f} s")
     print(f"(a) .pte via host runtime     : {pte_s:.4f} s/inference (median of {args.repeats})")

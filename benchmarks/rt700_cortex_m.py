@@ -12,13 +12,17 @@ kernels and LiteRT reference kernels on this machine, not the device.
 from __future__ import annotations
 
 import argparse
-import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
 
 F = nn.functional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import median_seconds  # noqa: E402
 
 
 class KwsHead(nn.Module):
@@ -72,14 +76,6 @@ MODELS = {
 }
 
 
-def _median_seconds(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def _output_scale(quantized_model) -> float:
@@ -113,7 +109,7 @@ def main() -> None:
             floats[target] = sum(n for k, n in kernels.items() if not k.startswith(("cortex_m::",
                                                                                       "quantized_decomposed::")))
             program = load(result.pte)
-            run_s = _median_seconds(lambda: program.execute([x]), args.repeats)
+            run_s = median_seconds(lambda: program.execute([x]), args.repeats)
             got = program.execute([x])[0]
             with torch.no_grad():
                 ref = result.quantized_model(x)
