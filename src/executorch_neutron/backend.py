@@ -17,6 +17,7 @@ from .compile_spec import NeutronCompileSpec
 from .exported import partition_tag
 from .progress import emit
 from .npu import compile_partition
+from .npu.profile_map import handle_map
 from .ops.registry import CheckContext
 from .payload import Header
 from .convert import convert_program
@@ -43,7 +44,11 @@ class NeutronBackend(BackendDetails):
         compiled = compile_partition(converted.tflite, header, spec, name, converted.debug_handles)
         debug_map = compiled.debug_handle_map
         if debug_map is None:  # no profiling microcode: one entry per TFLite operator (what the host runs)
-            debug_map = {i: handles for i, handles in enumerate(converted.debug_handles)}
-            debug_map[len(debug_map)] = ()
+            debug_map = handle_map(converted.debug_handles)
         emit("partition", name=name)
         return PreprocessResult(processed_bytes=compiled.blob, debug_handle_map=debug_map)
+
+
+# The delegate id ExecuTorch stores in the .pte is the backend class's name; everything else reads it from here
+# (the host library registers the same name: neutron_host_backend.cpp, checked by tests/test_backend.py).
+BACKEND_ID = NeutronBackend.__name__

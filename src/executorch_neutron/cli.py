@@ -54,21 +54,13 @@ def _spec_options(args) -> dict:
     )
 
 
-def _check_target(name: str) -> str:
-    from .target import TARGETS
-
-    if name.lower() not in TARGETS:
-        raise UserError(f"unknown target {name!r}", f"valid targets: {', '.join(sorted(TARGETS))} "
-                                                    "(see `executorch-neutron targets`)")
-    return name.lower()
-
-
 def _lower(args):
     from tqdm import tqdm
 
     from . import lower
+    from .target import get_target
 
-    target = _check_target(args.target)
+    target = get_target(args.target).name  # an unknown name fails here, before the model is loaded
     model, inputs, bundled = load_model(args.model)
     check_inputs_fit(model, inputs)
     quantize = not args.qat
@@ -91,18 +83,6 @@ def _runtime_logs():
     finally:
         if buffer.getvalue().strip():
             logging.getLogger("executorch_neutron").debug("%s", buffer.getvalue().rstrip())
-
-
-def _runtime_hint(exc) -> tuple[str, int]:
-    """(hint, exit code) for a NeutronRuntimeError of `run` / `profile`."""
-    from .runtime import HostBuildError
-    from .runtime.validate import InvalidProgram
-
-    if isinstance(exc, HostBuildError):  # the machine, not the input
-        return "the host runtime library could not be built or loaded: see the message", EXIT_FAIL
-    if isinstance(exc, InvalidProgram):
-        return "the .pte is damaged: compile it again (`executorch-neutron compile ... -o FILE.pte`)", EXIT_BAD_INPUT
-    return "check the input files against `executorch-neutron report MODEL.pte`", EXIT_BAD_INPUT
 
 
 # --- commands ------------------------------------------------------------------------------------------------
@@ -157,14 +137,11 @@ def _pte_inputs(args) -> list:
 def _run(args) -> int:
     import numpy as np
 
-    from .runtime import NeutronRuntimeError, run
+    from .runtime import run
 
     inputs = _pte_inputs(args)
-    try:
-        with _runtime_logs():
-            outputs = run(args.pte, inputs, etdump=args.etdump)
-    except NeutronRuntimeError as exc:
-        raise UserError(str(exc), *_runtime_hint(exc)) from None
+    with _runtime_logs():  # a NeutronRuntimeError gets its hint in main()
+        outputs = run(args.pte, inputs, etdump=args.etdump)
     if args.etdump:
         print(f"wrote {args.etdump} (ETDump: `executorch-neutron profile` or executorch.devtools.Inspector)")
     save = Path(args.save_outputs) if args.save_outputs else None
@@ -187,7 +164,6 @@ def _run(args) -> int:
 
 def _profile(args) -> int:
     from .profiling import profile
-    from .runtime import NeutronRuntimeError
 
     if args.runs < 1:
         raise UserError(f"--runs {args.runs}: at least one run is needed", "pass --runs 10")
@@ -195,11 +171,8 @@ def _profile(args) -> int:
         raise UserError(f"no ETRecord at {args.etrecord}", "write one with `executorch-neutron compile ... --etrecord "
                                                           "FILE`")
     inputs = _pte_inputs(args)
-    try:
-        with _runtime_logs():
-            prof = profile(args.pte, inputs, runs=args.runs, etrecord=args.etrecord, etdump_path=args.etdump)
-    except NeutronRuntimeError as exc:
-        raise UserError(str(exc), *_runtime_hint(exc)) from None
+    with _runtime_logs():  # a NeutronRuntimeError gets its hint in main()
+        prof = profile(args.pte, inputs, runs=args.runs, etrecord=args.etrecord, etdump_path=args.etdump)
     print(prof)
     return EXIT_OK
 
@@ -393,20 +366,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _hint_for(exc: Exception) -> tuple[str | None, int]:
-    from .target import UnknownTargetError
+# The one hint table: (error class name, hint, exit code), most specific class first; matched along the error's
+# class hierarchy by name, so that an error of a stage not imported yet needs no import here.
+_HINTS = (
+    ("UnknownTargetError", "see `executorch-neutron targets`", EXIT_BAD_INPUT),
+    ("FileNotFoundError", "check the path", EXIT_BAD_INPUT),
+    ("HostBuildError", "the host runtime library could not be built or loaded: see the message", EXIT_FAIL),
+    ("InvalidProgram", "the .pte is damaged: compile it again (`executorch-neutron compile ... -o FILE.pte`)",
+     EXIT_BAD_INPUT),
+    ("NeutronRuntimeError", "check the input files against `executorch-neutron report MODEL.pte`", EXIT_BAD_INPUT),
+    ("LoweringError", "the model could not be exported or lowered; --verbose shows where", EXIT_BAD_INPUT),
+)
 
-    if isinstance(exc, UnknownTargetError):
-        return "see `executorch-neutron targets`", EXIT_BAD_INPUT
-    if isinstance(exc, FileNotFoundError):
-        return "check the path", EXIT_BAD_INPUT
-    name = type(exc).__name__
-    if name == "HostBuildError":
-        return "the host runtime library could not be built or loaded (see above)", EXIT_FAIL
-    if name == "LoweringError":
-        return "the model could not be exported or lowered; --verbose shows where", EXIT_BAD_INPUT
-    if name == "NeutronRuntimeError":
-        return "check the inputs against `executorch-neutron report MODEL.pte`", EXIT_BAD_INPUT
+
+def _hint_for(exc: Exception) -> tuple[str | None, int]:
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    for name, hint, code in _HINTS:
+        if name in names:
+            return hint, code
     return "--verbose shows the traceback", EXIT_FAIL
 
 

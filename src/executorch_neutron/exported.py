@@ -42,6 +42,29 @@ def partition_tag(program: ExportedProgram) -> str:
     return tags.most_common(1)[0][0] if tags else "neutron_partition"
 
 
+def lowered_modules(graph_module: torch.fx.GraphModule) -> dict:
+    """Delegate call node -> its `LoweredBackendModule`, in call order (ExecuTorch's `get_lowered_submodules`)."""
+    from executorch.exir.lowered_backend_module import get_lowered_submodules
+
+    return {node: module for _, module, node in get_lowered_submodules(graph_module)}
+
+
+def schema_args(node: torch.fx.Node) -> dict:
+    """A call's arguments by schema name, positional or keyword, defaults filled in (None where the schema has no
+    default), for an ATen or edge OpOverload: the one argument normalisation of the passes, checks and converters."""
+    op = node.target
+    schema = getattr(op, "_schema", None) or op._op._schema  # an edge op wraps its ATen OpOverload
+    out = {}
+    for i, a in enumerate(schema.arguments):
+        if i < len(node.args):
+            out[a.name] = node.args[i]
+        elif a.name in node.kwargs:
+            out[a.name] = node.kwargs[a.name]
+        else:
+            out[a.name] = a.default_value if a.has_default_value() else None
+    return out
+
+
 def op_name(target) -> str:
     """'aten.convolution.default' for an edge or ATen OpOverload (also out variants and custom ops)."""
     op = target if hasattr(target, "_schema") else getattr(target, "_op", target)  # edge ops wrap an OpOverload

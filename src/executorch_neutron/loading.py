@@ -171,15 +171,26 @@ def load_tensor(path: Path):
     return value
 
 
-def check_finite(sample: tuple, what: str) -> None:
-    """Refuse calibration data with NaN or Inf (the observers would fail with 'min nan should be less than max')."""
+FINITE_HINT = "calibration samples must be finite: clean or drop that sample"
+
+
+def non_finite(sample: tuple, what: str) -> str | None:
+    """'<what> (input i) holds NaN values' for the first input holding NaN or Inf, else None (the observers would
+    fail later with 'min nan should be less than max')."""
     import torch
 
     for i, x in enumerate(sample):
         if torch.is_floating_point(x) and not bool(torch.isfinite(x).all()):
             kinds = [k for k, bad in (("NaN", torch.isnan(x).any()), ("Inf", torch.isinf(x).any())) if bad]
-            raise UserError(f"{what} (input {i}) holds {' and '.join(kinds)} values",
-                            "calibration samples must be finite: clean or drop that sample")
+            return f"{what} (input {i}) holds {' and '.join(kinds)} values"
+    return None
+
+
+def check_finite(sample: tuple, what: str) -> None:
+    """Refuse calibration data with NaN or Inf."""
+    message = non_finite(sample, what)
+    if message:
+        raise UserError(message, FINITE_HINT)
 
 
 def random_samples(inputs: tuple, n: int, seed: int = 1) -> list[tuple]:

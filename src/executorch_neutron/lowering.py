@@ -106,10 +106,11 @@ def check_no_buffer_mutation(program) -> None:
 
 
 def _check_finite(sample: tuple, what: str) -> None:
-    for i, x in enumerate(sample):
-        if torch.is_floating_point(x) and not bool(torch.isfinite(x).all()):
-            raise LoweringError(f"{what} (input {i}) holds NaN or Inf values: calibration samples must be finite; "
-                                f"clean or drop that sample")
+    from .loading import FINITE_HINT, non_finite
+
+    message = non_finite(sample, what)
+    if message:
+        raise LoweringError(f"{message}: {FINITE_HINT}")
 
 
 def _warn_host_unrunnable(edge) -> None:

@@ -269,12 +269,12 @@ class _Capture(torch.fx.Interpreter):
 
 def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
     """Run every host-reference partition in LiteRT on the quantized model's values at its inputs."""
+    from .exported import lowered_modules
     from .payload import unpack
     from .runtime.executor import run_reference_payload
 
     gm = result.edge_program.exported_program().graph_module
-    lowered = [getattr(gm, n.target) for n in gm.graph.nodes
-               if n.op == "get_attr" and str(n.target).startswith("lowered_module")]
+    lowered = list(lowered_modules(gm).values())
     bounds = [_boundaries(m.original_module) for m in lowered]
     op_keys = [_op_keys(m.original_module) for m in lowered]
     keys = {k for ins, outs in bounds for k in ins + outs if k is not None}
@@ -328,14 +328,12 @@ def _op_keys(original) -> dict[str, tuple]:
     return keys
 
 
-def _logical(value: np.ndarray, shape: tuple, opcode) -> np.ndarray | None:
+def _logical(value: np.ndarray, shape: tuple, kind: str) -> np.ndarray | None:
     """An op output read from LiteRT in PyTorch's order: rank-4 values live channels-last inside a partition,
     except the result of a RESHAPE (a view is defined on PyTorch's order); None when the shape does not fit."""
-    from ai_edge_litert import schema_py_generated as schema
-
     from .tflite.layout import Layout, from_channels_last, physical_shape
 
-    if value.ndim == 4 and opcode.builtinCode != schema.BuiltinOperator.RESHAPE:
+    if value.ndim == 4 and kind != "RESHAPE":
         if value.shape == physical_shape(shape, Layout.CHANNELS_LAST):
             return from_channels_last(value)
     return value if value.shape == tuple(shape) else None
@@ -344,24 +342,20 @@ def _logical(value: np.ndarray, shape: tuple, opcode) -> np.ndarray | None:
 def _op_stats(blob: bytes, payload, inputs_per_sample: list[list[np.ndarray]], op_keys: dict,
               captured: list[dict]) -> list[OpStats]:
     """Every op output of the partition's TFLite (LiteRT keeps intermediates) vs the quantized model's value."""
-    from ai_edge_litert import schema_py_generated as schema
-
     from .runtime.executor import run_reference_payload
+    from .tflite.reader import op_name, read_model, tensor_name
 
-    tflite = payload.tflite
-    model = schema.ModelT.InitFromPackedBuf(bytearray(tflite), 0)
+    model = read_model(payload.tflite)
     graph = model.subgraphs[0]
-    names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
     per_op: dict[int, list[np.ndarray]] = {}
     for sample, seen in zip(inputs_per_sample, captured):
         _, it = run_reference_payload(blob, sample, keep_intermediates=True)
         for k, op in enumerate(graph.operators):
             t = op.outputs[0]
-            name = graph.tensors[t].name.decode() if isinstance(graph.tensors[t].name, bytes) else graph.tensors[t].name
-            key = op_keys.get(name)
+            key = op_keys.get(tensor_name(graph, t))
             if key is None or len(seen.get(key, ())) != 1:
                 continue  # no quantize node of its own (an inserted transpose, pad...) or ambiguous
-            got = _logical(it.get_tensor(t), seen[key][0].numpy().shape, model.operatorCodes[op.opcodeIndex])
+            got = _logical(it.get_tensor(t), seen[key][0].numpy().shape, op_name(model, op))
             want = seen[key][0].numpy()
             if got is None:
                 continue
@@ -369,10 +363,7 @@ def _op_stats(blob: bytes, payload, inputs_per_sample: list[list[np.ndarray]], o
     out = []
     for k, diffs in sorted(per_op.items()):
         op = graph.operators[k]
-        name = graph.tensors[op.outputs[0]].name
         d = np.concatenate(diffs)
-        out.append(OpStats(name.decode() if isinstance(name, bytes) else name,
-                           names.get(model.operatorCodes[op.opcodeIndex].builtinCode, "?"), int(d.max()),
-                           float(d.mean())))
+        out.append(OpStats(tensor_name(graph, op.outputs[0]), op_name(model, op), int(d.max()), float(d.mean())))
     return out
 

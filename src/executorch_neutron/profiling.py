@@ -22,8 +22,10 @@ from typing import Sequence
 
 import torch
 
+from .backend import BACKEND_ID
+
 DELEGATE_CALL = "DELEGATE_CALL"
-_DELEGATE_NAMES = {"NeutronBackend": "Neutron", "XnnpackBackend": "XNNPACK"}  # backend id -> row name
+_DELEGATE_NAMES = {BACKEND_ID: "Neutron", "XnnpackBackend": "XNNPACK"}  # backend id -> row name
 _LOAD_EVENTS = ("Method::init", "Program::load_method")
 
 

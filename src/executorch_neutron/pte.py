@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-NEUTRON_BACKEND_ID = "NeutronBackend"
+from .backend import BACKEND_ID
 
 
 class PteError(ValueError):
@@ -99,16 +99,10 @@ def _tensor_info(value) -> TensorInfo:
 
 
 def _tflite_ops(tflite: bytes) -> dict[str, int]:
-    from ai_edge_litert import schema_py_generated as schema
+    from .tflite.reader import op_name, read_model
 
-    model = schema.ModelT.InitFromPackedBuf(bytearray(tflite), 0)
-    names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
-    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in model.operatorCodes]
-    ops = Counter()
-    for sub in model.subgraphs:
-        for op in sub.operators:
-            ops[names.get(codes[op.opcodeIndex], str(codes[op.opcodeIndex]))] += 1
-    return dict(ops)
+    model = read_model(tflite)
+    return dict(Counter(op_name(model, op) for sub in model.subgraphs for op in sub.operators))
 
 
 def _delegate(index: int, delegate, blob: bytes) -> DelegateInfo:
@@ -120,7 +114,7 @@ def _delegate(index: int, delegate, blob: bytes) -> DelegateInfo:
         except (UnicodeDecodeError, json.JSONDecodeError):
             specs[cs.key] = value.hex()
     info = DelegateInfo(index, delegate.id, len(blob), specs)
-    if delegate.id != NEUTRON_BACKEND_ID:
+    if delegate.id != BACKEND_ID:
         return info
     from .payload import PayloadError, unpack
 

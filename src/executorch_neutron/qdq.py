@@ -22,12 +22,28 @@ QUANTIZE = Q_PER_TENSOR | Q_PER_CHANNEL
 DEQUANTIZE = DQ_PER_TENSOR | DQ_PER_CHANNEL
 
 
+# the ATen OpOverloads the edge ops wrap: decisions taken before decomposition (ops_to_not_decompose) see these
+ATEN_QUANTIZE = {op._op for op in QUANTIZE}
+ATEN_DEQUANTIZE = {op._op for op in DEQUANTIZE}
+_DQ_PER_TENSOR_ANY = DQ_PER_TENSOR | {op._op for op in DQ_PER_TENSOR}
+
+
+def _calls(node, targets) -> bool:
+    return isinstance(node, Node) and node.op == "call_function" and node.target in targets
+
+
 def is_q(node) -> bool:
-    return isinstance(node, Node) and node.op == "call_function" and node.target in QUANTIZE
+    """A quantize node (per tensor or per channel), in the edge dialect or in ATen."""
+    return _calls(node, QUANTIZE) or _calls(node, ATEN_QUANTIZE)
 
 
 def is_dq(node) -> bool:
-    return isinstance(node, Node) and node.op == "call_function" and node.target in DEQUANTIZE
+    """A dequantize node (per tensor or per channel), in the edge dialect or in ATen."""
+    return _calls(node, DEQUANTIZE) or _calls(node, ATEN_DEQUANTIZE)
+
+
+def is_dq_per_tensor(node) -> bool:
+    return _calls(node, _DQ_PER_TENSOR_ANY)
 
 
 def is_qdq(node) -> bool:

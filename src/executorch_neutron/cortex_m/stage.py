@@ -118,7 +118,9 @@ def prepare_leftovers(edge, spec: NeutronCompileSpec, cpu_nodes) -> tuple[list, 
 
 
 def _is_marked(node) -> bool:
-    info = (node.meta.get("custom") or {}).get("_arm_annotation_info")
+    from executorch.backends.arm.common.annotation_meta import ArmAnnotationInfo
+
+    info = (node.meta.get("custom") or {}).get(ArmAnnotationInfo.CUSTOM_META_KEY)
     return bool(info and info.get("quantized"))
 
 

@@ -26,6 +26,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 from ..payload.format import MICROCODE_MAGIC
+from ..tflite.reader import opcode_name, read_model
 from .errors import ConvertedModelError
 
 CUSTOM_CODE = "NeutronGraph"
@@ -146,7 +147,7 @@ def _parse(model_bytes: bytes, name: str) -> schema.ModelT:
             f"(no TFL3 identifier)"
         )
     try:
-        return schema.ModelT.InitFromPackedBuf(data, 0)
+        return read_model(data)
     except Exception as exc:  # noqa: BLE001 - any parse failure means a malformed flatbuffer
         raise ConvertedModelError(f"partition {name!r}: cannot parse the converted TFLite: {exc}") from exc
 
@@ -155,13 +156,7 @@ def _custom_code(model: schema.ModelT, op: schema.OperatorT, name: str) -> str:
     codes = model.operatorCodes or []
     if not 0 <= op.opcodeIndex < len(codes):
         raise ConvertedModelError(f"partition {name!r}: operator code index {op.opcodeIndex} is out of range")
-    oc = codes[op.opcodeIndex]
-    builtin = max(oc.builtinCode, oc.deprecatedBuiltinCode)
-    if builtin != schema.BuiltinOperator.CUSTOM:
-        names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
-        return names.get(builtin, str(builtin))
-    code = oc.customCode
-    return code.decode(errors="replace") if isinstance(code, (bytes, bytearray)) else str(code or "")
+    return opcode_name(codes[op.opcodeIndex])
 
 
 def _constant(model: schema.ModelT, subgraph: schema.SubGraphT, raw: bytes, index: int, role: str, name: str,

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ai_edge_litert import schema_py_generated as schema
+from ..tflite.reader import op_name, read_model, tensor_name
 
 _BLOCK = re.compile(r'NeutronOperator\s+"?subgraph_(\d+)"?\s*:')
 _SECTION = re.compile(r"Name:\s*subgraph_(\d+)\b")
@@ -141,13 +141,8 @@ def _sections(console: str) -> dict[int, tuple[list[str], list[str]]]:
 
 def tflite_ops(tflite: bytes) -> list[TfliteOp]:
     """Our partition TFLite's operators with their tensor names (constant inputs left out)."""
-    model = schema.ModelT.InitFromPackedBuf(bytes(tflite), 0)
+    model = read_model(tflite)
     sg = model.subgraphs[0]
-    builtin_names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
-
-    def name(i: int) -> str:
-        raw = sg.tensors[i].name
-        return raw.decode(errors="replace") if isinstance(raw, (bytes, bytearray)) else str(raw)
 
     def constant(i: int) -> bool:
         b = sg.tensors[i].buffer
@@ -155,10 +150,10 @@ def tflite_ops(tflite: bytes) -> list[TfliteOp]:
 
     ops = []
     for op in sg.operators or []:
-        oc = model.operatorCodes[op.opcodeIndex]
-        kind = builtin_names.get(max(oc.builtinCode, oc.deprecatedBuiltinCode), "CUSTOM")
-        ins = tuple(name(int(i)) for i in (op.inputs if op.inputs is not None else []) if i >= 0 and not constant(int(i)))
-        outs = tuple(name(int(i)) for i in (op.outputs if op.outputs is not None else []))
+        kind = op_name(model, op)
+        ins = tuple(tensor_name(sg, int(i)) for i in (op.inputs if op.inputs is not None else [])
+                    if i >= 0 and not constant(int(i)))
+        outs = tuple(tensor_name(sg, int(i)) for i in (op.outputs if op.outputs is not None else []))
         ops.append(TfliteOp(kind, ins, outs))
     return ops
 
@@ -193,6 +188,14 @@ def match_kernel(kernel: Kernel, ops: Sequence[TfliteOp]) -> tuple[int, ...]:
     return tuple(candidates) if len(candidates) == 1 else ()
 
 
+def handle_map(per_unit: Sequence[Sequence[int]]) -> dict[int, tuple[int, ...]]:
+    """The debug handle map ExecuTorch stores: unit i (a kernel, or a TFLite operator on the host) -> its edge
+    debug handles, plus one last key with no handles that stands for the profile dump itself."""
+    out = {i: tuple(handles) for i, handles in enumerate(per_unit)}
+    out[len(out)] = ()
+    return out
+
+
 def debug_handle_map(console: str, tflite: bytes,
                      op_debug_handles: Sequence[tuple[int, ...]]) -> dict[int, tuple[int, ...]]:
     """Kernel index -> edge debug handles, plus a last key () for the profile dump; {} when no kernel is found."""
@@ -200,12 +203,11 @@ def debug_handle_map(console: str, tflite: bytes,
     if not kernels:
         return {}
     ops = tflite_ops(tflite)
-    out: dict[int, tuple[int, ...]] = {}
-    for index, kernel in enumerate(kernels):
+    per_kernel = []
+    for kernel in kernels:
         handles = set()
         for op in match_kernel(kernel, ops):
             if op < len(op_debug_handles):
                 handles.update(op_debug_handles[op])
-        out[index] = tuple(sorted(handles))
-    out[len(kernels)] = ()
-    return out
+        per_kernel.append(sorted(handles))
+    return handle_map(per_kernel)

@@ -7,29 +7,15 @@ from typing import Any
 import torch
 from torch.fx import Node
 
-
-def _schema(target):
-    schema = getattr(target, "_schema", None)  # ATen OpOverload (its `_op` is the C++ builtin)
-    return schema if schema is not None else target._op._schema  # edge op
+from ..exported import schema_args
 
 
 class NodeArgs(dict):
-    """Arguments of a call_function node by schema name, defaults filled in."""
+    """Arguments of a call_function node by schema name, defaults filled in (`exported.schema_args`)."""
 
     def __init__(self, node: Node):
-        super().__init__()
+        super().__init__(schema_args(node))
         self.node = node
-        schema = _schema(node.target)
-        for i, arg in enumerate(schema.arguments):
-            if i < len(node.args):
-                value = node.args[i]
-            elif arg.name in node.kwargs:
-                value = node.kwargs[arg.name]
-            elif arg.has_default_value():
-                value = arg.default_value
-            else:
-                value = None
-            self[arg.name] = value
 
     # shapes -------------------------------------------------------------------------------------------------
     @staticmethod

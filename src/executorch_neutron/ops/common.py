@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import qdq
+from ..qdq import is_dq, is_dq_per_tensor, is_q  # noqa: F401 - the op families import them from here
 from .fusion import result_node
 from .registry import Constraint
 
@@ -46,24 +47,6 @@ def batch_one(of: str = "self") -> Constraint:
         return None if n == 1 else f"batch {n}: Neutron supports batch 1"
 
     return Constraint("batch size 1", check)
-
-
-def is_dq(node) -> bool:
-    """A dequantize node, in the edge dialect or (for decisions taken before decomposition) in ATen."""
-    return qdq.is_dq(node) or (getattr(node, "op", None) == "call_function" and node.target in _ATEN_DQ)
-
-
-def is_q(node) -> bool:
-    return qdq.is_q(node) or (getattr(node, "op", None) == "call_function" and node.target in _ATEN_Q)
-
-
-_ATEN_DQ = {getattr(op, "_op", op) for op in qdq.DEQUANTIZE}
-_ATEN_Q = {getattr(op, "_op", op) for op in qdq.QUANTIZE}
-_ATEN_DQ_PER_TENSOR = {getattr(op, "_op", op) for op in qdq.DQ_PER_TENSOR}
-
-
-def is_dq_per_tensor(node) -> bool:
-    return is_dq(node) and (node.target in qdq.DQ_PER_TENSOR or node.target in _ATEN_DQ_PER_TENSOR)
 
 
 def is_int8_constant(node, ctx) -> bool:

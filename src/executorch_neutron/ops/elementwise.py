@@ -149,7 +149,7 @@ def _static_divisor(a, ctx):
     d = a["other"]
     if not isinstance(d, Node):
         return None
-    if ctx.is_constant(d) or (is_dq(d) and ctx.is_constant(d.args[0])):
+    if ctx.is_constant_operand(d):
         val = (d if ctx.is_constant(d) else d.args[0]).meta.get("val")
         if val is not None and val.numel() > 1 and not ctx.allows("allow_float_constants"):
             return ("division by a constant tensor: its reciprocal would be requantized by the converter "

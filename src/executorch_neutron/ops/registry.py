@@ -45,6 +45,12 @@ class CheckContext:
             node.op == "get_attr" or (node.op == "placeholder" and node.name in self.constant_names)
         )
 
+    def is_constant_operand(self, node) -> bool:
+        """A constant, or the dequantize of one (a weight, a bias, a scalar baked into the flatbuffer)."""
+        from ..qdq import is_dq
+
+        return self.is_constant(node) or (is_dq(node) and self.is_constant(node.args[0]))
+
     @property
     def num_macs(self) -> int:
         return self.target.num_macs

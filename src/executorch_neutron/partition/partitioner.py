@@ -32,14 +32,13 @@ from .. import backend as _backend  # noqa: F401  (defines NeutronBackend for Ex
 from .. import qdq
 from ..compile_spec import NeutronCompileSpec
 from ..ops import registry
+from ..backend import BACKEND_ID
 from ..ops.fusion import result_node
 from ..ops.registry import CheckContext
 from ..progress import emit
 from .support import Rejection, decide, decide_aten, is_compute, resolve_excluded
 
 log = logging.getLogger("executorch_neutron")
-
-BACKEND_ID = "NeutronBackend"
 
 
 class _Support(OperatorSupportBase):
@@ -65,7 +64,6 @@ class NeutronPartitioner(Partitioner):
 
     def ops_to_not_decompose(self, ep: ExportedProgram):
         ctx = CheckContext.for_program(self.neutron_spec, ep)
-        aten_dq = {q._op for q in qdq.DEQUANTIZE}
         always, if_delegated = registry.preserved_ops("always"), registry.preserved_ops("if_delegated")
 
         def keep(node: Node) -> bool:
@@ -73,7 +71,7 @@ class NeutronPartitioner(Partitioner):
                 return False
             if node.target in always:  # the CPU has a kernel too (linear.out): keep even when excluded
                 weight = node.args[1] if len(node.args) > 1 else None
-                return isinstance(weight, Node) and weight.target in aten_dq
+                return isinstance(weight, Node) and weight.target in qdq.ATEN_DEQUANTIZE
             rejection = decide_aten(node, ctx)  # refuses excluded operators too
             if rejection is not None:
                 self._refused_before_decomposition[node.name] = Rejection(

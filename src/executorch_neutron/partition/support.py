@@ -80,8 +80,7 @@ def _zero_dim(node: Node, ctx: CheckContext) -> bool:
     """A 0-d (scalar) activation among the node's inputs or outputs: a partition boundary of rank 0 does not run
     (LiteRT's tensors are never 0-d), so such nodes stay on the CPU. 0-d constants (a scalar multiplier) are
     baked into the flatbuffer and are fine."""
-    inputs = [a for a in node.all_input_nodes
-              if not (ctx.is_constant(a) or (qdq.is_dq(a) and ctx.is_constant(a.args[0])))]
+    inputs = [a for a in node.all_input_nodes if not ctx.is_constant_operand(a)]
     vals = [node.meta.get("val")] + [a.meta.get("val") for a in inputs]
     for v in vals:
         for t in v if isinstance(v, (tuple, list)) else [v]:
@@ -116,7 +115,7 @@ def _left_in_float(op: str) -> bool:
 
 def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
     for arg in node.all_input_nodes:
-        if ctx.is_constant(arg) or (qdq.is_dq(arg) and ctx.is_constant(arg.args[0])):
+        if ctx.is_constant_operand(arg):
             continue  # weights and int32 biases: the op's own checks decide
         if not qdq.is_dq(arg):
             if not ctx.quantized_model:
@@ -126,7 +125,7 @@ def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
                 return (f"it is part of {origin}, which is not in the Neutron operator table: NeutronQuantizer "
                         "leaves it in float and ExecuTorch decomposed it into CPU operators")
             return f"input {arg.name} is float (no dequantize node): it is computed in float on the CPU"
-        if arg.target in qdq.DQ_PER_TENSOR and arg.args[5] != torch.int8:
+        if qdq.per_tensor_kind(arg) == "dq" and arg.args[5] != torch.int8:
             return f"input {arg.name} is {arg.args[5]}, Neutron computes int8"
     out = result_node(node)
     if not out.users:
@@ -134,14 +133,14 @@ def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
     for user in out.users:
         if not qdq.is_q(user):
             return f"output is not quantized to int8 (used by {user.name} without a quantize node)"
-        if user.target in qdq.Q_PER_TENSOR and user.args[5] != torch.int8:
+        if qdq.per_tensor_kind(user) == "q" and user.args[5] != torch.int8:
             return f"output is quantized to {user.args[5]}, Neutron computes int8"
     return None
 
 
 def _constant_only(node: Node, ctx: CheckContext) -> bool:
     inputs = node.all_input_nodes
-    return bool(inputs) and all(ctx.is_constant(a) or (qdq.is_dq(a) and ctx.is_constant(a.args[0])) for a in inputs)
+    return bool(inputs) and all(ctx.is_constant_operand(a) for a in inputs)
 
 
 def decide(graph: Graph, ctx: CheckContext) -> dict[Node, Rejection | None]:
@@ -169,7 +168,7 @@ def decide(graph: Graph, ctx: CheckContext) -> dict[Node, Rejection | None]:
     return decisions
 
 
-def _decide_one(node: Node, ctx: CheckContext) -> Rejection | None:
+def _decide_one(node: Node, ctx: CheckContext, lookup=registry.lookup) -> Rejection | None:
     name = registry.op_name(node.target)
 
     def reject(reason, hint=None):
@@ -177,7 +176,7 @@ def _decide_one(node: Node, ctx: CheckContext) -> Rejection | None:
 
     if excluded(name, ctx.spec):
         return reject("excluded by operators_not_to_delegate")
-    entry = registry.lookup(node.target)
+    entry = lookup(node.target)
     if entry is None:
         origin = source_op(node)
         return reject("no Neutron kernel for this operator" + (f" (part of {origin})" if origin else ""))
@@ -198,20 +197,6 @@ def _decide_one(node: Node, ctx: CheckContext) -> Rejection | None:
 
 
 def decide_aten(node: Node, ctx: CheckContext) -> Rejection | None:
-    """The decision for an ATen node before decomposition (used to keep ops like prelu only when delegated):
-    the same registry checks, with int8 recognised on ATen quantize/dequantize nodes."""
-    from ..ops.common import is_dq, is_q
-
-    name = registry.op_name(node.target)
-    entry = registry.lookup_aten(node.target)
-    if entry is None or excluded(name, ctx.spec):
-        return Rejection(node.name, name, "not delegated")
-    if not _static(node):
-        return Rejection(node.name, name, "dynamic shape")
-    for arg in node.all_input_nodes:
-        if not ctx.is_constant(arg) and not is_dq(arg):
-            return Rejection(node.name, name, f"input {arg.name} is not quantized")
-    if not node.users or not all(is_q(u) for u in node.users):
-        return Rejection(node.name, name, "output is not quantized")
-    failed = entry.check(node, ctx)
-    return None if failed is None else Rejection(node.name, name, *failed)
+    """The decision for an ATen node before decomposition (used to keep ops like prelu only when delegated): the
+    same decision as for its edge node (int8 is recognised on ATen quantize/dequantize nodes too)."""
+    return _decide_one(node, ctx, registry.lookup_aten)

@@ -5,19 +5,17 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
+from ..exported import schema_args
+
 _KEEP_META = ("nn_module_stack", "stack_trace", "source_fn_stack", "torch_fn", "custom")
 
 
 def arg(node: Node, name: str):
-    """Argument `name` of an aten call, positional or keyword, with the schema default."""
-    for i, a in enumerate(node.target._schema.arguments):
-        if a.name == name:
-            if i < len(node.args):
-                return node.args[i]
-            if name in node.kwargs:
-                return node.kwargs[name]
-            return a.default_value if a.has_default_value() else None
-    raise KeyError(f"{node.target} has no argument {name!r}")
+    """Argument `name` of an aten call, positional or keyword, with the schema default (`exported.schema_args`)."""
+    args = schema_args(node)
+    if name not in args:
+        raise KeyError(f"{node.target} has no argument {name!r}")
+    return args[name]
 
 
 def constant(gm: GraphModule, node: object) -> torch.Tensor | None:

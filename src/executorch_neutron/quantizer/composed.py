@@ -31,6 +31,7 @@ from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
 
 from ..target import NeutronTarget
 from .neutron_quantizer import NeutronQuantizer
+from .patterns import is_annotated
 
 #: node.meta key set on nodes annotated by the Cortex-M quantizer (the report's "Cortex-M" reasons use it)
 QUANTIZED_BY = "executorch_neutron_quantized_by"
@@ -79,7 +80,7 @@ class NeutronCortexMQuantizer(Quantizer):
         from executorch.backends.cortex_m.quantizer.pattern_matcher import PatternMatcher
 
         self.neutron.annotate(model)
-        neutron_nodes = {n for n in model.graph.nodes if _annotated(n)}
+        neutron_nodes = {n for n in model.graph.nodes if is_annotated(n)}
         for n in neutron_nodes:
             _mark_quantized_for_cortex_m(n)
         # The Cortex-M pattern matcher skips nodes already matched; its shared-qspec step skips annotated ones.
@@ -94,7 +95,7 @@ class NeutronCortexMQuantizer(Quantizer):
             del n.meta[Q_ANNOTATION_KEY]
         for n in model.graph.nodes:
             n.meta.pop(PatternMatcher.Q_PATTERN_MATCHED_KEY, None)
-            if _annotated(n) and n not in neutron_nodes:
+            if is_annotated(n) and n not in neutron_nodes:
                 n.meta[QUANTIZED_BY] = "cortex_m"
         share_boundary_qparams(model)
         return model
@@ -118,11 +119,6 @@ def _mark_quantized_for_cortex_m(node: Node) -> None:
         node.meta["custom"] = custom
 
 
-def _annotated(node: Node) -> bool:
-    ann = node.meta.get(Q_ANNOTATION_KEY)
-    return ann is not None and ann._annotated
-
-
 def share_boundary_qparams(model: GraphModule) -> None:
     """Tie each annotated input edge to its producer's observed output, so a tensor has one set of qparams.
 
@@ -130,13 +126,12 @@ def share_boundary_qparams(model: GraphModule) -> None:
     or already shared, and weights/biases (get_attr producers are never annotated) are left alone.
     """
     for node in model.graph.nodes:
-        ann = node.meta.get(Q_ANNOTATION_KEY)
-        if ann is None or not ann._annotated:
+        if not is_annotated(node):
             continue
+        ann = node.meta[Q_ANNOTATION_KEY]
         for producer, spec in list(ann.input_qspec_map.items()):
             if spec is None or isinstance(spec, (SharedQuantizationSpec, FixedQParamsQuantizationSpec)):
                 continue
-            pann = producer.meta.get(Q_ANNOTATION_KEY)
-            if pann is None or not pann._annotated or pann.output_qspec is None:
+            if not is_annotated(producer) or producer.meta[Q_ANNOTATION_KEY].output_qspec is None:
                 continue
             ann.input_qspec_map[producer] = SharedQuantizationSpec(producer)

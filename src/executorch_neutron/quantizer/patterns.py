@@ -67,8 +67,7 @@ class AnnotationContext:
 
     def input_spec(self, arg: Node) -> QuantizationSpecBase:
         """Reuse the producer's output qparams when it has them, else observe with the activation spec."""
-        ann = arg.meta.get(Q_ANNOTATION_KEY)
-        if ann is not None and ann._annotated and ann.output_qspec is not None:
+        if is_annotated(arg) and arg.meta[Q_ANNOTATION_KEY].output_qspec is not None:
             return SharedQuantizationSpec(arg)
         return self.qconfig.activation
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..compile_spec import DEFAULT_PROFILE, NeutronCompileSpec
-from ..exported import constants, partition_tag
+from ..exported import constants, lowered_modules, partition_tag
 from ..partition.support import Rejection
 from . import macs as _macs
 from .html import to_html
@@ -248,11 +248,9 @@ class DelegationReport:
         program = edge.exported_program()
         gm = program.graph_module
         partitions = []
-        for node in gm.graph.nodes:
-            if node.op == "get_attr" and node.target.startswith("lowered_module"):
-                lowered = getattr(gm, node.target)
-                tag = partition_tag(lowered.original_module)
-                partitions.append(_partition(tag, lowered, partitioner.partition_tags.get(tag, [])))
+        for lowered in lowered_modules(gm).values():
+            tag = partition_tag(lowered.original_module)
+            partitions.append(_partition(tag, lowered, partitioner.partition_tags.get(tag, [])))
         by_name = {n.name: n for n in gm.graph.nodes}
         cpu_macs = {r.node: _macs.node_macs(by_name[r.node]) for r in partitioner.rejections if r.node in by_name}
         npu = sum(p.macs for p in partitions)
@@ -290,10 +288,8 @@ def _requantizations(gm) -> list[Requantization]:
 
 
 def _delegate_tag(gm, call) -> str:
-    lowered = call.args[0] if call.args else None
-    if getattr(lowered, "op", None) == "get_attr" and lowered.target.startswith("lowered_module"):
-        return partition_tag(getattr(gm, lowered.target).original_module)
-    return call.name
+    lowered = lowered_modules(gm).get(call)
+    return call.name if lowered is None else partition_tag(lowered.original_module)
 
 
 def _constant_bytes(program) -> int:

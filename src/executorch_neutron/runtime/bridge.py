@@ -12,13 +12,13 @@ import atexit
 import ctypes
 import threading
 
+from ..backend import BACKEND_ID
 from . import build
 from .errors import HostBuildError
 from .executor import INTERNAL, Arg, ExecutionError, Executor
 
 MAX_DIMS = 16
 ABI_VERSION = 1
-BACKEND_ID = "NeutronBackend"
 
 
 class HostTensor(ctypes.Structure):

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..payload import Header, PayloadError, unpack
 from ..tflite.layout import NCHW_TO_NHWC, NHWC_TO_NCHW, from_channels_last, to_channels_last
+from .dtypes import NUMPY_DTYPES
 
 # ExecuTorch error codes (runtime/core/error.h)
 INTERNAL, NOT_SUPPORTED, INVALID_ARGUMENT, INVALID_PROGRAM, DELEGATE_INCOMPATIBLE = 0x01, 0x10, 0x12, 0x23, 0x30
@@ -33,9 +34,6 @@ MICROCODE_REFUSAL = (
     "this .pte holds Neutron microcode for the device; lower without the eIQ Neutron SDK, or with "
     "`reference=True`, to run it on the host"
 )
-# ExecuTorch ScalarType code -> numpy dtype
-DTYPES = {0: np.uint8, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.int64, 5: np.float16, 6: np.float32,
-          7: np.float64, 11: np.bool_}
 NCHW, NHWC = (0, 1, 2, 3), NCHW_TO_NHWC  # dim orders
 
 
@@ -65,13 +63,13 @@ class Arg:
         """A writable array over the storage, axes in memory (dim) order; checks everything first."""
         if not self.is_tensor:
             raise ExecutionError(INVALID_PROGRAM, f"{what} is not a tensor")
-        if self.dtype not in DTYPES:
+        if self.dtype not in NUMPY_DTYPES:
             raise ExecutionError(NOT_SUPPORTED, f"{what} has ExecuTorch dtype code {self.dtype}, which the host "
                                                 f"runtime does not handle")
         if sorted(self.dim_order) != list(range(self.ndim)) or any(s < 0 for s in self.sizes):
             raise ExecutionError(INVALID_ARGUMENT, f"{what} has sizes {self.sizes} and an invalid dim order "
                                                    f"{self.dim_order}")
-        dtype = np.dtype(DTYPES[self.dtype])
+        dtype = NUMPY_DTYPES[self.dtype]
         numel = math.prod(self.sizes)
         if self.nbytes != numel * dtype.itemsize:
             raise ExecutionError(INVALID_ARGUMENT, f"{what} holds {self.nbytes} bytes but sizes {self.sizes} of "

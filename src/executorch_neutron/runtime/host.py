@@ -21,6 +21,7 @@ import torch
 
 from ..atomic import replacing
 from . import bridge
+from .dtypes import torch_dtype
 from .errors import NeutronRuntimeError
 from .validate import check_program
 
@@ -128,10 +129,6 @@ def _check_cortex_m_kernels(pte, method: str) -> None:
             f"'imxrt700' to keep these ops as portable kernels, or run the .pte on the device")
 
 
-_TORCH_DTYPES = {0: torch.uint8, 1: torch.int8, 2: torch.int16, 3: torch.int32, 4: torch.int64, 5: torch.float16,
-                 6: torch.float32, 7: torch.float64, 11: torch.bool, 15: torch.bfloat16}
-
-
 def _check_inputs(meta, inputs: list) -> None:
     """Say precisely what is wrong with the inputs (ExecuTorch itself only returns an error code)."""
     if len(inputs) != meta.num_inputs():
@@ -143,7 +140,7 @@ def _check_inputs(meta, inputs: list) -> None:
             continue  # not a tensor input
         if not isinstance(value, torch.Tensor):
             raise NeutronRuntimeError(f"input {i} must be a tensor, got {type(value).__name__}")
-        sizes, dtype = tuple(info.sizes()), _TORCH_DTYPES.get(int(info.dtype()))
+        sizes, dtype = tuple(info.sizes()), torch_dtype(int(info.dtype()))
         if tuple(value.shape) != sizes or (dtype is not None and value.dtype != dtype):
             raise NeutronRuntimeError(
                 f"input {i} is {value.dtype}{list(value.shape)} but the program was exported for "

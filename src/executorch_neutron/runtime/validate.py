@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import math
 
+from .dtypes import FLOAT_CODES, QUANT_RANGES
 from .errors import NeutronRuntimeError
 
-# ExecuTorch ScalarType codes the quantized kernels handle -> (min, max)
-QUANT_RANGES = {0: (0, 255), 1: (-128, 127), 2: (-(2**15), 2**15 - 1), 3: (-(2**31), 2**31 - 1), 27: (0, 2**16 - 1)}
-FLOAT_CODES = {5, 6, 7, 15}  # half, float, double, bfloat16
 _QUANT_OPS = ("quantized_decomposed::quantize_per_tensor", "quantized_decomposed::dequantize_per_tensor")
 _SCALAR_KIND = {"IntType": "Int", "FloatType": "Double", "BoolType": "Bool", "ScalarTypeType": "Int",
                 "TensorType": "Tensor", "StringType": "String"}
