@@ -29,7 +29,6 @@ def run_example(name: str, factory, calibration_samples: int = 8) -> int:
     calib = [inputs] + calibration(inputs, calibration_samples)  # synthetic: see the module docstring
     result = lower(model, inputs, calib, target=args.target, progress=tqdm)
     pte = result.save(args.out / f"{name}.pte")
-    result.report.pte_bytes = len(result.pte)
     html = result.report.save(args.out / f"{name}.html")
     print(result.report)
     outputs = run(result.pte, inputs)

@@ -90,7 +90,6 @@ def _runtime_logs():
 def _compile(args) -> int:
     result, *_ = _lower(args)
     path = result.save(args.output)
-    result.report.pte_bytes = len(result.pte)
     print(result.report)
     print(f"\nwrote {path} ({len(result.pte)} bytes); stage seconds: "
           + ", ".join(f"{k} {v:.2f}" for k, v in result.timings.items()))
@@ -260,7 +259,6 @@ def _demo(args) -> int:
     print(f"Lowering the bundled {args.model} for {args.target} ...")
     result = lower(model, inputs, calib, target=args.target)
     path = result.save(args.output)
-    result.report.pte_bytes = len(result.pte)
     print(result.report)
     print(f"\nwrote {path} ({len(result.pte)} bytes); stage seconds: "
           + ", ".join(f"{k} {v:.2f}" for k, v in result.timings.items()))

@@ -1,7 +1,8 @@
 """`lower()`: the one-call path model -> quantized -> partitioned -> .pte, returning a `LoweringResult`.
 
 It is the ExecuTorch-native flow (export, PT2E with NeutronQuantizer, to_edge_transform_and_lower with
-NeutronPartitioner, to_executorch) with timings, progress and a delegation report around it.
+NeutronPartitioner, the Cortex-M leftovers where the target has that core, to_executorch), its stages taken from
+`pipeline.py` (as the export recipes take theirs), with timings, progress and a delegation report around it.
 """
 
 from __future__ import annotations
@@ -18,14 +19,10 @@ import torch
 
 from .atomic import replacing, write_bytes
 from .compile_spec import NeutronCompileSpec
-from .target import get_target
+from .pipeline import LoweringError, assemble, resolve_spec
 
 log = logging.getLogger("executorch_neutron")
 _LOWER_LOCK = threading.Lock()  # torch.export and the PT2E passes are not thread-safe: one lower() at a time
-
-
-class LoweringError(RuntimeError):
-    """The model could not be lowered; the message says what was wrong and what to do."""
 
 
 @dataclass
@@ -198,28 +195,16 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
            spec_options) -> LoweringResult:
     from executorch.exir import to_edge_transform_and_lower
 
-    from .cortex_m import stage as cortex_m
-    from .partition import NeutronPartitioner
-    from .partition.support import resolve_excluded
     from .progress import listening
-    from .quantizer import quantizer_for
     from .report import DelegationReport
 
-    if spec is None:
-        spec = NeutronCompileSpec.coerce(spec, target=target or "imxrt700", **spec_options)
-    else:
-        if target is not None and get_target(target).name != spec.target:
-            raise LoweringError(f"target {target!r} conflicts with spec.target {spec.target!r}: pass one of them")
-        spec = spec.replace(**spec_options)
-    try:
-        spec = spec.replace(operators_not_to_delegate=resolve_excluded(spec.operators_not_to_delegate))
-    except ValueError as exc:
-        raise LoweringError(str(exc)) from None
+    spec = resolve_spec(target, spec, **spec_options)
+    pipeline = assemble(spec, quantizer)
     inputs = _as_tuple(inputs)
     if isinstance(model, torch.nn.Module) and not isinstance(model, torch.fx.GraphModule):
         model = copy.deepcopy(model).eval()  # calibration and eval() must not touch the caller's model
     timings: dict[str, float] = {}
-    core = cortex_m.cortex_m_core(spec)
+    core = pipeline.cortex_m_core
     stages = _Stages(progress, ["quantize"] * quantize_model + ["export", "partition + convert"]
                      + ["Cortex-M leftovers"] * bool(core) + ["to_executorch"])
 
@@ -230,8 +215,7 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
                         "with representative data for usable int8 accuracy")
             calibration_inputs = [inputs]
         t0 = time.perf_counter()
-        quantized = quantize(model, inputs, calibration_inputs, quantizer or quantizer_for(spec.target),
-                             progress)
+        quantized = quantize(model, inputs, calibration_inputs, pipeline.quantizer, progress)
         timings["quantize"] = time.perf_counter() - t0
         model = quantized
         stages.done()
@@ -245,18 +229,18 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
     timings["export"] = time.perf_counter() - t0
     stages.done()
 
-    partitioner = NeutronPartitioner(spec)
+    partitioner = pipeline.partitioner
     t0 = time.perf_counter()
     with listening(stages.partition_listener()):
         edge = to_edge_transform_and_lower(exported, partitioner=[partitioner], generate_etrecord=etrecord,
-                                           compile_config=cortex_m.edge_compile_config(spec))
+                                           compile_config=pipeline.edge_compile_config)
     timings["partition+convert"] = time.perf_counter() - t0
     stages.done()
 
     leftovers = None
     if core:  # Cortex-M stage: the NPU's leftovers become int8 cortex_m::* kernels
         t0 = time.perf_counter()
-        edge, leftovers = cortex_m.lower_leftovers(edge, spec, [r.node for r in partitioner.rejections])
+        edge, leftovers = pipeline.lower_leftovers(edge)
         timings["cortex_m"] = time.perf_counter() - t0
         stages.done()
 
@@ -268,6 +252,7 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
 
     _warn_host_unrunnable(edge)
     report = DelegationReport.build(exported, edge, partitioner, spec, leftovers)
+    report.pte_bytes = len(program.buffer)
     if not report.partitions:
         log.warning("nothing was delegated to Neutron: %s", report.summary_line())
     return LoweringResult(program.buffer, report, spec, quantized, edge, timings,

@@ -272,6 +272,7 @@ def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
     from .exported import lowered_modules
     from .payload import unpack
     from .runtime.executor import run_reference_payload
+    from .tflite.reader import read_model
 
     gm = result.edge_program.exported_program().graph_module
     lowered = list(lowered_modules(gm).values())
@@ -296,10 +297,12 @@ def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
             continue
         ambiguous = any(len(captured[0][k]) > 1 for k in ins + outs)
         h = payload.header
-        diffs, refs, tests = [], [], []
-        for seen in captured:
-            outputs = run_reference_payload(module.processed_bytes,
-                                            [seen[ins[k]][0].numpy() for k in h.input_args])
+        model = read_model(payload.tflite)
+        diffs, refs, tests, per_op = [], [], [], {}
+        for seen in captured:  # one run per sample: its outputs and (kept intermediates) every op's output
+            outputs, interpreter = run_reference_payload(
+                module.processed_bytes, [seen[ins[k]][0].numpy() for k in h.input_args], keep_intermediates=True)
+            _op_diffs(model, interpreter, op_keys[len(stats)], seen, per_op)
             for j, out in enumerate(outputs):
                 got = out.astype(np.int32)
                 want = seen[outs[h.output_args[j]]][0].numpy().astype(np.int32)
@@ -309,9 +312,7 @@ def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
                 tests.append((got - zp).ravel())
         d = np.concatenate(diffs)
         note = "a boundary matched several quantize nodes; the first was used" if ambiguous else ""
-        ops = _op_stats(module.processed_bytes, payload,
-                        [[seen[ins[k]][0].numpy() for k in h.input_args] for seen in captured],
-                        op_keys[len(stats)], captured)
+        ops = _op_rows(model, per_op)
         stats.append(PartitionStats(tag.tag, int(d.max()) if d.size else 0, float(d.mean()) if d.size else 0.0,
                                     sqnr(np.concatenate(refs), np.concatenate(tests)), note, ops))
     return stats
@@ -339,27 +340,26 @@ def _logical(value: np.ndarray, shape: tuple, kind: str) -> np.ndarray | None:
     return value if value.shape == tuple(shape) else None
 
 
-def _op_stats(blob: bytes, payload, inputs_per_sample: list[list[np.ndarray]], op_keys: dict,
-              captured: list[dict]) -> list[OpStats]:
-    """Every op output of the partition's TFLite (LiteRT keeps intermediates) vs the quantized model's value."""
-    from .runtime.executor import run_reference_payload
-    from .tflite.reader import op_name, read_model, tensor_name
+def _op_diffs(model, interpreter, op_keys: dict, seen: dict, per_op: dict[int, list[np.ndarray]]) -> None:
+    """Add one sample's |LiteRT - quantized model| of every op output of the partition's TFLite to `per_op`."""
+    from .tflite.reader import op_name, tensor_name
 
-    model = read_model(payload.tflite)
     graph = model.subgraphs[0]
-    per_op: dict[int, list[np.ndarray]] = {}
-    for sample, seen in zip(inputs_per_sample, captured):
-        _, it = run_reference_payload(blob, sample, keep_intermediates=True)
-        for k, op in enumerate(graph.operators):
-            t = op.outputs[0]
-            key = op_keys.get(tensor_name(graph, t))
-            if key is None or len(seen.get(key, ())) != 1:
-                continue  # no quantize node of its own (an inserted transpose, pad...) or ambiguous
-            got = _logical(it.get_tensor(t), seen[key][0].numpy().shape, op_name(model, op))
-            want = seen[key][0].numpy()
-            if got is None:
-                continue
+    for k, op in enumerate(graph.operators):
+        t = op.outputs[0]
+        key = op_keys.get(tensor_name(graph, t))
+        if key is None or len(seen.get(key, ())) != 1:
+            continue  # no quantize node of its own (an inserted transpose, pad...) or ambiguous
+        want = seen[key][0].numpy()
+        got = _logical(interpreter.get_tensor(t), want.shape, op_name(model, op))
+        if got is not None:
             per_op.setdefault(k, []).append(np.abs(got.astype(np.int32) - want.astype(np.int32)).ravel())
+
+
+def _op_rows(model, per_op: dict[int, list[np.ndarray]]) -> list[OpStats]:
+    from .tflite.reader import op_name, tensor_name
+
+    graph = model.subgraphs[0]
     out = []
     for k, diffs in sorted(per_op.items()):
         op = graph.operators[k]

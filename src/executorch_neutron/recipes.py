@@ -14,10 +14,9 @@ target recipe per SoC:
 quantization pass (`NeutronCortexMQuantizer`), Neutron partitions, then the leftovers as int8 `cortex_m::*`
 kernels. QAT: `NeutronRecipeType.QAT_INT8` (or `qat=True`) with `train_fn(prepared_model)`.
 
-A recipe is `lower()`'s pipeline expressed as ExecuTorch stages, built from the same pieces: the quantizer of
-`quantizer_for`, a `NeutronPartitioner` for the compile spec, `cortex_m.stage.edge_compile_config` and the
-Cortex-M leftover passes (`cortex_m.stage.prepare_leftovers`). Same options and calibration data give the same
-.pte bytes as `lower()` (tests/test_recipes.py).
+A recipe is `lower()`'s pipeline expressed as ExecuTorch stages, taken from the same assembly (`pipeline.py`:
+`resolve_spec`, then `assemble` gives the quantizer, the partitioner, the edge compile config and the Cortex-M
+leftover step). Same options and calibration data give the same .pte bytes as `lower()` (tests/test_recipes.py).
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ class NeutronRecipeType(RecipeType):
 
 
 def neutron_recipe(
-    target: str = "imxrt700",
+    target: str | None = None,
     *,
     qat: bool = False,
     spec: NeutronCompileSpec | None = None,
@@ -67,14 +66,12 @@ def neutron_recipe(
     calibration_inputs (a list of input tuples) or calibration_inputs_fn: PTQ calibration data; without either,
         ExecuTorch calibrates on the example inputs passed to `export`.
     train_fn: QAT only (required there): trains the prepared model in place (a few steps of your training loop).
-    spec / spec_options: NeutronCompileSpec or its fields (operators_not_to_delegate=..., reference=True, ...).
+    target / spec / spec_options: as for `lower()` (default target imxrt700; a target different from spec.target
+        is an error); spec options are NeutronCompileSpec's fields (operators_not_to_delegate=..., reference=True).
     """
-    from .cortex_m import stage as cortex_m
-    from .partition import NeutronPartitioner
-    from .quantizer import quantizer_for
+    from .pipeline import assemble, resolve_spec
 
-    spec = NeutronCompileSpec.coerce(spec, target=target, **spec_options) if spec is None else spec.replace(
-        **spec_options)
+    spec = resolve_spec(target, spec, **spec_options)
     if qat and train_fn is None:
         raise ValueError("a QAT recipe needs train_fn(prepared_model): the training loop that runs before convert")
     if calibration_inputs is not None and calibration_inputs_fn is not None:
@@ -82,23 +79,16 @@ def neutron_recipe(
     if calibration_inputs is not None:
         samples = [tuple(s) if isinstance(s, (tuple, list)) else (s,) for s in calibration_inputs]
         calibration_inputs_fn = lambda: samples  # noqa: E731
-    quantizer = quantizer_for(spec.target, is_qat=qat, per_channel=per_channel, observer=observer,
-                              modules_to_skip=modules_to_skip)
-    partitioner = NeutronPartitioner(spec)
-    transforms = None
-    if cortex_m.cortex_m_core(spec):
-        def cortex_m_leftovers(edge):  # EDGE_PROGRAM_MANAGER_TRANSFORM: after Neutron partitioning
-            return cortex_m.prepare_leftovers(edge, spec, [r.node for r in partitioner.rejections])[0]
-
-        transforms = [cortex_m_leftovers]
+    pipeline = assemble(spec, is_qat=qat, per_channel=per_channel, observer=observer,
+                        modules_to_skip=modules_to_skip)
     return ExportRecipe(
         name=f"neutron_{'qat' if qat else 'ptq'}_int8_{spec.target}",
         quantization_recipe=QuantizationRecipe(
-            quantizers=[quantizer], is_qat=qat, train_fn=train_fn if qat else None,
+            quantizers=[pipeline.quantizer], is_qat=qat, train_fn=train_fn if qat else None,
             calibration_inputs_fn=None if qat else calibration_inputs_fn),
         lowering_recipe=LoweringRecipe(
-            partitioners=[partitioner], edge_compile_config=cortex_m.edge_compile_config(spec),
-            edge_manager_transform_passes=transforms),
+            partitioners=[pipeline.partitioner], edge_compile_config=pipeline.edge_compile_config,
+            edge_manager_transform_passes=pipeline.edge_transforms()),
         strict=False,  # as lower(): torch.export in non-strict mode
     )
 

@@ -35,7 +35,6 @@ def split_report():
     x = torch.randn(1, 3, 6, 6)
     result = lower(ConvLinear().eval(), (x,), [(x,), (torch.randn(1, 3, 6, 6),)],
                    operators_not_to_delegate=("aten.linear.default",))
-    result.report.pte_bytes = len(result.pte)
     return result.report
 
 

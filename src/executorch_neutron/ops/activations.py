@@ -20,6 +20,7 @@ from ..tflite.builder import Quant, options
 from ..tflite.layout import Layout
 from .fusion import SUPPORTED_BOUNDS_TEXT, activation_bounds, activation_codes
 from .common import is_dq, is_dq_per_tensor, is_q, shared_quantization
+from .limits import ROWS
 from .registry import Constraint, constraint, register
 
 _aten = exir_ops.edge.aten
@@ -140,7 +141,7 @@ def convert_neg(ctx, a):
     ctx.builder.op(schema.BuiltinOperator.MUL, [x.tensor, minus_one], [out.tensor], options("MulOptionsT"))
 
 
-@constraint("rank 4, channels % {num_macs} == 0, flat size / channels <= 4096")
+@constraint(f"rank 4, channels % {{num_macs}} == 0, flat size / channels <= {ROWS}")
 def _prelu_shape(a, ctx):
     shape = a.shape("self")
     if len(shape) != 4:
@@ -149,8 +150,8 @@ def _prelu_shape(a, ctx):
     flat = math.prod(shape)
     if c % ctx.num_macs:
         return f"channels {c} not a multiple of {ctx.num_macs}"
-    if flat // c > 4096:
-        return f"flat size / channels = {flat // c} > 4096"
+    if flat // c > ROWS:
+        return f"flat size / channels = {flat // c} > {ROWS}"
     return None
 
 

@@ -17,6 +17,7 @@ from ..tflite.builder import Quant, options
 from ..tflite.layout import CONV_WEIGHT_PERM, OUT_LAST_WEIGHT_PERM, Layout, physical_shape
 from .common import is_int8_constant, quantize_bias, round_up, same_padding_matches
 from .fusion import fused_code
+from .limits import CONV_WEIGHT_SLOTS, TRANSPOSED_CONV_STRIDE
 from .registry import constraint, register
 
 
@@ -28,7 +29,7 @@ def _rank(a, ctx):
     return f"{r - 2}D {'transposed ' if a['transposed'] else ''}convolution: Neutron converts 1D and 2D convolutions"
 
 
-@constraint("transposed: groups 1, stride <= 2 and <= kernel, padding < kernel, output_padding <= padding, "
+@constraint(f"transposed: groups 1, stride <= {TRANSPOSED_CONV_STRIDE} and <= kernel, padding < kernel, output_padding <= padding, "
             "dilation 1")
 def _transposed(a, ctx):
     if not a["transposed"]:
@@ -37,8 +38,9 @@ def _transposed(a, ctx):
     s, p, op, d = (list(a[n]) for n in ("stride", "padding", "output_padding", "dilation"))
     if a["groups"] != 1:
         return f"transposed convolution with groups {a['groups']}: Neutron supports groups 1"
-    if any(x > 2 or x > kk for x, kk in zip(s, k)):
-        return f"transposed convolution stride {s} with kernel {list(k)}: stride must be <= 2 and <= kernel"
+    if any(x > TRANSPOSED_CONV_STRIDE or x > kk for x, kk in zip(s, k)):
+        return (f"transposed convolution stride {s} with kernel {list(k)}: stride must be <= {TRANSPOSED_CONV_STRIDE} "
+                f"and <= kernel")
     if any(x >= kk for x, kk in zip(p, k)):
         return f"transposed convolution padding {p} with kernel {list(k)}: padding must be < kernel"
     if any(o > x for o, x in zip(op, p)):
@@ -61,13 +63,15 @@ def _groups(a, ctx):
     return None if g in (1, c) else f"groups {g}: Neutron supports groups 1 or groups == input channels ({c})"
 
 
-@constraint("kernel_h * kernel_w * round_up(in_channels, {num_macs}) <= 65535")
+@constraint(f"kernel_h * kernel_w * round_up(in_channels, {{num_macs}}) <= {CONV_WEIGHT_SLOTS}")
 def _kernel_size(a, ctx):
     k = list(a.shape("weight")[2:])
     kh, kw = ([1] + k)[-2:]
     in_c = a.shape("input")[1]
     size = kh * kw * round_up(in_c, ctx.num_macs)
-    return None if size <= 65535 else f"kernel {kh}x{kw} with {in_c} input channels needs {size} > 65535 weight slots"
+    if size <= CONV_WEIGHT_SLOTS:
+        return None
+    return f"kernel {kh}x{kw} with {in_c} input channels needs {size} > {CONV_WEIGHT_SLOTS} weight slots"
 
 
 CONSTRAINTS = (_rank, _constant_weights, _groups, _transposed, _kernel_size)

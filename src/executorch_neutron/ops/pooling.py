@@ -14,6 +14,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from ..tflite.builder import options
 from ..tflite.layout import Layout, physical_axis
 from .common import batch_one, channels_multiple, same_padding_matches, shared_quantization
+from .limits import POOL_STRIDES, one_of
 from .registry import constraint, documented_only, register
 
 _aten = exir_ops.edge.aten
@@ -46,10 +47,10 @@ def _dilation(a, ctx):
     return None if d == [1, 1] else f"dilation {d}: Neutron supports dilation 1"
 
 
-@constraint("stride 1 or 2")
+@constraint(f"stride {one_of(POOL_STRIDES)}")
 def _stride(a, ctx):
     s = _pair(a["stride"], a["kernel_size"])
-    return None if all(x in (1, 2) for x in s) else f"stride {s}: Neutron supports stride 1 or 2"
+    return None if all(x in POOL_STRIDES for x in s) else f"stride {s}: Neutron supports stride {one_of(POOL_STRIDES)}"
 
 
 @constraint("count_include_pad False (or no padding)")

@@ -12,6 +12,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from ..tflite.builder import options
 from ..tflite.layout import Layout
 from .common import shared_quantization
+from .limits import UPSAMPLE_SCALES, one_of
 from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
@@ -31,13 +32,13 @@ def _up_channels(a, ctx):
     return None if c % ctx.num_macs == 0 else f"channels {c} not a multiple of {ctx.num_macs}"
 
 
-@constraint("H scale == W scale, 2 or 4")
+@constraint(f"H scale == W scale, {one_of(UPSAMPLE_SCALES)}")
 def _up_scale(a, ctx):
     if len(a.shape("input")) != 4:
         return f"rank {len(a.shape('input'))}: upsampling needs a rank-4 input"
     sh, sw = _scales(a)
-    if sh != sw or sh not in (2.0, 4.0):
-        return f"scales H {sh:g}, W {sw:g}: Neutron upsamples by 2 or 4, equal in H and W"
+    if sh != sw or sh not in UPSAMPLE_SCALES:
+        return f"scales H {sh:g}, W {sw:g}: Neutron upsamples by {one_of(UPSAMPLE_SCALES)}, equal in H and W"
     return None
 
 

@@ -15,6 +15,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from ..tflite.builder import options
 from ..tflite.layout import Layout, logical_perm_to_physical, physical_axis, physical_shape, to_physical_perm
 from .common import is_dq, is_q, shared_quantization
+from .limits import PERMUTE_RANK
 from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
@@ -53,7 +54,7 @@ def convert_clone(ctx, a):
     ctx.bind(a.node, ctx.value(a["self"]))
 
 
-@constraint("rank <= 4; for rank 3 and 4 the batch dimension stays first unless it is 1 (inferred: Neutron "
+@constraint(f"rank <= {PERMUTE_RANK}; for rank 3 and 4 the batch dimension stays first unless it is 1 (inferred: Neutron "
             "transposes within its 4D NHWC tensors and processes one batch item at a time)",
             hint="pass custom_delegation_options=('allow_any_permutation',) to delegate other transpositions")
 def _permutation(a, ctx):
@@ -62,8 +63,8 @@ def _permutation(a, ctx):
         return None
     shape = a.shape("self")
     dims = [d % len(shape) for d in a["dims"]]
-    if len(shape) > 4:
-        return f"rank {len(shape)} permutation: Neutron transposes tensors of rank <= 4"
+    if len(shape) > PERMUTE_RANK:
+        return f"rank {len(shape)} permutation: Neutron transposes tensors of rank <= {PERMUTE_RANK}"
     if len(shape) >= 3 and dims[0] != 0 and shape[0] != 1:
         return f"permutation {dims} moves the batch dimension (size {shape[0]}): Neutron keeps batch first"
     return None

@@ -15,6 +15,7 @@ from ..qdq import SIGMOID_SOFTMAX_QPARAMS
 from ..tflite.builder import options
 from ..tflite.layout import Layout, physical_axis
 from .activations import fixed_output
+from .limits import ROWS, SOFTMAX_CHANNELS_BELOW, SOFTMAX_CHANNELS_SDK, SOFTMAX_ELEMENTS
 from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
@@ -39,26 +40,27 @@ def _dim(a, ctx):
     return None
 
 
-@constraint("channels % {num_macs} == 0 and channels < 2048", hint="pad the class count to a multiple of {num_macs}",
+@constraint(f"channels % {{num_macs}} == 0 and channels < {SOFTMAX_CHANNELS_BELOW}", hint="pad the class count to a multiple of {num_macs}",
             profiles={"documented"})
 def _channels(a, ctx):
     c, _ = _channels_and_flat(a)
-    if c % ctx.num_macs or c >= 2048:
-        return f"{c} channels: Neutron needs a multiple of {ctx.num_macs} below 2048"
+    if c % ctx.num_macs or c >= SOFTMAX_CHANNELS_BELOW:
+        return f"{c} channels: Neutron needs a multiple of {ctx.num_macs} below {SOFTMAX_CHANNELS_BELOW}"
     return None
 
 
-@constraint("channels <= 2040", profiles={"sdk-current"})
+@constraint(f"channels <= {SOFTMAX_CHANNELS_SDK}", profiles={"sdk-current"})
 def _channels_sdk(a, ctx):
     c, _ = _channels_and_flat(a)
-    return None if c <= 2040 else f"{c} channels: Neutron's softmax takes at most 2040"
+    return None if c <= SOFTMAX_CHANNELS_SDK else f"{c} channels: Neutron's softmax takes at most {SOFTMAX_CHANNELS_SDK}"
 
 
-@constraint("flat size / channels <= 4096 and flat size <= 524288")
+@constraint(f"flat size / channels <= {ROWS} and flat size <= {SOFTMAX_ELEMENTS}")
 def _sizes(a, ctx):
     c, flat = _channels_and_flat(a)
-    if flat // c > 4096 or flat > 524288:
-        return f"flat size {flat} ({flat // c} rows): Neutron needs <= 4096 rows and <= 524288 elements"
+    if flat // c > ROWS or flat > SOFTMAX_ELEMENTS:
+        return (f"flat size {flat} ({flat // c} rows): Neutron needs <= {ROWS} rows and <= {SOFTMAX_ELEMENTS} "
+                f"elements")
     return None
 
 

@@ -107,7 +107,7 @@ class DelegationReport:
     total_macs: int = 0  # of every node, on the NPU or not (from the quantized ExportedProgram)
     cpu_macs: dict[str, int] = field(default_factory=dict)  # rejected node name -> MACs
     cpu_constant_bytes: int = 0  # constants left in the program outside delegates
-    pte_bytes: int | None = None  # size of the .pte file when known (set by the caller that has it)
+    pte_bytes: int | None = None  # size of the .pte file (lower() sets it)
     requantizations: list[Requantization] = field(default_factory=list)  # CPU dequantize -> quantize pairs
     constraints: str = DEFAULT_PROFILE  # the constraint profile the partitioner followed
     # targets with a Cortex-M core (imxrt700cm): the core, and per CPU node the int8 kernel it became
