@@ -29,14 +29,14 @@ def _families():
     return {**arch_blocks.FAMILIES, "mobilenet_v2": zoo.mobilenet_v2_like}
 
 
-def measure(name: str, factory, samples: int) -> dict:
+def measure(name: str, factory, samples: int, **spec) -> dict:
     from executorch_neutron import compare, lower, zoo
 
     model, inputs = factory()
     calib = [inputs] + zoo.calibration(inputs, 8)
     t0 = time.perf_counter()
     try:
-        result = lower(model, inputs, calib)
+        result = lower(model, inputs, calib, **spec)
     except Exception as exc:  # a benchmark reports a failure instead of stopping
         return {"family": name, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:100]}"}
     seconds = time.perf_counter() - t0
@@ -53,8 +53,12 @@ def _row(m: dict) -> str:
     if "error" in m:
         return f"| {m['family']} | lowering fails: {m['error']} | | | | | | |"
     cpu = ", ".join(f"{op} x{n}" for op, n in sorted(m["cpu_ops"].items())) or "-"
-    return (f"| {m['family']} | {m['partitions']} | {m['cpu']} ({cpu}) | {100 * m['node_share']:.0f}% | "
-            f"{100 * m['mac_share']:.1f}% | {m['steps']:.0f} | {m['sqnr']:.1f} / {m['sqnr_q']:.1f} dB | "
+
+    def f(key, fmt, scale=1):  # a figure, or "-" when there is none (no partition, no MACs)
+        return "-" if m[key] is None else format(scale * m[key], fmt)
+
+    return (f"| {m['family']} | {m['partitions']} | {m['cpu']} ({cpu}) | {f('node_share', '.0f', 100)}% | "
+            f"{f('mac_share', '.1f', 100)}% | {f('steps', '.0f')} | {f('sqnr', '.1f')} / {f('sqnr_q', '.1f')} dB | "
             f"{m['seconds']:.1f} s |")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from torch.fx import GraphModule
 
+from .batch_norm_to_conv import batch_norm_to_conv
 from .conv1d_to_conv2d import conv1d_to_conv2d
 from .div_to_mul import div_to_mul
 from .grouped_conv_split import grouped_conv_split
@@ -24,7 +25,7 @@ from .remove_noops import remove_noops
 from .silu_to_sigmoid_mul import silu_to_sigmoid_mul
 from .split_to_slices import split_to_slices
 
-ATEN_PASSES = (remove_noops, permute_rank4, remove_bn_counters, conv1d_to_conv2d, pool1d_to_pool2d, mean1d_to_mean2d,
+ATEN_PASSES = (remove_noops, permute_rank4, remove_bn_counters, batch_norm_to_conv, conv1d_to_conv2d, pool1d_to_pool2d, mean1d_to_mean2d,
                div_to_mul, split_to_slices, matmul_to_bmm, hardsigmoid_to_conv, silu_to_sigmoid_mul, max_pool_padding,
                grouped_conv_split)
 
@@ -35,6 +36,6 @@ def run_aten_passes(gm: GraphModule) -> GraphModule:
     return gm
 
 
-__all__ = ["ATEN_PASSES", "run_aten_passes", "conv1d_to_conv2d", "div_to_mul", "grouped_conv_split",
+__all__ = ["ATEN_PASSES", "run_aten_passes", "batch_norm_to_conv", "conv1d_to_conv2d", "div_to_mul", "grouped_conv_split",
            "hardsigmoid_to_conv", "matmul_to_bmm", "max_pool_padding", "silu_to_sigmoid_mul", "mean1d_to_mean2d",
            "permute_rank4", "pool1d_to_pool2d", "remove_bn_counters", "remove_noops", "split_to_slices"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 import torch
 from torch.fx import GraphModule, Node
 
@@ -26,6 +28,50 @@ def constant(gm: GraphModule, node: object) -> torch.Tensor | None:
     for part in node.target.split("."):
         value = getattr(value, part)
     return value if isinstance(value, torch.Tensor) else None
+
+
+#: batch-norm ops with running statistics -> the index of their eps argument
+BN_EPS_INDEX = {torch.ops.aten.batch_norm.default: 7, torch.ops.aten._native_batch_norm_legit_no_training.default: 6}
+
+
+def bn_output_readers(bn: Node) -> list[Node] | None:
+    """Nodes that read a batch norm's normalized tensor: the bn node itself, or its getitem(0) for the 3-output
+    variant; None when its mean/invstd outputs are read (it cannot be replaced)."""
+    if bn.target == torch.ops.aten.batch_norm.default:
+        return [bn]
+    outs = list(bn.users)
+    if not all(u.target is operator.getitem for u in outs):
+        return None
+    if any(u.args[1] != 0 and len(u.users) > 0 for u in outs):
+        return None
+    return [u for u in outs if u.args[1] == 0]
+
+
+def bn_affine(gm: GraphModule, bn: Node) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(scale, shift) per channel of an inference batch norm with constant statistics: bn(x) = x * scale + shift;
+    None when a statistic is not a constant."""
+    gamma, beta, mean, var = (constant(gm, a) for a in bn.args[1:5])
+    if mean is None or var is None or (bn.args[1] is not None and gamma is None) or (
+            bn.args[2] is not None and beta is None):
+        return None
+    i = BN_EPS_INDEX[bn.target]
+    eps = bn.args[i] if len(bn.args) > i else 1e-5
+    mean, var = mean.detach(), var.detach()
+    scale = (torch.ones_like(mean) if gamma is None else gamma.detach()) / torch.sqrt(var + eps)
+    return scale, (torch.zeros_like(mean) if beta is None else beta.detach()) - mean * scale
+
+
+def replace_bn(gm: GraphModule, bn: Node, readers: list[Node], new: Node) -> None:
+    """Point the readers of batch norm `bn` at `new` and erase the batch norm and its getitems."""
+    for reader in readers:
+        reader.replace_all_uses_with(new)
+    for reader in readers:
+        if reader is not bn and not reader.users:
+            gm.graph.erase_node(reader)
+    for leftover in [u for u in bn.users if not u.users]:
+        gm.graph.erase_node(leftover)
+    if not bn.users:
+        gm.graph.erase_node(bn)
 
 
 def _fake(value):
