@@ -15,6 +15,7 @@ from ..tflite.builder import options
 from ..tflite.layout import Layout, physical_axis
 from .common import batch_one, channels_multiple, same_padding_matches, shared_quantization
 from .limits import POOL_STRIDES, one_of
+from .reduce import reduce_dims
 from .registry import constraint, documented_only, register
 
 _aten = exir_ops.edge.aten
@@ -193,10 +194,4 @@ def convert_mean(ctx, a):
     if _is_mean_hw(a):
         mean_hw(ctx, a, keepdim=bool(a["keepdim"]))
         return
-    b = ctx.builder
-    rank = len(a.shape("self"))
-    x = ctx.value(a["self"], Layout.NATURAL)
-    axes = sorted({d % rank for d in a["dim"]})
-    at = b.constant(a.node.name + "_axes", np.asarray(axes, dtype=np.int32))
-    out = ctx.emit_output(a.node, Layout.NATURAL)
-    b.op(schema.BuiltinOperator.MEAN, [x.tensor, at], [out.tensor], options("ReducerOptionsT", keepDims=bool(a["keepdim"])))
+    reduce_dims(ctx, a, schema.BuiltinOperator.MEAN)

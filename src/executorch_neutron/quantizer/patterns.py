@@ -221,11 +221,21 @@ def shared() -> Annotator:
     return _unary(lambda node, ctx: SharedQuantizationSpec((node.args[0], node)))
 
 
+def _concat_root(tensors) -> Node:
+    """The input whose qparams the others share: one that another input is computed from (edge replication cats
+    x with slices of x), else the first. Rooting at a slice of x instead makes torchao's sharing groups point into
+    themselves when x has no annotated producer (a model input): RecursionError in prepare_pt2e."""
+    for t in tensors:
+        if any(isinstance(o, Node) and o.op == "call_function" and o.args and o.args[0] is t for o in tensors):
+            return t
+    return tensors[0]
+
+
 def concat(node: Node, ctx: AnnotationContext):
     tensors = node.args[0]
     if not tensors or not all(is_float_tensor(t) for t in tensors):
         return None
-    first = tensors[0]
+    first = _concat_root(tensors)
     same = SharedQuantizationSpec((first, node))
     inputs = {first: ctx.input_spec(first)}
     for t in tensors[1:]:
