@@ -3,8 +3,12 @@
     python benchmarks/fuzz.py [--n 300] [--seed 0] [--pte FILE --input X.npy] [--timeout 60] [--json]
 
 Each mutation changes 1-4 bytes at random offsets anywhere in the file (flatbuffer tables, CPU kernel arguments,
-constants, delegate payloads) or truncates it. Every mutated file is run
-  - through the Python API (`executorch_neutron.runtime.run`) and
+constants, delegate payloads) or truncates it; one in five instead edits a named field the way a person or a tool
+would: the file identifier (magic), a delegate's backend id, an operator name, or a method input's sizes.
+Every mutated file is run
+  - through the Python API (`executorch_neutron.runtime.run`),
+  - through the Python API with the same input values in channels_last memory layout (its outputs must equal the
+    contiguous run's: "same" for the unmutated file), and
   - through the CLI (`executorch_neutron.cli.main(["run", ...])`),
 in worker subprocesses that are restarted after a crash (the process died: a signal or an unexpected exit) or a
 hang (no answer within --timeout seconds). The other outcomes are: clean error (NeutronRuntimeError / a one-line
@@ -33,6 +37,8 @@ from collections import Counter
 from pathlib import Path
 
 OUTCOMES = ("crash", "hang", "clean error", "unclear error", "same", "different", "different in payload")
+MODES = ("api", "api-nhwc", "cli")  # api-nhwc: the API with channels_last inputs, compared with the api baseline
+FIELDS = ("identifier", "backend id", "operator name", "input sizes")
 
 
 # --- the worker (a subprocess): runs one case per stdin line, answers one JSON line per case -----------------
@@ -86,11 +92,13 @@ def worker(mode: str, input_file: str) -> None:
 
     logging.disable(logging.WARNING)
     inputs = [torch.from_numpy(np.load(input_file))]
+    if mode == "api-nhwc":
+        inputs = [x.to(memory_format=torch.channels_last) if x.dim() == 4 else x for x in inputs]
     out_dir = tempfile.mkdtemp(prefix="fuzz_out_")
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         pte = line.strip()
-        result = _api_case(pte, inputs) if mode == "api" else _cli_case(pte, input_file, out_dir)
+        result = _cli_case(pte, input_file, out_dir) if mode == "cli" else _api_case(pte, inputs)
         print(json.dumps(result), flush=True)
 
 
@@ -196,6 +204,32 @@ def payload_ranges(data: bytes) -> list[tuple[int, int]]:
     return ranges
 
 
+def mutate_field(data: bytes, field: str, rng: random.Random) -> tuple[bytes, list[int]]:
+    """A copy with one named field edited, and the offsets it changed."""
+    if field == "input sizes":
+        from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+
+        pf = deserialize_pte_binary(data)
+        plan = pf.program.execution_plan[0]
+        sizes = plan.values[plan.inputs[0]].val.sizes
+        k = rng.randrange(len(sizes))
+        sizes[k] = max(1, sizes[k] + rng.choice([-1, 1, sizes[k]]))
+        out = bytes(serialize_pte_binary(pf))
+        return out, [next((i for i, (a, b) in enumerate(zip(data, out)) if a != b), 0)]
+    if field == "identifier":
+        at = 4 + rng.randrange(4)
+    else:
+        from executorch.exir._serialize._program import deserialize_pte_binary
+
+        plan = deserialize_pte_binary(data).program.execution_plan[0]
+        names = [d.id for d in plan.delegates] if field == "backend id" else [o.name for o in plan.operators]
+        name = rng.choice(names).encode()
+        at = data.find(name) + rng.randrange(len(name))
+    b = bytearray(data)
+    b[at] = rng.choice([c for c in b"ABCXYZabcxyz_" if c != b[at]])
+    return bytes(b), [at]
+
+
 def mutate(data: bytes, rng: random.Random) -> tuple[bytes, list[int]]:
     """A mutated copy and the offsets it changed (truncation: the first removed offset)."""
     if rng.random() < 0.1:
@@ -226,16 +260,20 @@ def fuzz(n: int, seed: int, pte: Path, input_file: Path, timeout: float, log=Non
     ranges = payload_ranges(data)
     rng = random.Random(seed)
     work = Path(tempfile.mkdtemp(prefix="fuzz_pte_"))
-    workers = {mode: Worker(mode, input_file, timeout) for mode in ("api", "cli")}
+    workers = {mode: Worker(mode, input_file, timeout) for mode in MODES}
     try:
         baseline = {mode: w.run(pte) for mode, w in workers.items()}
         for mode, answer in baseline.items():
             if answer.get("status") != "ran":
                 raise RuntimeError(f"the unmutated .pte does not run through the {mode}: {answer}")
+        layout_same = baseline["api-nhwc"]["digest"] == baseline["api"]["digest"]
+        baseline["api-nhwc"] = baseline["api"]  # other layouts must give the contiguous outputs
         counts = {mode: Counter() for mode in workers}
+        by_field = {f: Counter() for f in FIELDS}
         examples: dict[str, list] = {}
         for i in range(n):
-            mutated, offsets = mutate(data, rng)
+            field = rng.choice(FIELDS) if rng.random() < 0.2 else None
+            mutated, offsets = mutate_field(data, field, rng) if field else mutate(data, rng)
             in_payload = any(lo <= at < hi for at in offsets for lo, hi in ranges)
             path = work / f"case_{i}.pte"
             path.write_bytes(mutated)
@@ -243,9 +281,11 @@ def fuzz(n: int, seed: int, pte: Path, input_file: Path, timeout: float, log=Non
                 answer = w.run(path)
                 outcome = classify(answer, baseline[mode]["digest"], in_payload)
                 counts[mode][outcome] += 1
+                if field:
+                    by_field[field][f"{mode}: {outcome}"] += 1
                 if outcome in ("crash", "hang", "unclear error", "different in payload"):
                     examples.setdefault(f"{mode}: {outcome}", []).append(
-                        {"case": i, "offsets": offsets, "message": answer.get("message", "")})
+                        {"case": i, "field": field, "offsets": offsets, "message": answer.get("message", "")})
                     if log:
                         print(f"case {i} {mode}: {outcome} at {offsets}: {answer.get('message', '')}",
                               file=log, flush=True)
@@ -255,6 +295,8 @@ def fuzz(n: int, seed: int, pte: Path, input_file: Path, timeout: float, log=Non
             w.close()
     return {"n": n, "seed": seed, "file_bytes": len(data), "payload_bytes": sum(hi - lo for lo, hi in ranges),
             "counts": {mode: {k: c.get(k, 0) for k in OUTCOMES} for mode, c in counts.items()},
+            "unmutated channels_last run equals contiguous": layout_same,
+            "field mutations": {f: dict(sorted(c.items())) for f, c in by_field.items()},
             "examples": {k: v[:5] for k, v in examples.items()}}
 
 
@@ -285,9 +327,12 @@ def main() -> None:
         return
     print(f"{args.n} mutations of a {figures['file_bytes']}-byte .pte ({figures['payload_bytes']} bytes of "
           f"host-reference payloads), seed {args.seed}, {figures['seconds']} s")
-    print(f"{'':<6}" + "".join(f"{k:>22}" for k in OUTCOMES))
+    print(f"{'':<9}" + "".join(f"{k:>22}" for k in OUTCOMES))
     for mode, c in figures["counts"].items():
-        print(f"{mode:<6}" + "".join(f"{c[k]:>22}" for k in OUTCOMES))
+        print(f"{mode:<9}" + "".join(f"{c[k]:>22}" for k in OUTCOMES))
+    print(f"unmutated .pte, channels_last input equals contiguous: {figures['unmutated channels_last run equals contiguous']}")
+    for f, c in figures["field mutations"].items():
+        print(f"field {f}: " + (", ".join(f"{k} {v}" for k, v in c.items()) or "not drawn"))
 
 
 if __name__ == "__main__":

@@ -23,12 +23,22 @@ class Case:
     script: str = ""
     env: dict = field(default_factory=dict)  # extra environment ({d} expanded)
     child: bool = False  # run in a child process even for a CLI command (crash-prone, environment, signals)
+    intact: tuple[str, ...] = ()  # files (under {d}) that must keep their bytes (and stay symlinks if they are)
 
 
 RUN = ("run", "{d}/base.pte", "--input", "{d}/x.npy")
 COMPILE = ("compile", "--random-calibration", "-o", "{d}/out.pte")
+CLI = "import sys; from executorch_neutron import cli; "  # a CLI command inside a script (patched or checked after)
 API_RUN = ("import numpy, torch; from executorch_neutron.runtime import run; "
            "x = torch.from_numpy(numpy.load('{d}/x.npy')); ")
+
+def _overwrites_model(problem: str, output: str, model: str = "{d}/victim.py", intact: tuple = ()) -> Case:
+    """`compile MODEL -o OUTPUT` where OUTPUT resolves to the model file: refused, the model file intact."""
+    spec = model + (":factory" if model.endswith(".py") else "")
+    return Case(problem, "choose another output path", 2, f"-o {output} is the same file as the model {model}",
+                argv=("compile", spec, "--random-calibration", "-o", output),
+                intact=(model.removeprefix("{d}/"),) + intact)
+
 
 CASES: dict[str, Case] = {
     # --- crashes of the past: now a refusal with a message (always in a child process) -------------------------
@@ -125,9 +135,169 @@ CASES: dict[str, Case] = {
                 "f = lambda: out.append(lower(*model.factory(), reference=True)); "
                 "ts = [threading.Thread(target=f) for _ in range(2)]; [t.start() for t in ts]; "
                 "[t.join() for t in ts]; print(len(out), 'lowered')")),
+
+    # --- round 2: an output never replaces an input or another output of the same command ----------------------
+    "output_is_model_source": _overwrites_model("`compile model.py:f -o model.py`", "{d}/victim.py"),
+    "output_is_input_pt2": _overwrites_model("`compile victim.pt2 -o victim.pt2`", "{d}/victim.pt2",
+                                             "{d}/victim.pt2"),
+    "report_is_output": Case(
+        "`compile ... --report same.pte -o same.pte`", "give each output its own path", 2,
+        "--report {d}/same.pte is the same file as -o {d}/same.pte",
+        argv=COMPILE[:1] + ("{d}/model.py:factory", "--random-calibration", "--report", "{d}/same.pte", "-o",
+                            "{d}/same.pte"), intact=("same.pte",)),
+    "etrecord_is_output": Case(
+        "`compile ... --etrecord same.pte -o same.pte`", "give each output its own path", 2,
+        "--etrecord {d}/same.pte is the same file as -o {d}/same.pte",
+        argv=("compile", "{d}/model.py:factory", "--random-calibration", "--etrecord", "{d}/same.pte", "-o",
+              "{d}/same.pte"), intact=("same.pte",)),
+    "etdump_is_program": Case(
+        "`run x.pte --etdump x.pte`", "choose another --etdump path", 2,
+        "--etdump {d}/victim.pte is the same file as the program {d}/victim.pte",
+        argv=("run", "{d}/victim.pte", "--input", "{d}/x.npy", "--etdump", "{d}/victim.pte"),
+        intact=("victim.pte",)),
+    "profile_etdump_is_input": Case(
+        "`profile x.pte --input x.npy --etdump x.npy`", "choose another --etdump path", 2,
+        "--etdump {d}/victim.npy is the same file as --input {d}/victim.npy",
+        argv=("profile", "{d}/base.pte", "--input", "{d}/victim.npy", "--runs", "1", "--etdump", "{d}/victim.npy"),
+        intact=("victim.npy",)),
+    "output_through_symlink_to_model": _overwrites_model(
+        "`-o link.py` where link.py is a symlink to the model's source", "{d}/link.py", intact=("link.py",)),
+    "output_through_dotdot": _overwrites_model("`-o sub/../model.py`", "{d}/sub/../victim.py"),
+    "output_is_hard_link_of_model": _overwrites_model(
+        "`-o hard.py` where hard.py is a hard link of the model's source", "{d}/hard.py"),
+    "save_outputs_over_input": Case(
+        "`run --input outs/output_0.npy --save-outputs outs`", "save the outputs elsewhere", 2,
+        "--save-outputs {d}/outs/output_0.npy is the same file as --input {d}/outs/output_0.npy",
+        argv=("run", "{d}/base.pte", "--input", "{d}/outs/output_0.npy", "--save-outputs", "{d}/outs"),
+        intact=("outs/output_0.npy",)),
+    "report_is_calibration_file": Case(
+        "`--report cal/0.npy` inside the calibration directory", "choose another report path", 2,
+        "--report {d}/cal/0.npy is the same file as --calibration {d}/cal/0.npy",
+        argv=("compile", "{d}/model.py:factory", "--calibration", "{d}/cal", "--report", "{d}/cal/0.npy", "-o",
+              "{d}/out.pte"), intact=("cal/0.npy",)),
+    # --- round 2: an interrupted write keeps the old file; a symlinked output is written through ---------------
+    "sigint_before_replacing_pte": Case(
+        "Ctrl-C after the new .pte is written to its temporary file, before it replaces the old one",
+        "nothing: the old file is kept, no temporary file is left", 130, "error: interrupted", child=True,
+        script=("import os, signal; real = os.fsync\n"
+                "def fsync(fd):\n    real(fd); os.kill(os.getpid(), signal.SIGINT)\n"
+                "os.fsync = fsync\n" + CLI + "sys.exit(cli.main(['compile', '{d}/model.py:factory', "
+                "'--random-calibration', '-o', '{d}/old.pte']))"), intact=("old.pte",)),
+    "sigint_before_replacing_report": Case(
+        "Ctrl-C while the `--report x.html` file replaces the old one", "nothing: the old report is kept", 130,
+        "error: interrupted", child=True,
+        script=("import os, signal; real = os.fsync\n"
+                "def fsync(fd):\n    real(fd)\n    if 'old.html' in os.readlink(f'/proc/self/fd/{{fd}}'): "
+                "os.kill(os.getpid(), signal.SIGINT)\n"
+                "os.fsync = fsync\n" + CLI + "sys.exit(cli.main(['compile', '{d}/model.py:factory', "
+                "'--random-calibration', '-o', '{d}/new.pte', '--report', '{d}/old.html']))"),
+        intact=("old.html",)),
+    "output_is_a_symlink": Case(
+        "`-o model.pte` where model.pte is a symlink into firmware/", "nothing: written through to its target", 0,
+        "symlink kept: True; target written: True", child=True,
+        script=(CLI + "import os; code = cli.main(['compile', '{d}/model.py:factory', '--random-calibration', '-o', "
+                "'{d}/fw_link.pte']); print('symlink kept:', os.path.islink('{d}/fw_link.pte') and code == 0, end='; '); "
+                "print('target written:', open('{d}/firmware/model.pte', 'rb').read() != b'old firmware')")),
+    "long_output_name": Case(
+        "a legal long output file name (250 characters)", "nothing: it is written", 0, "wrote {d}/" + "p" * 246,
+        argv=("compile", "{d}/model.py:factory", "--random-calibration", "-o", "{d}/" + "p" * 246 + ".pte")),
+    # --- round 2: no silent wrong numbers ----------------------------------------------------------------------
+    "channels_last_input": Case(
+        "`runtime.run` with a channels_last (NHWC memory format) tensor", "nothing: any memory format is taken", 0,
+        "same outputs: True",
+        script=API_RUN + "a = run('{d}/base.pte', [x])[0]; b = run('{d}/base.pte', "
+                         "[x.to(memory_format=torch.channels_last)])[0]; print('same outputs:', torch.equal(a, b))"),
+    "fortran_order_npy": Case(
+        "`run --input` a Fortran-ordered .npy", "nothing: the values are what counts", 0, "same outputs: True",
+        script=(API_RUN + CLI + "import numpy as np; cli.main(['run', '{d}/base.pte', '--input', '{d}/fortran.npy', "
+                "'--save-outputs', '{d}/fortran_out']); a = np.load('{d}/fortran_out/output_0.npy'); "
+                "print('same outputs:', np.array_equal(a, run('{d}/base.pte', [x])[0].numpy()))")),
+    "forward_mutates_input": Case(
+        "`lower()` on a model whose forward() changes its input in place (`x.mul_(2)`)",
+        "nothing: the caller's tensors are not touched", 0, "input untouched: True",
+        script=("import sys, torch; sys.path.insert(0, '{d}'); import model; from executorch_neutron import lower; "
+                "m, inputs = model.inplace(); before = inputs[0].clone(); lower(m, inputs, reference=True); "
+                "print('input untouched:', torch.equal(before, inputs[0]))")),
+    "zero_dim_input_scale": Case(
+        "a 0-d tensor input that scales a convolution output, run with another value than calibrated",
+        "nothing: the scalar stays float", 0, "matches float: True",
+        script=("import sys, torch; sys.path.insert(0, '{d}'); import model; from executorch_neutron import lower; "
+                "from executorch_neutron.runtime import run; m, inputs = model.scalar_input(); "
+                "r = lower(m, inputs, reference=True); x = (inputs[0], torch.tensor(2.0)); "
+                "out = run(r.pte, list(x))[0]; ref = m(*x).detach(); err = float((out - ref).abs().max() / "
+                "ref.abs().max()); print('matches float:', err < 0.05, err)")),
+    "empty_calibration_api": Case(
+        "`lower(model, inputs, [])`: an empty calibration list", "pass at least one calibration sample", 1,
+        "calibration needs at least one sample",
+        script=("import sys; sys.path.insert(0, '{d}'); import model; from executorch_neutron import lower; "
+                "m, inputs = model.factory(); lower(m, inputs, [], reference=True)")),
+    "empty_calibration_batch": Case(
+        "`--calibration DIR` whose only file is an empty batch (shape (0, ...))", "save at least one sample", 2,
+        "{d}/emptycal holds no calibration samples",
+        argv=("compile", "{d}/model.py:factory", "--calibration", "{d}/emptycal", "-o", "{d}/out.pte")),
+    "bundled_calibration_wrong_shape": Case(
+        "the factory's calibration samples have another shape than the example inputs",
+        "samples shaped like the example inputs", 2, "calibration sample 1 input 0 has shape [1, 3, 5, 5]",
+        argv=("compile", "{d}/model.py:bundled_wrong_shape", "-o", "{d}/out.pte")),
+    "negative_max_samples": Case(
+        "`compare --max-samples -1`", "pass a positive number", 2, "--max-samples -1: at least one sample",
+        argv=("compare", "{d}/model.py:factory", "--random-calibration", "--max-samples", "-1")),
+    "calibration_and_random_calibration": Case(
+        "`--calibration DIR` and `--random-calibration` together", "pass one of them", 2,
+        "--calibration and --random-calibration exclude each other",
+        argv=("compile", "{d}/model.py:factory", "--calibration", "{d}/cal", "--random-calibration", "-o",
+              "{d}/out.pte")),
+    "buffer_written_by_index": Case(
+        "a model whose forward() writes a buffer through indexing (`self.stat[0] = ...`)",
+        "keep that state outside the model", 2, "updates buffer(s) stat",
+        argv=("compile", "{d}/model.py:index_buffer") + COMPILE[1:]),
+    "factory_calls_sys_exit": Case(
+        "a factory that calls `sys.exit()`", "return (module, example_inputs) instead of exiting", 2,
+        "model.py:exits called sys.exit(0)", argv=("compile", "{d}/model.py:exits") + COMPILE[1:], child=True),
+    # --- round 2: no aborts ------------------------------------------------------------------------------------
+    "already_quantized_model": Case(
+        "`lower()` on a model that is already quantized (`convert_pt2e` output)",
+        "pass quantize_model=False (CLI: --qat)", 1, "is already quantized",
+        script=("import sys, torch; sys.path.insert(0, '{d}'); import model; from executorch_neutron import lower; "
+                "m, inputs = model.factory(); q = lower(m, inputs, reference=True).quantized_model; "
+                "lower(q, inputs, reference=True)"), child=True),
+    "pte_input_sizes_edited": Case(
+        "`run` a .pte whose program was edited to other input sizes", "re-export the .pte", 2,
+        "reads a tensor of sizes [1, 3, 12, 5] and writes one of sizes [1, 3, 6, 5]", argv=("run", "{d}/bad_sizes.pte", "--input", "{d}/x12.npy"), child=True),
+    # --- round 2: errors that say what is wrong ----------------------------------------------------------------
+    "model_is_a_directory": Case(
+        "a directory where a model file is expected", "pass a .py:factory or a .pt2 file", 2,
+        "{d}/adir.pt2 is a directory", argv=("compile", "{d}/adir.pt2") + COMPILE[1:]),
+    "pte_is_a_directory": Case(
+        "a directory where a .pte is expected", "pass a .pte file", 2, "{d}/adir.pt2 is a directory",
+        argv=("run", "{d}/adir.pt2", "--input", "{d}/x.npy")),
+    "factory_raises_keyerror": Case(
+        "the factory raises KeyError", "fix the factory (its error is shown)", 2,
+        "model.py:keyerror failed: KeyError: 'weights'", argv=("compile", "{d}/model.py:keyerror") + COMPILE[1:]),
+    "pte_magic_changed": Case(
+        "`run` a file whose .pte magic (file identifier) was changed", "pass a .pte", 2,
+        "not an ExecuTorch program: its file identifier is b'XT12'",
+        argv=("run", "{d}/bad_magic.pte", "--input", "{d}/x.npy"), child=True),
+    "pte_backend_id_changed": Case(
+        "`run` a .pte whose delegate backend id was changed", "run it where that backend is registered", 2,
+        "is for backend 'NeutronBackenX', which is not registered",
+        argv=("run", "{d}/bad_backend.pte", "--input", "{d}/x.npy"), child=True),
+    "pte_operator_renamed": Case(
+        "`run` a .pte whose operator name was changed", "re-export the .pte", 2,
+        "operator 'aten::flxor.out' of method 'forward' has no registered kernel",
+        argv=("run", "{d}/bad_opname.pte", "--input", "{d}/x.npy"), child=True),
+    "calibration_scale_overflows": Case(
+        "calibration values so large that the int8 scale overflows (|x| ~ 3e38)", "scale the inputs down", 2,
+        "the int8 scale would overflow",
+        argv=("compile", "{d}/model.py:factory", "--calibration", "{d}/hugecal", "-o", "{d}/out.pte")),
+    "pt2_name_with_colon": Case(
+        "a `.pt2` file whose name contains ':'", "nothing: it is loaded", 0, "wrote {d}/out.pte",
+        argv=("compile", "{d}/a:b.pt2") + COMPILE[1:]),
 }
 
 MODELS = '''
+import sys
+
 import torch
 from torch import nn
 
@@ -210,6 +380,63 @@ def wrong_inputs():
 
 def interrupt():
     raise KeyboardInterrupt
+
+
+class InPlace(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        x.mul_(2)
+        return self.conv(x)
+
+
+class ScaledByInput(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x, s):
+        return self.conv(x) * s
+
+
+class IndexBuffer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.register_buffer("stat", torch.zeros(2))
+
+    def forward(self, x):
+        y = self.conv(x)
+        self.stat[0] = y.mean()
+        return y
+
+
+def inplace():
+    torch.manual_seed(0)
+    return InPlace().eval(), (torch.randn(1, 3, 6, 5),)
+
+
+def scalar_input():
+    torch.manual_seed(0)
+    return ScaledByInput().eval(), (torch.randn(1, 3, 7, 6), torch.tensor(-1.5))
+
+
+def index_buffer():
+    return IndexBuffer().eval(), (torch.randn(1, 3, 6, 5),)
+
+
+def bundled_wrong_shape():
+    return Net().eval(), (torch.randn(1, 3, 6, 5),), [torch.randn(1, 3, 6, 5), torch.randn(1, 3, 5, 5)]
+
+
+def keyerror():
+    return {}["weights"]
+
+
+def exits():
+    sys.exit(0)
 '''
 
 
@@ -259,6 +486,52 @@ def catalogue_files(d) -> None:
     at = pte.find(blob) + len(blob) // 2  # the middle of the first payload's TFLite
     (d / "bad_payload.pte").write_bytes(pte[:at] + bytes([pte[at] ^ 0x01]) + pte[at + 1:])
     assert torch.is_tensor(inputs[0])
+    _round2_files(d, pte, inputs, net)
+
+
+def _round2_files(d, pte: bytes, inputs: tuple, net) -> None:
+    """Victims of output collisions, old files for interrupted writes, symlinks, edited .pte fields."""
+    import os
+    import shutil
+
+    import numpy as np
+    import torch
+    from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+
+    (d / "victim.py").write_text(MODELS)
+    program = torch.export.export(net, inputs)
+    torch.export.save(program, str(d / "victim.pt2"))
+    shutil.copy(d / "victim.pt2", d / "a:b.pt2")
+    for name in ("victim.pte", "same.pte", "old.pte"):
+        (d / name).write_bytes(pte)
+    (d / "old.html").write_text("<html>the previous report</html>\n")
+    np.save(d / "victim.npy", inputs[0].numpy())
+    (d / "link.py").symlink_to("victim.py")
+    os.link(d / "victim.py", d / "hard.py")
+    (d / "sub").mkdir()
+    (d / "adir.pt2").mkdir()
+    for sub in ("outs", "cal", "emptycal", "hugecal", "firmware"):
+        (d / sub).mkdir()
+    np.save(d / "outs" / "output_0.npy", inputs[0].numpy())
+    np.save(d / "cal" / "0.npy", inputs[0].numpy())
+    np.save(d / "emptycal" / "0.npy", np.zeros((0, *inputs[0].shape), np.float32))
+    np.save(d / "hugecal" / "0.npy", np.where(inputs[0].numpy() < 0, -3e38, 3e38).astype(np.float32))
+    (d / "firmware" / "model.pte").write_bytes(b"old firmware")
+    (d / "fw_link.pte").symlink_to(os.path.join("firmware", "model.pte"))
+    np.save(d / "fortran.npy", np.asfortranarray(inputs[0].numpy()))
+    assert np.load(d / "fortran.npy").flags.f_contiguous
+
+    assert pte[4:8] == b"ET12"
+    (d / "bad_magic.pte").write_bytes(pte[:4] + b"XT12" + pte[8:])
+    at = pte.find(b"NeutronBackend")
+    (d / "bad_backend.pte").write_bytes(pte[:at] + b"NeutronBackenX" + pte[at + 14:])
+    at = pte.find(b"aten::floor")
+    (d / "bad_opname.pte").write_bytes(pte[:at] + b"aten::flxor" + pte[at + 11:])
+    pf = deserialize_pte_binary(pte)
+    plan = pf.program.execution_plan[0]
+    plan.values[plan.inputs[0]].val.sizes[2] = 12  # H 6 -> 12: twice the planned bytes
+    (d / "bad_sizes.pte").write_bytes(bytes(serialize_pte_binary(pf)))
+    np.save(d / "x12.npy", np.zeros((1, 3, 12, 5), np.float32))  # an input that fits the edited program
 
 
 def markdown() -> str:

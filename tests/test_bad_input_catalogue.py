@@ -54,10 +54,24 @@ def _in_process(case, d: Path) -> tuple[int, str]:
     return code, out.getvalue() + err.getvalue()
 
 
+def _state(path: Path):
+    return (os.readlink(path) if path.is_symlink() else None), path.read_bytes()
+
+
 @pytest.mark.parametrize("name", CASES, ids=CASES.keys())
 def test_catalogue_case(name, files):
     case = CASES[name]
-    code, output = (_child if case.script or case.child else _in_process)(case, files)
+    before = {f: _state(files / f) for f in case.intact}
+    try:
+        code, output = (_child if case.script or case.child else _in_process)(case, files)
+        changed = [f for f, state in before.items() if _state(files / f) != state]
+        temporary = sorted(str(p.relative_to(files)) for p in files.rglob(".*.tmp"))
+    finally:  # the next cases need the files as they were
+        for f, (link, data) in before.items():
+            if link is None and (files / f).read_bytes() != data:
+                (files / f).write_bytes(data)
+    assert not changed, f"{changed} changed:\n{output[-3000:]}"
+    assert not temporary, f"temporary files left: {temporary}"
     assert code == case.code, f"exit code {code} (expected {case.code}):\n{output[-3000:]}"
     assert case.fragment.format(d=files) in output, output[-3000:]
     errors = [line for line in output.splitlines() if line.startswith("error:")]

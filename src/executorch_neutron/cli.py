@@ -16,14 +16,33 @@ import logging
 import sys
 from pathlib import Path
 
-from .atomic import replacing
+from .atomic import check_distinct, replacing
 from .loading import (EXIT_BAD_INPUT, MODEL_HELP, UserError, check_finite, check_inputs_fit, load_model, load_samples,
-                      load_tensor, random_samples)
+                      load_tensor, model_file, random_samples)
 
 EXIT_OK, EXIT_FAIL, EXIT_NOT_DELEGATED, EXIT_INTERRUPTED = 0, 1, 3, 130
 
 
+def _check_paths(args, outputs: list, inputs: list = ()) -> None:
+    """Before any work: no output of the command may resolve to one of its inputs (the model, calibration and
+    sample files, the .pte, --input files) or to another of its outputs (PathCollision)."""
+    read = list(inputs)
+    if getattr(args, "model", None):
+        read.append(("the model", model_file(args.model)))
+    for flag in ("calibration", "samples"):
+        directory = getattr(args, flag, None)
+        if directory and Path(directory).is_dir():
+            read += [(f"--{flag}", Path(directory) / p.name) for p in sorted(Path(directory).iterdir())]
+    if getattr(args, "pte", None):
+        read.append(("the program", args.pte))
+    read += [("--input", f) for f in getattr(args, "input", None) or []]
+    check_distinct(read, outputs)
+
+
 def _calibration(args, inputs, bundled):
+    if args.calibration and getattr(args, "random_calibration", False):
+        raise UserError("--calibration and --random-calibration exclude each other",
+                        "pass --calibration DIR for real samples, or --random-calibration alone to try the flow")
     if args.calibration:
         return load_samples(Path(args.calibration), inputs)
     if bundled is not None:
@@ -88,6 +107,7 @@ def _runtime_logs():
 # --- commands ------------------------------------------------------------------------------------------------
 
 def _compile(args) -> int:
+    _check_paths(args, [("-o", args.output), ("--report", args.report), ("--etrecord", args.etrecord)])
     result, *_ = _lower(args)
     path = result.save(args.output)
     print(result.report)
@@ -103,16 +123,23 @@ def _compile(args) -> int:
     return EXIT_OK
 
 
-def _pte_inputs(args) -> list:
-    """The --input files of `run` / `profile`, checked against the .pte's method inputs (or random ones)."""
+def _pte_inputs(args, outputs: list, reads: list = ()) -> list:
+    """The --input files of `run` / `profile`, checked against the .pte's method inputs (or random ones), after
+    checking that none of the command's `outputs` (label, path; a callable of the method's output count for
+    --save-outputs) is one of its inputs (the .pte, --input files and `reads`)."""
     import torch
 
     from .pte import PteError, inspect_pte
 
+    if Path(args.pte).is_dir():
+        raise UserError(f"{args.pte} is a directory, not a .pte file", "pass a .pte written by `executorch-neutron "
+                                                                      "compile`")
     try:
         method = inspect_pte(args.pte).methods[0]
     except PteError as exc:
         raise UserError(str(exc), "pass a .pte written by `executorch-neutron compile`") from None
+    _check_paths(args, [o for entry in outputs for o in (entry(len(method.outputs)) if callable(entry) else [entry])],
+                 reads)
     if getattr(args, "random_input", False) and not args.input:
         logging.getLogger("executorch_neutron").warning("random inputs: the timings are real, the outputs mean nothing")
         gen = torch.Generator().manual_seed(0)
@@ -138,12 +165,13 @@ def _run(args) -> int:
 
     from .runtime import run
 
-    inputs = _pte_inputs(args)
+    save = Path(args.save_outputs) if args.save_outputs else None
+    inputs = _pte_inputs(args, [("--etdump", args.etdump), lambda n: [
+        ("--save-outputs", save / f"output_{j}.npy") for j in range(n if save else 0)]])
     with _runtime_logs():  # a NeutronRuntimeError gets its hint in main()
         outputs = run(args.pte, inputs, etdump=args.etdump)
     if args.etdump:
         print(f"wrote {args.etdump} (ETDump: `executorch-neutron profile` or executorch.devtools.Inspector)")
-    save = Path(args.save_outputs) if args.save_outputs else None
     if save:
         save.mkdir(parents=True, exist_ok=True)
     for j, out in enumerate(outputs):
@@ -169,7 +197,7 @@ def _profile(args) -> int:
     if args.etrecord and not Path(args.etrecord).is_file():
         raise UserError(f"no ETRecord at {args.etrecord}", "write one with `executorch-neutron compile ... --etrecord "
                                                           "FILE`")
-    inputs = _pte_inputs(args)
+    inputs = _pte_inputs(args, [("--etdump", args.etdump)], [("--etrecord", args.etrecord)])
     with _runtime_logs():  # a NeutronRuntimeError gets its hint in main()
         prof = profile(args.pte, inputs, runs=args.runs, etrecord=args.etrecord, etdump_path=args.etdump)
     print(prof)
@@ -190,6 +218,8 @@ def _report(args) -> int:
 def _compare(args) -> int:
     from .numerics import compare
 
+    if args.max_samples < 1:
+        raise UserError(f"--max-samples {args.max_samples}: at least one sample is compared", "pass --max-samples 8")
     result, model, inputs, calib = _lower(args)
     samples = load_samples(Path(args.samples), inputs) if args.samples else None
     cmp = compare(model if not args.qat else None, inputs, calib, result=result, samples=samples,
@@ -368,6 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
 # class hierarchy by name, so that an error of a stage not imported yet needs no import here.
 _HINTS = (
     ("UnknownTargetError", "see `executorch-neutron targets`", EXIT_BAD_INPUT),
+    ("PathCollision", "give every output its own path, apart from the command's inputs", EXIT_BAD_INPUT),
     ("FileNotFoundError", "check the path", EXIT_BAD_INPUT),
     ("HostBuildError", "the host runtime library could not be built or loaded: see the message", EXIT_FAIL),
     ("InvalidProgram", "the .pte is damaged: compile it again (`executorch-neutron compile ... -o FILE.pte`)",

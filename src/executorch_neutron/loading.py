@@ -23,14 +23,29 @@ class UserError(Exception):
 
 # --- loading models and tensors ------------------------------------------------------------------------------
 
+def model_file(spec: str) -> Path:
+    """The file a model spec names: the .pt2 itself, or the .py of 'file.py:factory' (a `.pt2` whose name holds
+    ':' is that file when it exists)."""
+    if spec.endswith(".pt2") and (":" not in Path(spec).name or Path(spec).exists()):
+        return Path(spec)
+    file, sep, _ = spec.rpartition(":")
+    return Path(file if sep else spec)
+
+
+def _check_is_file(path: Path, what: str, hint: str) -> None:
+    if path.is_dir():
+        raise UserError(f"{path} is a directory, not {what}", hint)
+    if not path.is_file():
+        raise UserError(f"no such file: {path}", hint)
+
+
 def load_model(spec: str):
     """(module, example_inputs, calibration or None) from 'file.py:factory' or a torch.export .pt2 file."""
     import torch
 
-    if spec.endswith(".pt2") and ":" not in Path(spec).name:
-        path = Path(spec)
-        if not path.is_file():
-            raise UserError(f"no such file: {path}", MODEL_HELP)
+    path = model_file(spec)
+    if path.suffix == ".pt2" and str(path) == spec:
+        _check_is_file(path, "a .pt2 file", MODEL_HELP)
         try:
             with _quiet_loading():
                 ep = torch.export.load(str(path))
@@ -44,17 +59,17 @@ def load_model(spec: str):
         return ep.module(), tuple(args), None
     file, sep, name = spec.rpartition(":")
     if not sep or not file.endswith(".py"):
+        if path.is_dir():
+            raise UserError(f"{path} is a directory, not a model file", f"MODEL is {MODEL_HELP}")
         raise UserError(f"cannot read the model spec {spec!r}", f"MODEL is {MODEL_HELP}")
-    path = Path(file)
-    if not path.is_file():
-        raise UserError(f"no such file: {path}", f"MODEL is {MODEL_HELP}")
+    _check_is_file(path, "a Python file", f"MODEL is {MODEL_HELP}")
     mod_name = f"_neutron_user_{path.stem}"
     sys.path.insert(0, str(path.resolve().parent))
     try:
         loader_spec = importlib.util.spec_from_file_location(mod_name, path)
         module = importlib.util.module_from_spec(loader_spec)
         sys.modules[mod_name] = module
-        loader_spec.loader.exec_module(module)
+        _call_user_code(f"{path} (importing it)", loader_spec.loader.exec_module, module)
     finally:
         sys.path.pop(0)
     factory = getattr(module, name, None)
@@ -62,7 +77,22 @@ def load_model(spec: str):
         funcs = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_")
                        and getattr(v, "__module__", None) == mod_name)
         raise UserError(f"{path} has no function {name!r}", f"functions defined there: {', '.join(funcs) or 'none'}")
-    return check_factory_result(spec, factory())
+    return check_factory_result(spec, _call_user_code(spec, factory))
+
+
+def _call_user_code(what: str, fn, *args):
+    """Call the user's factory (or module body): its failure, or a sys.exit() in it, is a UserError that shows
+    the user's own error."""
+    try:
+        return fn(*args)
+    except SystemExit as exc:
+        raise UserError(f"{what} called sys.exit({exc.code!r}) instead of returning a model",
+                        "return (module, example_inputs[, calibration]); do not exit from the factory") from None
+    except (UserError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the user's code raises
+        raise UserError(f"{what} failed: {type(exc).__name__}: {_first_line(exc)}",
+                        "fix the factory (--verbose shows the traceback)") from exc
 
 
 _FACTORY_SHAPE = "the factory must return (module, example_inputs) or (module, example_inputs, calibration_samples)"
@@ -97,6 +127,12 @@ def check_factory_result(spec: str, made):
         raise UserError(f"{spec}: item 2 (calibration samples) is {_describe(made[2])}; it must be a non-empty list "
                         f"of samples, each a tensor or a tuple of {len(inputs)} tensor(s) like the example inputs",
                         _FACTORY_SHAPE)
+    for i, sample in enumerate(calibration):
+        for j, (x, like) in enumerate(zip(sample, inputs)):
+            if tuple(x.shape) != tuple(like.shape):
+                raise UserError(f"{spec}: item 2 (calibration samples): calibration sample {i} input {j} has shape "
+                                f"{list(x.shape)} but the example input has {list(like.shape)}",
+                                "calibration samples must have the example inputs' shapes")
     return model, inputs, calibration
 
 
@@ -136,7 +172,7 @@ def check_inputs_fit(model, inputs: tuple, what: str = "the example inputs") -> 
 
     try:
         with torch.no_grad():
-            model(*inputs)
+            model(*(x.clone() for x in inputs))  # a forward() that changes its input must not change the inputs
     except Exception as exc:  # noqa: BLE001 - whatever forward() raises
         shapes = ", ".join(f"{x.dtype}{list(x.shape)}" for x in inputs)
         raise UserError(f"{what} ({shapes}) do not fit the model: {type(exc).__name__}: {_first_line(exc)}",
@@ -171,26 +207,33 @@ def load_tensor(path: Path):
     return value
 
 
-FINITE_HINT = "calibration samples must be finite: clean or drop that sample"
+_FLOAT32_MAX = 3.4028234663852886e38
+CALIBRATION_HINT = "calibration samples must be finite, with a range float32 can hold: clean, drop or scale the sample"
 
 
-def non_finite(sample: tuple, what: str) -> str | None:
-    """'<what> (input i) holds NaN values' for the first input holding NaN or Inf, else None (the observers would
-    fail later with 'min nan should be less than max')."""
+def calibration_problem(sample: tuple) -> str | None:
+    """Why a calibration sample cannot be calibrated on, or None: NaN or Inf (the observers would fail with 'min
+    nan should be less than max'), or a value range whose int8 scale overflows float32 (the scale becomes Inf and
+    the quantize kernel aborts the process)."""
     import torch
 
     for i, x in enumerate(sample):
-        if torch.is_floating_point(x) and not bool(torch.isfinite(x).all()):
+        if not torch.is_floating_point(x) or not x.numel():
+            continue
+        if not bool(torch.isfinite(x).all()):
             kinds = [k for k, bad in (("NaN", torch.isnan(x).any()), ("Inf", torch.isinf(x).any())) if bad]
-            return f"{what} (input {i}) holds {' and '.join(kinds)} values"
+            return f"input {i} holds {' and '.join(kinds)} values"
+        lo, hi = float(x.min()), float(x.max())
+        if max(hi, 0.0) - min(lo, 0.0) > _FLOAT32_MAX:  # observers widen the range to include 0
+            return f"input {i} spans [{lo:.3g}, {hi:.3g}]: the int8 scale would overflow float32"
     return None
 
 
 def check_finite(sample: tuple, what: str) -> None:
-    """Refuse calibration data with NaN or Inf."""
-    message = non_finite(sample, what)
-    if message:
-        raise UserError(message, FINITE_HINT)
+    """Refuse a calibration sample that `calibration_problem` finds fault with (UserError)."""
+    problem = calibration_problem(sample)
+    if problem:
+        raise UserError(f"{what} ({problem})", CALIBRATION_HINT)
 
 
 def random_samples(inputs: tuple, n: int, seed: int = 1) -> list[tuple]:
@@ -248,4 +291,7 @@ def load_samples(directory: Path, inputs: tuple) -> list[tuple]:
             raise UserError(f"{f.name} holds {len(value)} tensor(s), the model takes {len(inputs)}",
                             "use .npz or a .pt tuple with one array per model input")
         samples.append(tuple(_fit(v, x, f.name) for v, x in zip(value, inputs)))
+    if not samples:
+        raise UserError(f"{directory} holds no calibration samples (its files hold empty batches)",
+                        "calibration needs at least one sample: save arrays with at least one sample")
     return samples

@@ -74,12 +74,15 @@ def quantize(model: torch.nn.Module, inputs: tuple, calibration: Iterable, quant
     check_no_buffer_mutation(program)
     prepared = prepare_pt2e(program.module(), quantizer)
     samples = list(calibration)
+    if not samples:
+        raise LoweringError("calibration needs at least one sample, and calibration_inputs is empty: pass a list of "
+                            "input tuples with representative data (or None to calibrate on the example inputs)")
     for i, sample in enumerate(samples):
         _check_finite(_as_tuple(sample), f"calibration sample {i}")
     it = progress(samples, desc="calibrating", unit="batch") if progress else samples
     with torch.no_grad():
-        for sample in it:
-            prepared(*_as_tuple(sample))
+        for sample in it:  # a forward() that changes its input in place must not change the caller's samples
+            prepared(*(x.clone() for x in _as_tuple(sample)))
     return convert_pt2e(prepared)
 
 
@@ -93,8 +96,9 @@ def check_no_buffer_mutation(program) -> None:
         if node.op != "call_function" or schema is None or not schema.is_mutable:
             continue
         for arg, value in zip(schema.arguments, node.args):
-            if arg.alias_info is not None and arg.alias_info.is_write and getattr(value, "name", None) in buffers:
-                mutated.add(buffers[value.name])
+            base = _view_base(value)  # `self.stat[0] = v` writes through a view: copy_(select(stat, 0, 0), v)
+            if arg.alias_info is not None and arg.alias_info.is_write and getattr(base, "name", None) in buffers:
+                mutated.add(buffers[base.name])
     mutated = sorted(mutated)
     if mutated:
         raise LoweringError(f"the model's forward() updates buffer(s) {', '.join(mutated)}: a lowered .pte would "
@@ -102,12 +106,34 @@ def check_no_buffer_mutation(program) -> None:
                             f"state outside the model), or call model.eval() if they are batch-norm statistics")
 
 
-def _check_finite(sample: tuple, what: str) -> None:
-    from .loading import FINITE_HINT, non_finite
+def _view_base(value):
+    """The tensor a chain of view ops (select, slice, view, ...) starts from: a view's first argument aliases
+    its result without writing it."""
+    while isinstance(value, torch.fx.Node) and value.op == "call_function" and value.args:
+        schema = getattr(value.target, "_schema", None)
+        first = schema.arguments[0] if schema is not None and schema.arguments else None
+        if first is None or first.alias_info is None or first.alias_info.is_write:
+            break
+        value = value.args[0]
+    return value
 
-    message = non_finite(sample, what)
-    if message:
-        raise LoweringError(f"{message}: {FINITE_HINT}")
+
+def _check_finite(sample: tuple, what: str) -> None:
+    from .loading import CALIBRATION_HINT, calibration_problem
+
+    problem = calibration_problem(sample)
+    if problem:
+        raise LoweringError(f"{what}: {problem}; {CALIBRATION_HINT}")
+
+
+def _already_quantized(model) -> bool:
+    """A GraphModule with PT2E quantize/dequantize nodes (convert_pt2e output): quantizing it again would feed
+    observers int8 values and abort the process in a quantize kernel."""
+    from .qdq import per_tensor_kind
+
+    graph = getattr(model, "graph", None)
+    return isinstance(model, torch.fx.GraphModule) and graph is not None and any(
+        per_tensor_kind(n) is not None for n in graph.nodes)
 
 
 def _warn_host_unrunnable(edge) -> None:
@@ -200,7 +226,10 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
 
     spec = resolve_spec(target, spec, **spec_options)
     pipeline = assemble(spec, quantizer)
-    inputs = _as_tuple(inputs)
+    inputs = tuple(x.clone() for x in _as_tuple(inputs))  # a forward() that changes its input must not reach the caller
+    if quantize_model and _already_quantized(model):
+        raise LoweringError("the model is already quantized (it holds quantize/dequantize nodes, e.g. convert_pt2e "
+                            "output): lower it as is with quantize_model=False (CLI: --qat), or pass the float model")
     if isinstance(model, torch.nn.Module) and not isinstance(model, torch.fx.GraphModule):
         model = copy.deepcopy(model).eval()  # calibration and eval() must not touch the caller's model
     timings: dict[str, float] = {}

@@ -1,6 +1,6 @@
 """A bounded run of benchmarks/fuzz.py: mutated .pte files through the API and the CLI, in worker processes.
 
-Target (the issue's): 0 crashes, 0 hangs, 0 errors that are not clean, 0 silent differences inside host-reference
+Target (the issues'): 0 crashes, 0 hangs, 0 errors that are not clean, 0 silent differences inside host-reference
 payloads (they carry a CRC-32). Differences elsewhere are legitimate: a changed weight or scale of a CPU kernel is
 still a valid program.
 """
@@ -25,3 +25,4 @@ def test_mutated_pte_files_never_crash_hang_or_pass_a_changed_payload():
         bad = {k: counts[k] for k in ("crash", "hang", "unclear error", "different in payload") if counts[k]}
         assert not bad, (mode, bad, figures["examples"])
         assert counts["clean error"] >= 20, (mode, counts)  # most mutations must be caught, not run
+    assert figures["unmutated channels_last run equals contiguous"], figures

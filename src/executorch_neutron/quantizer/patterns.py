@@ -63,6 +63,7 @@ class AnnotationContext:
             and is_float_tensor(node)
             and not is_constant(node)
             and not self.skip(node)
+            and not reads_zero_dim_input(node)
         )
 
     def input_spec(self, arg: Node) -> QuantizationSpecBase:
@@ -73,6 +74,17 @@ class AnnotationContext:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+
+
+def reads_zero_dim_input(node: Node) -> bool:
+    """The node reads a 0-d (scalar) model input, e.g. `conv(x) * s`. Such a node stays float: the partitioner
+    keeps it on the CPU anyway (0-d tensors), and a per-tensor int8 range observed on a few calibration values of
+    a scalar (often one) clamps every other value of it (s = 2 calibrated at s = -1.5 becomes 0)."""
+    for a in node.all_input_nodes:
+        val = a.meta.get("val")
+        if a.op == "placeholder" and isinstance(val, torch.Tensor) and val.dim() == 0:
+            return True
+    return False
 
 
 def is_annotated(node: Node) -> bool:

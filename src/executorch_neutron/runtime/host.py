@@ -61,7 +61,13 @@ class HostProgram:
             if not path.is_file():
                 raise NeutronRuntimeError(f"no .pte file at {path}")
             data = path.read_bytes()
-        check_program(data)  # what would abort the process inside ExecuTorch is refused here, with a message
+        from executorch.extension.pybindings import portable_lib
+
+        # what would abort the process inside ExecuTorch, or fail there with an error code only, is refused here
+        program = check_program(data, backends=set(portable_lib._get_registered_backend_names()),
+                                kernels=set(portable_lib._get_operator_names()))
+        self._dim_orders = {plan.name: [tuple(getattr(plan.values[i].val, "dim_order", None) or ()) for i in plan.inputs]
+                            for plan in program.execution_plan}
         bridge.clear_error()
         try:
             with _BINDINGS:
@@ -104,6 +110,8 @@ class HostProgram:
             meta = m.metadata
         _check_inputs(meta, list(inputs))
         _warn_non_finite(list(inputs))
+        orders = self._dim_orders.get(method, [])
+        inputs = [_in_dim_order(x, orders[i] if i < len(orders) else ()) for i, x in enumerate(inputs)]
         bridge.clear_error()
         try:
             with _BINDINGS:
@@ -146,6 +154,17 @@ def _check_inputs(meta, inputs: list) -> None:
                 f"input {i} is {value.dtype}{list(value.shape)} but the program was exported for "
                 f"{dtype}{list(sizes)}; pass inputs with the exported shapes and dtypes"
             )
+
+
+def _in_dim_order(x, order: tuple):
+    """`x` with the memory layout (dim order) the program's input expects: the runtime reads the storage as is, so
+    a channels_last or otherwise strided tensor would be read as the wrong values."""
+    if not isinstance(x, torch.Tensor) or len(order) != x.dim():
+        return x
+    if order == tuple(range(x.dim())):
+        return x.contiguous()
+    inverse = sorted(range(len(order)), key=order.__getitem__)
+    return x.permute(order).contiguous().permute(inverse)
 
 
 def _warn_non_finite(inputs: list) -> None:

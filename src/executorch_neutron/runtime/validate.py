@@ -9,6 +9,9 @@ checks, per CPU kernel call:
     when PyTorch knows the operator;
   - quantize/dequantize arguments are in range for their dtype: quant_min <= quant_max inside the dtype's range,
     a finite positive scale, the zero point inside [quant_min, quant_max], the tensor dtypes the kernel needs.
+Before those, what ExecuTorch would only answer with an error code: the file identifier (magic), delegates for a
+backend that is not registered, operators without a registered kernel. Quantize/dequantize calls must read and
+write tensors of one size (a program edited to other input sizes aborts in them).
 It costs a parse of the program (tens of milliseconds for a small .pte).
 """
 
@@ -33,10 +36,19 @@ def _fail(message: str) -> InvalidProgram:
                           f"`executorch-neutron compile`)")
 
 
-def check_program(data: bytes) -> None:
-    """Raise InvalidProgram when the serialized program `data` is not safe to hand to ExecuTorch's runtime."""
+def check_program(data: bytes, backends=None, kernels=None):
+    """Raise InvalidProgram when the serialized program `data` is not safe to hand to ExecuTorch's runtime; returns
+    the deserialized program. `backends` / `kernels`: the registered backend ids and kernel names ('ns::op.overload')
+    of the runtime that will load it (None: not checked)."""
+    import re
+
     from executorch.exir._serialize._program import deserialize_pte_binary
 
+    identifier = bytes(data[4:8])
+    if len(data) < 8 or not re.fullmatch(rb"ET\d\d", identifier):
+        raise InvalidProgram(f"invalid .pte: not an ExecuTorch program: its file identifier is {identifier!r} "
+                             f"(bytes 4-7; an ExecuTorch program has b'ET' and two digits, e.g. b'ET12'); pass a "
+                             f".pte written by lower(...).save or `executorch-neutron compile`")
     try:
         program = deserialize_pte_binary(bytes(data)).program
     except Exception as exc:  # noqa: BLE001 - flatbuffer/flatc/UTF-8 errors come in many types
@@ -44,8 +56,29 @@ def check_program(data: bytes) -> None:
                     ) from None
     try:
         _check_plans(program)
+        _check_registered(program, backends, kernels)
     except (TypeError, AttributeError, IndexError, KeyError, ValueError) as exc:  # a table field missing or bent
         raise _fail(f"its tables are inconsistent ({type(exc).__name__}: {exc})") from None
+    return program
+
+
+def _check_registered(program, backends, kernels) -> None:
+    for plan in program.execution_plan:
+        if backends is not None:
+            for k, delegate in enumerate(plan.delegates):
+                if delegate.id not in backends:
+                    raise InvalidProgram(
+                        f"invalid .pte: delegate {k} of method {plan.name!r} is for backend {delegate.id!r}, which is "
+                        f"not registered in this runtime (registered: {', '.join(sorted(backends))}); run it where "
+                        f"that backend is registered, or re-export the .pte if the name was damaged")
+        if kernels is not None:
+            for op in plan.operators:
+                name = f"{op.name}.{op.overload}" if op.overload else op.name
+                if name not in kernels and not op.name.startswith("cortex_m::"):  # cortex_m: host.py names them
+                    raise InvalidProgram(
+                        f"invalid .pte: operator {name!r} of method {plan.name!r} has no registered kernel in this "
+                        f"runtime; re-export the .pte if the name was damaged, or load the kernel library that "
+                        f"registers it")
 
 
 def _check_plans(program) -> None:
@@ -158,6 +191,9 @@ def _check_quant_args(base: str, name: str, values: list) -> None:
         raise _fail(f"{name} has zero point {zero_point.int_val} outside [{qmin.int_val}, {qmax.int_val}]")
     if not (math.isfinite(scale.double_val) and scale.double_val > 0):
         raise _fail(f"{name} has scale {scale.double_val}; a scale is finite and positive")
+    if list(tensor_in.sizes) != list(out.sizes):
+        raise _fail(f"{name} reads a tensor of sizes {list(tensor_in.sizes)} and writes one of sizes "
+                    f"{list(out.sizes)}; its sizes must be equal (was the program edited to other sizes?)")
     quantized, real = (out, tensor_in) if base.endswith("::quantize_per_tensor") else (tensor_in, out)
     if int(quantized.scalar_type) != code:
         raise _fail(f"{name} has a tensor of dtype code {int(quantized.scalar_type)} where its dtype is {code}")
