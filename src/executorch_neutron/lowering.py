@@ -197,8 +197,8 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
            spec_options) -> LoweringResult:
     from executorch.exir import to_edge_transform_and_lower
 
+    from .backends import partitioner_for
     from .cortex_m import stage as cortex_m
-    from .partition import NeutronPartitioner
     from .partition.support import resolve_excluded
     from .progress import listening
     from .quantizer import quantizer_for
@@ -244,7 +244,7 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
     timings["export"] = time.perf_counter() - t0
     stages.done()
 
-    partitioner = NeutronPartitioner(spec)
+    partitioner = partitioner_for(spec)
     t0 = time.perf_counter()
     with listening(stages.partition_listener()):
         edge = to_edge_transform_and_lower(exported, partitioner=[partitioner], generate_etrecord=etrecord,
@@ -268,6 +268,6 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
     _warn_host_unrunnable(edge)
     report = DelegationReport.build(exported, edge, partitioner, spec, leftovers)
     if not report.partitions:
-        log.warning("nothing was delegated to Neutron: %s", report.summary_line())
+        log.warning("nothing was delegated to the NPU: %s", report.summary_line())
     return LoweringResult(program.buffer, report, spec, quantized, edge, timings,
                           program.get_etrecord() if etrecord else None)

@@ -70,7 +70,7 @@ def neutron_recipe(
     spec / spec_options: NeutronCompileSpec or its fields (operators_not_to_delegate=..., reference=True, ...).
     """
     from .cortex_m import stage as cortex_m
-    from .partition import NeutronPartitioner
+    from .backends import partitioner_for
     from .quantizer import quantizer_for
 
     spec = NeutronCompileSpec.coerce(spec, target=target, **spec_options) if spec is None else spec.replace(
@@ -84,7 +84,7 @@ def neutron_recipe(
         calibration_inputs_fn = lambda: samples  # noqa: E731
     quantizer = quantizer_for(spec.target, is_qat=qat, per_channel=per_channel, observer=observer,
                               modules_to_skip=modules_to_skip)
-    partitioner = NeutronPartitioner(spec)
+    partitioner = partitioner_for(spec)
     transforms = None
     if cortex_m.cortex_m_core(spec):
         def cortex_m_leftovers(edge):  # EDGE_PROGRAM_MANAGER_TRANSFORM: after Neutron partitioning

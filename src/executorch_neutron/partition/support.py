@@ -28,9 +28,10 @@ class Rejection:
     op: str
     reason: str
     hint: str | None = None
+    npu: str = "Neutron"  # the NPU that refused it (Neutron, or Ethos-U for a Vela limit)
 
     def message(self) -> str:
-        text = f"operator {self.op} ({self.node}) is not supported by Neutron: {self.reason}; it will run on the CPU"
+        text = f"operator {self.op} ({self.node}) is not supported by {self.npu}: {self.reason}; it will run on the CPU"
         return text + (f" (hint: {self.hint})" if self.hint else "")
 
 

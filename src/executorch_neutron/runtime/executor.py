@@ -24,6 +24,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..payload import Header, PayloadError, unpack
+from . import ethos_u_reference
 from ..tflite.layout import NCHW_TO_NHWC, NHWC_TO_NCHW, from_channels_last, to_channels_last
 
 # ExecuTorch error codes (runtime/core/error.h)
@@ -37,6 +38,7 @@ MICROCODE_REFUSAL = (
 DTYPES = {0: np.uint8, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.int64, 5: np.float16, 6: np.float32,
           7: np.float64, 11: np.bool_}
 NCHW, NHWC = (0, 1, 2, 3), NCHW_TO_NHWC  # dim orders
+ETHOS_U_MAGIC = b"vela_bin_stream\0"  # first block of an Ethos-U payload (ethos_u/payload.py)
 
 
 class ExecutionError(Exception):
@@ -94,6 +96,11 @@ class _Program:
 
 
 def _load_program(blob: bytes, preserve_all_tensors: bool = False) -> _Program:
+    if blob[:16] == ETHOS_U_MAGIC:  # an Ethos-U delegate: run the partition's reference TFLite instead
+        reference = ethos_u_reference.reference_for(blob)
+        if reference is None:
+            raise ExecutionError(DELEGATE_INCOMPATIBLE, ethos_u_reference.DEVICE_ONLY)
+        blob = reference
     try:
         payload = unpack(blob)
     except PayloadError as exc:

@@ -20,7 +20,7 @@ from typing import Sequence
 import torch
 
 from ..atomic import replacing
-from . import bridge
+from . import bridge, ethos_u_reference
 from .errors import NeutronRuntimeError
 from .validate import check_program
 
@@ -61,6 +61,7 @@ class HostProgram:
                 raise NeutronRuntimeError(f"no .pte file at {path}")
             data = path.read_bytes()
         check_program(data)  # what would abort the process inside ExecuTorch is refused here, with a message
+        ethos_u_reference.register_from_pte(data)  # Ethos-U delegates run their reference TFLite on the host
         bridge.clear_error()
         try:
             with _BINDINGS:
