@@ -26,10 +26,9 @@ from ..ops.registry import CheckContext
 from ..payload import Header, Payload
 from ..payload import pack as pack_reference
 from ..progress import emit
+from ..runtime.ethos_u_reference import REFERENCE_PREFIX
 from . import payload
 from .vela_call import compile_tflite
-
-REFERENCE_PREFIX = "ethos_u_reference/"
 
 
 def reference_key(blob: bytes) -> str:

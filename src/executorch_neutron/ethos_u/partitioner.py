@@ -14,7 +14,7 @@ from executorch.exir.backend.compile_spec_schema import CompileSpec
 from ..compile_spec import NeutronCompileSpec
 from ..ops import registry
 from ..partition import NeutronPartitioner
-from ..partition.support import Rejection
+from ..partition.support import Rejection, decide
 from .backend import EthosUBackend
 from .constraints import vela_rejection
 
@@ -34,10 +34,9 @@ class EthosUPartitioner(NeutronPartitioner):
                              "on the NPU; leave it True")
 
     def _decide(self, graph, ctx) -> dict:
-        decisions = super()._decide(graph, ctx)
-        for node, rejection in decisions.items():
-            if rejection is None:
-                reason = vela_rejection(node)
-                if reason:
-                    decisions[node] = Rejection(node.name, registry.op_name(node.target), reason, npu="Ethos-U")
-        return decisions
+        return decide(graph, ctx, extra=_vela_limits)
+
+
+def _vela_limits(node) -> Rejection | None:
+    reason = vela_rejection(node)
+    return Rejection(node.name, registry.op_name(node.target), reason, npu="Ethos-U") if reason else None

@@ -3,7 +3,7 @@ runtime reads (its `VelaBinStream`), under the backend id `EthosUBackend`.
 
 Blocks, in this order: vela_bin_stream (empty), cmd_data (the command stream, starts "COP1"), weight_data,
 scratch_size (uint32: bytes of scratch the runtime allocates), inputs, outputs, vela_end_stream (empty). Each block
-is a 16-byte header (name, NUL-padded to 16 bytes; uint32 little-endian unpadded data size; uint8 external flag,
+is a 32-byte header (name, NUL-padded to 16 bytes; uint32 little-endian unpadded data size; uint8 external flag,
 always 0 here; 11 zero bytes) followed by the data zero-padded to a multiple of 16 bytes. `inputs`/`outputs`:
 int32 count, then per tensor nine int32: its 6-D shape, element size, offset in scratch and memory region. The
 device copies delegate arguments into scratch as they are (no layout change, no argument map), so a partition's

@@ -145,7 +145,9 @@ def _constant_only(node: Node, ctx: CheckContext) -> bool:
     return bool(inputs) and all(ctx.is_constant(a) or (qdq.is_dq(a) and ctx.is_constant(a.args[0])) for a in inputs)
 
 
-def decide(graph: Graph, ctx: CheckContext) -> dict[Node, Rejection | None]:
+def decide(graph: Graph, ctx: CheckContext, extra=None) -> dict[Node, Rejection | None]:
+    """`extra(node)`: a back end's own limits (None or a Rejection), checked after the registry's; a fused
+    activation follows its producer's decision either way."""
     decisions: dict[Node, Rejection | None] = {}
     absorbed: dict[Node, Node] = {}  # fused activation -> producer
     for node in graph.nodes:
@@ -156,7 +158,7 @@ def decide(graph: Graph, ctx: CheckContext) -> dict[Node, Rejection | None]:
     for node in graph.nodes:
         if not is_compute(node) or node in absorbed:
             continue
-        decisions[node] = _decide_one(node, ctx)
+        decisions[node] = _decide_one(node, ctx) or (extra(node) if extra is not None else None)
     for act, producer in absorbed.items():
         rej = decisions.get(producer)
         if rej is None:

@@ -227,7 +227,9 @@ class DelegationReport:
     # --- rendering ----------------------------------------------------------------------------------------
     def summary_line(self) -> str:
         n, total = self.num_delegated, self.num_compute
-        npu = "Neutron NPU" if self.vela_flags is None else "Ethos-U NPU (Vela)"
+        from ..target import get_target
+
+        npu = "Ethos-U NPU (Vela)" if get_target(self.target).kind == "ethos-u" else "Neutron NPU"
         head = (f"{n} of {total} compute nodes ({100.0 * self.node_share:.1f}%) on the {npu} in "
                 f"{len(self.partitions)} partition(s); ")
         if self.cortex_m_core is None:

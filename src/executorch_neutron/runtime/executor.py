@@ -38,7 +38,6 @@ MICROCODE_REFUSAL = (
 DTYPES = {0: np.uint8, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.int64, 5: np.float16, 6: np.float32,
           7: np.float64, 11: np.bool_}
 NCHW, NHWC = (0, 1, 2, 3), NCHW_TO_NHWC  # dim orders
-ETHOS_U_MAGIC = b"vela_bin_stream\0"  # first block of an Ethos-U payload (ethos_u/payload.py)
 
 
 class ExecutionError(Exception):
@@ -95,12 +94,18 @@ class _Program:
     outputs: list[dict]
 
 
+def _host_blob(blob: bytes) -> bytes:
+    """What the host runs for a delegate blob: an Ethos-U payload's reference (host-reference payload) or the blob."""
+    if not ethos_u_reference.is_ethos_u(blob):
+        return blob
+    reference = ethos_u_reference.reference_for(blob)
+    if reference is None:
+        raise ExecutionError(DELEGATE_INCOMPATIBLE, ethos_u_reference.DEVICE_ONLY)
+    return reference
+
+
 def _load_program(blob: bytes, preserve_all_tensors: bool = False) -> _Program:
-    if blob[:16] == ETHOS_U_MAGIC:  # an Ethos-U delegate: run the partition's reference TFLite instead
-        reference = ethos_u_reference.reference_for(blob)
-        if reference is None:
-            raise ExecutionError(DELEGATE_INCOMPATIBLE, ethos_u_reference.DEVICE_ONLY)
-        blob = reference
+    blob = _host_blob(blob)
     try:
         payload = unpack(blob)
     except PayloadError as exc:
@@ -220,7 +225,7 @@ class Executor:
     def _program(self, handle_id: int, get_blob: Callable[[], bytes]) -> _Program:
         digest = self._by_handle.get(handle_id)
         if digest is None or digest not in self._by_digest:
-            blob = get_blob()
+            blob = _host_blob(get_blob())  # per handle: an Ethos-U payload resolves as its program said
             digest = hashlib.sha256(blob).hexdigest()
             if digest not in self._by_digest:
                 self._by_digest[digest] = _load_program(blob)
