@@ -13,7 +13,7 @@ from typing import Sequence
 
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 
-from .target import NeutronTarget, get_target
+from .target import AnyTarget, get_target
 
 _KEY_PREFIX = "neutron."
 
@@ -31,8 +31,10 @@ DEFAULT_PROFILE = "sdk-current"
 class NeutronCompileSpec:
     """Options of the Neutron backend.
 
-    target: Neutron target name (`imxrt700`, `mcxn94x`, `imx95`); called `config` in NXP's converter.
-    extra_flags: extra command-line style flags passed verbatim to the eIQ Neutron converter (SDK only).
+    target: Neutron target name (`imxrt700`, `mcxn94x`, `imx95`; called `config` in NXP's converter), or an Arm
+        Ethos-U target (`imx93`, `ethos-u55-128`, `ethos-u55-256`, `ethos-u65-256`), lowered through Vela.
+    extra_flags: extra command-line style flags passed verbatim to the eIQ Neutron converter (SDK only), or to
+        Vela for an Ethos-U target (e.g. "--optimise=Size"; a flag given here replaces the target's own).
     operators_not_to_delegate: operators kept on the CPU, e.g. ("aten::convolution", "aten.mul.Tensor").
     use_neutron_for_format_conversion: as NXP documents it. True (default): each partition takes and returns
         ExecuTorch's channels-first tensors and converts to/from NHWC with Transpose ops inside the partition, so
@@ -49,6 +51,8 @@ class NeutronCompileSpec:
     custom_delegation_options: names of opportunistic delegation options (see SUPPORTED_OPS.md).
     constraints: the operator table the partitioner follows: "sdk-current" (default: what NXP's current SDK
         release delegates) or "documented" (NXP's documented table); see CONSTRAINT_PROFILES and SUPPORTED_OPS.md.
+    embed_reference: Ethos-U targets: also store each partition's int8 TFLite in the .pte (named data) so the host
+        runtime can run it in LiteRT; False gives a device-only .pte (the Vela payload alone).
     """
 
     target: str = "imxrt700"
@@ -62,6 +66,7 @@ class NeutronCompileSpec:
     reference: bool = False
     custom_delegation_options: tuple[str, ...] = field(default_factory=tuple)
     constraints: str = DEFAULT_PROFILE
+    embed_reference: bool = True
 
     def __post_init__(self) -> None:
         tgt = get_target(self.target)  # validates the name, raises with the valid list
@@ -78,8 +83,13 @@ class NeutronCompileSpec:
             object.__setattr__(self, "intermediates_dir", str(self.intermediates_dir))
 
     @property
-    def neutron_target(self) -> NeutronTarget:
+    def neutron_target(self) -> AnyTarget:
         return get_target(self.target)
+
+    @property
+    def is_ethos_u(self) -> bool:
+        """The target is an Arm Ethos-U (lowered through Vela), not a Neutron NPU."""
+        return self.neutron_target.kind == "ethos-u"
 
     def replace(self, **changes) -> "NeutronCompileSpec":
         return dataclasses.replace(self, **changes)

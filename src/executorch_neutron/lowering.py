@@ -283,6 +283,6 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
     report = DelegationReport.build(exported, edge, partitioner, spec, leftovers)
     report.pte_bytes = len(program.buffer)
     if not report.partitions:
-        log.warning("nothing was delegated to Neutron: %s", report.summary_line())
+        log.warning("nothing was delegated to the NPU: %s", report.summary_line())
     return LoweringResult(program.buffer, report, spec, quantized, edge, timings,
                           program.get_etrecord() if etrecord else None)

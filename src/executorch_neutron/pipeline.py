@@ -46,7 +46,7 @@ class Pipeline:
 
     spec: NeutronCompileSpec
     quantizer: object  # a PT2E Quantizer (NeutronQuantizer, or NeutronCortexMQuantizer with a Cortex-M core)
-    partitioner: object  # NeutronPartitioner
+    partitioner: object  # NeutronPartitioner or EthosUPartitioner (backends.partitioner_for)
     edge_compile_config: object  # EdgeCompileConfig of to_edge_transform_and_lower, None for ExecuTorch's default
 
     @property
@@ -82,13 +82,13 @@ class Pipeline:
 def assemble(spec: NeutronCompileSpec, quantizer=None, **quantizer_options) -> Pipeline:
     """The pipeline of a resolved spec; `quantizer` replaces the target's own (`quantizer_for(target,
     **quantizer_options)`: is_qat, per_channel, observer, modules_to_skip)."""
+    from .backends import partitioner_for
     from .cortex_m.stage import edge_compile_config
-    from .partition import NeutronPartitioner
     from .quantizer import quantizer_for
 
     return Pipeline(
         spec=spec,
         quantizer=quantizer if quantizer is not None else quantizer_for(spec.target, **quantizer_options),
-        partitioner=NeutronPartitioner(spec),
+        partitioner=partitioner_for(spec),
         edge_compile_config=edge_compile_config(spec),
     )

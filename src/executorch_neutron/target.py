@@ -1,6 +1,7 @@
-"""Neutron NPU targets: the hardware facts the partitioner, converter and report rely on.
+"""NPU targets: the hardware facts the partitioner, converter and report rely on.
 
-A target is data, not code: one frozen `NeutronTarget` per supported SoC. Facts come from NXP's public
+A target is data, not code: one frozen `NeutronTarget` per supported SoC with an eIQ Neutron NPU, one frozen
+`EthosUTarget` per Arm Ethos-U configuration compiled by Vela (`kind` says which back end lowers for it). Facts come from NXP's public
 documents (see the project's shared FACTS.md); fields marked *inferred* in `notes` are defaults a user can
 override by building their own `NeutronTarget` and passing it where a target name is accepted.
 """
@@ -29,6 +30,7 @@ class NeutronTarget:
     cortex_m: str | None = None
     # The target name the eIQ Neutron converter knows, when it differs from `name` (imxrt700cm -> imxrt700).
     converter_name: str | None = None
+    kind = "neutron"  # the back end that lowers for this target (class attribute, not a field)
 
     @property
     def macs_per_cycle(self) -> int:
@@ -99,7 +101,6 @@ TARGETS: dict[str, NeutronTarget] = {
 }
 
 
-
 def _with_cortex_m(base: NeutronTarget, name: str, core: str) -> NeutronTarget:
     """`base` with its Cortex-M core taking the leftovers (same NPU, same converter target)."""
     return replace(base, name=name, cortex_m=core, converter_name=base.converter_target, notes=base.notes + (
@@ -111,17 +112,83 @@ def _with_cortex_m(base: NeutronTarget, name: str, core: str) -> NeutronTarget:
 TARGETS["imxrt700cm"] = _with_cortex_m(TARGETS["imxrt700"], "imxrt700cm", "cortex-m33")
 
 
+@dataclass(frozen=True)
+class EthosUTarget:
+    """An Arm Ethos-U NPU as Vela compiles for it: `accelerator` is Vela's `--accelerator-config`,
+    `system_config` and `memory_mode` name sections of the `vela.ini` bundled with Vela (`Arm/vela.ini`)."""
+
+    name: str
+    soc: str
+    npu: str
+    accelerator: str  # ethos-u55-128, ethos-u65-256, ...
+    system_config: str
+    memory_mode: str
+    core_clock_hz: float  # the system config's core_clock (Vela's estimates use it)
+    sram_bytes: int  # the memory mode's SRAM for the NPU (its arena cache); 0: not bounded by Vela's config
+    cpu: str
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    cortex_m = None  # leftovers stay portable kernels (no Cortex-M stage for Ethos-U targets)
+    kind = "ethos-u"
+    # Ethos-U has no channel-alignment rule: the shared front end's `% num_macs` constraints hold for any count
+    num_macs = 1
+
+    @property
+    def vela_flags(self) -> tuple[str, ...]:
+        """The Vela arguments that select this configuration (without output dir and input path)."""
+        return (f"--accelerator-config={self.accelerator}", "--config=Arm/vela.ini",
+                f"--system-config={self.system_config}", f"--memory-mode={self.memory_mode}",
+                "--output-format=raw")
+
+
+_U55 = ("Ethos_U55_High_End_Embedded", "Shared_Sram", 500e6, 0,
+        "Vela's U55 high-end embedded system (500 MHz, SRAM + flash) with the SRAM shared with the Cortex-M")
+_U65 = ("Ethos_U65_High_End", "Dedicated_Sram_384KB", 1e9, 384 * 1024,
+        "Vela's U65 high-end system (1 GHz, SRAM + DRAM) with a 384 KB SRAM dedicated to the NPU as a cache")
+
+ETHOS_U_TARGETS: dict[str, EthosUTarget] = {
+    t.name: t
+    for t in (
+        EthosUTarget(
+            name="imx93", soc="i.MX 93 applications processor", npu="Arm Ethos-U65-256",
+            accelerator="ethos-u65-256", system_config=_U65[0], memory_mode=_U65[1], core_clock_hz=_U65[2],
+            sram_bytes=_U65[3],            cpu="Cortex-A55 (+ Cortex-M33 that drives the NPU)",
+            notes=(
+                "Ethos-U65 with 256 MACs/cycle beside a Cortex-A55 with LPDDR4: Vela's Ethos_U65_High_End (1 GHz, "
+                "AXI0 SRAM, AXI1 DRAM) fits that pairing; Dedicated_Sram_384KB: weights and the tensor arena in "
+                "DRAM, 384 KB of the i.MX 93's 640 KB on-chip SRAM as the NPU's fast scratch (inferred: change it "
+                "with extra_flags='--memory-mode=...')",
+                "the fast-scratch buffer is provided by the firmware, not by the payload",
+            ),
+        ),
+        *(
+            EthosUTarget(name=acc, soc="any SoC with this Ethos-U", npu=f"Arm {acc.replace('ethos-u', 'Ethos-U')}",
+                         accelerator=acc, system_config=cfg[0], memory_mode=cfg[1], core_clock_hz=cfg[2],
+                         sram_bytes=cfg[3], cpu="Cortex-M", notes=(cfg[4],))
+            for acc, cfg in (("ethos-u55-128", _U55), ("ethos-u55-256", _U55), ("ethos-u65-256", _U65))
+        ),
+    )
+}
+
+
 class UnknownTargetError(ValueError):
     pass
 
 
-def get_target(target: str | NeutronTarget) -> NeutronTarget:
-    """Return the target for a name (case-insensitive) or pass a `NeutronTarget` through."""
-    if isinstance(target, NeutronTarget):
+AnyTarget = NeutronTarget | EthosUTarget
+
+
+def all_target_names() -> list[str]:
+    return sorted(TARGETS) + sorted(ETHOS_U_TARGETS)
+
+
+def get_target(target: str | AnyTarget) -> AnyTarget:
+    """Return the target for a name (case-insensitive) or pass a `NeutronTarget` / `EthosUTarget` through."""
+    if isinstance(target, (NeutronTarget, EthosUTarget)):
         return target
     key = str(target).strip().lower()
-    if key not in TARGETS:
+    found = TARGETS.get(key) or ETHOS_U_TARGETS.get(key)
+    if found is None:
         raise UnknownTargetError(
-            f"unknown Neutron target {target!r}: valid targets are {', '.join(sorted(TARGETS))}"
+            f"unknown target {target!r}: valid targets are {', '.join(all_target_names())}"
         )
-    return TARGETS[key]
+    return found

@@ -50,13 +50,16 @@ class _Support(OperatorSupportBase):
 
 
 class NeutronPartitioner(Partitioner):
+    backend_id = BACKEND_ID  # the delegate's backend id (a back end's partitioner sets its own)
+    tag_prefix = "neutron"  # partition tags: neutron_0, neutron_1, ...
+
     def __init__(self, spec: NeutronCompileSpec | Sequence[CompileSpec] | None = None, **options) -> None:
         spec = NeutronCompileSpec.coerce(spec, **options)
         # one spelling of each excluded operator (the edge name), whichever way the user wrote it, so that every
         # flow (lower(), the recipes, the plain ExecuTorch one) stores the same compile spec in the .pte
         self.neutron_spec = spec.replace(operators_not_to_delegate=resolve_excluded(spec.operators_not_to_delegate))
         registry.validate_delegation_options(self.neutron_spec.custom_delegation_options)
-        self.delegation_spec = DelegationSpec(BACKEND_ID, self.neutron_spec.to_compile_specs())
+        self.delegation_spec = DelegationSpec(self.backend_id, self.neutron_spec.to_compile_specs())
         self.rejections: list[Rejection] = []
         self.partition_tags: dict[str, list[str]] = {}
         # ops kept from decomposition only when delegated (prelu, ...): why they were not, by ATen node name
@@ -93,7 +96,7 @@ class NeutronPartitioner(Partitioner):
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         gm = exported_program.graph_module
         ctx = CheckContext.for_program(self.neutron_spec, exported_program)
-        decisions = decide(gm.graph, ctx)
+        decisions = self._decide(gm.graph, ctx)
         _reject_shared_dequants(decisions)
         self.rejections = list(self._refused_before_decomposition.values())
         self.rejections += [r for r in decisions.values() if r is not None]
@@ -123,7 +126,7 @@ class NeutronPartitioner(Partitioner):
                     self.rejections.append(Rejection(n.name, registry.op_name(n.target),
                                                      "a partition of only no-op nodes is not worth a delegate call"))
                 continue
-            tag = f"neutron_{len(tags)}"
+            tag = f"{self.tag_prefix}_{len(tags)}"
             for n in nodes:
                 n.meta["delegation_tag"] = tag
             tags[tag] = self.delegation_spec
@@ -133,6 +136,11 @@ class NeutronPartitioner(Partitioner):
         for r in self.rejections:
             log.info(r.message())
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)
+
+
+    def _decide(self, graph, ctx: CheckContext) -> dict:
+        """Per compute node: None (delegated) or its Rejection; a back end's partitioner adds its own limits."""
+        return decide(graph, ctx)
 
 
 def _reject_shared_dequants(decisions: dict) -> None:

@@ -28,9 +28,10 @@ class Rejection:
     op: str
     reason: str
     hint: str | None = None
+    npu: str = "Neutron"  # the NPU that refused it (Neutron, or Ethos-U for a Vela limit)
 
     def message(self) -> str:
-        text = f"operator {self.op} ({self.node}) is not supported by Neutron: {self.reason}; it will run on the CPU"
+        text = f"operator {self.op} ({self.node}) is not supported by {self.npu}: {self.reason}; it will run on the CPU"
         return text + (f" (hint: {self.hint})" if self.hint else "")
 
 
@@ -143,7 +144,9 @@ def _constant_only(node: Node, ctx: CheckContext) -> bool:
     return bool(inputs) and all(ctx.is_constant_operand(a) for a in inputs)
 
 
-def decide(graph: Graph, ctx: CheckContext) -> dict[Node, Rejection | None]:
+def decide(graph: Graph, ctx: CheckContext, extra=None) -> dict[Node, Rejection | None]:
+    """`extra(node)`: a back end's own limits (None or a Rejection), checked after the registry's; a fused
+    activation follows its producer's decision either way."""
     decisions: dict[Node, Rejection | None] = {}
     absorbed: dict[Node, Node] = {}  # fused activation -> producer
     for node in graph.nodes:
@@ -154,7 +157,7 @@ def decide(graph: Graph, ctx: CheckContext) -> dict[Node, Rejection | None]:
     for node in graph.nodes:
         if not is_compute(node) or node in absorbed:
             continue
-        decisions[node] = _decide_one(node, ctx)
+        decisions[node] = _decide_one(node, ctx) or (extra(node) if extra is not None else None)
     for act, producer in absorbed.items():
         rej = decisions.get(producer)
         if rej is None:

@@ -37,6 +37,7 @@ class PartitionReport:
     weight_bytes: int = 0  # constants the partition computes with (int8 weights, int32 biases), not qparams
     largest_activation_bytes: int = 0  # largest single int8 tensor inside or at the boundary of the partition
     working_set_bytes: int = 0  # largest input+output activation bytes of one operator
+    vela: dict | None = None  # Ethos-U: {"vela_flags": [...], "estimate": Vela's estimate (vela_call.Estimate)}
 
     @property
     def tflite(self) -> bytes:
@@ -91,8 +92,8 @@ class MemoryEstimate:
         return self.weight_bytes + self.activation_bytes
 
     @property
-    def fits(self) -> bool:
-        return self.total_bytes <= self.sram_bytes
+    def fits(self) -> bool:  # sram_bytes 0: the target's data does not bound it (Ethos-U55 with shared SRAM)
+        return self.sram_bytes == 0 or self.total_bytes <= self.sram_bytes
 
     @property
     def share(self) -> float:
@@ -114,6 +115,25 @@ class DelegationReport:
     cortex_m_core: str | None = None
     cortex_m_kernels: dict[str, str] = field(default_factory=dict)  # CPU node -> "cortex_m.softmax", ...
     cortex_m_refused: dict[str, str] = field(default_factory=dict)  # CPU node -> why the Cortex-M passes refused it
+
+    # --- Vela's estimate (Ethos-U targets) -------------------------------------------------------------------
+    @property
+    def vela_flags(self) -> list[str] | None:
+        """The Vela arguments the partitions were compiled with (None: not an Ethos-U target)."""
+        return next((list(p.vela["vela_flags"]) for p in self.partitions if p.vela), None)
+
+    @property
+    def vela_estimate(self) -> dict | None:
+        """Vela's estimate summed over the partitions (SRAM: the largest partition's, they run one at a time)."""
+        estimates = [p.vela["estimate"] for p in self.partitions if p.vela]
+        if not estimates:
+            return None
+        return {"cycles": sum(e["cycles"] for e in estimates),
+                "inference_seconds": sum(e["inference_seconds"] for e in estimates),
+                "core_clock_hz": estimates[0]["core_clock_hz"],
+                "sram_bytes": max(e["sram_bytes"] for e in estimates),
+                "off_chip_bytes": sum(e["off_chip_bytes"] for e in estimates),
+                "macs": sum(e["macs"] for e in estimates)}
 
     # --- counts -------------------------------------------------------------------------------------------
     @property
@@ -207,7 +227,10 @@ class DelegationReport:
     # --- rendering ----------------------------------------------------------------------------------------
     def summary_line(self) -> str:
         n, total = self.num_delegated, self.num_compute
-        head = (f"{n} of {total} compute nodes ({100.0 * self.node_share:.1f}%) on the Neutron NPU in "
+        from ..target import get_target
+
+        npu = "Ethos-U NPU (Vela)" if get_target(self.target).kind == "ethos-u" else "Neutron NPU"
+        head = (f"{n} of {total} compute nodes ({100.0 * self.node_share:.1f}%) on the {npu} in "
                 f"{len(self.partitions)} partition(s); ")
         if self.cortex_m_core is None:
             return head + f"{len(self.rejections)} on the CPU"
@@ -316,7 +339,14 @@ def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
     consts = constants(original)
     placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.name in original.graph_signature.user_inputs]
     outputs = next(n for n in graph.nodes if n.op == "output").args[0]
-    payload = unpack(lowered.processed_bytes)
+    from ..ethos_u.payload import is_payload
+
+    vela = None
+    if is_payload(bytes(lowered.processed_bytes)):  # Ethos-U: no Neutron header; I/O as the TFLite has it
+        vela = dict(getattr(lowered, "meta", {}).get("_delegate_info_meta") or {})
+        payload = None
+    else:
+        payload = unpack(lowered.processed_bytes)
 
     def int8_bytes(node) -> int:  # activations inside the partition are int8: one byte per element
         dims = _macs.shape(node)
@@ -342,16 +372,17 @@ def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
         nodes=[n.name for n in compute],
         ops=Counter(op_name(n.target) for n in compute),
         blob=bytes(lowered.processed_bytes),
-        kind=payload.kind,
+        kind=payload.kind if payload else "ethos-u-vela",
         input_shapes=[tuple(n.meta["val"].shape) for n in placeholders],
         output_shapes=[tuple(n.meta["val"].shape) for n in outputs],
-        input_formats=payload.header.input_formats,
-        output_formats=payload.header.output_formats,
+        input_formats=payload.header.input_formats if payload else (0,) * len(placeholders),
+        output_formats=payload.header.output_formats if payload else (0,) * len(outputs),
         macs=sum(op_macs.values()),
         op_macs=+op_macs,
         weight_bytes=weights,
         largest_activation_bytes=max(acts, default=0),
         working_set_bytes=working,
+        vela=vela or None,
     )
 
 

@@ -1,7 +1,8 @@
 """A self-contained HTML page for a `DelegationReport`: inline CSS, no scripts, no network.
 
-Sections: totals (node and MAC shares, model size, memory estimate as a bar), a table of partitions, a
-per-operator view (NPU vs CPU counts) and every CPU node with its reason and hint.
+Sections: totals (node and MAC shares, model size, memory estimate as a bar), a table of partitions, for
+Ethos-U targets Vela's estimate per layer (where the cycles go, as bars), a per-operator view (NPU vs CPU counts)
+and every CPU node with its reason and hint.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from html import escape
 
 from .macs import MAC_FORMULA
 from .notes import MEMORY_NOTE, REQUANTIZE_NOTE
-from .render import FORMATS, human_bytes, human_macs, op_rows
+from .render import FORMATS, ethos_u_lines, human_bytes, human_macs, op_rows
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2430;background:#fff}
@@ -25,6 +26,29 @@ display:inline-block;vertical-align:middle}.bar i{display:block;height:100%;back
 .bar.over i{background:#b3362d}.npu{color:#2f7d4f;font-weight:600}.cpu{color:#b3362d;font-weight:600}
 .note{color:#5a6474;font-size:12px}
 """
+
+
+def _vela_layers(report) -> list[str]:
+    """Ethos-U: Vela's estimate per layer of each partition, with each layer's share of the partition's cycles."""
+    lines = ethos_u_lines(report)
+    if not lines:
+        return []
+    out = [f"<h2>Vela's estimate per layer</h2><p class='note'>{escape(lines[0])}</p>"]
+    for p in report.partitions:
+        if not p.vela:
+            continue
+        est = p.vela["estimate"]
+        total = max(sum(la["cycles"] for la in est["layers"]), 1)
+        out.append(f"<p><code>{escape(p.tag)}</code>: {est['cycles']:,} cycles, "
+                   f"{1e3 * est['inference_seconds']:.3f} ms</p><table><tr><th>layer (output tensor)</th>"
+                   "<th>Vela operator</th><th>cycles</th><th>share of the cycles</th><th>MACs</th></tr>")
+        for la in est["layers"]:
+            share = la["cycles"] / total
+            out.append(f"<tr><td><code>{escape(la['name'])}</code></td><td>{escape(la['op'])}</td>"
+                       f"<td class=n>{la['cycles']:,}</td><td><span class=bar><i style='width:{100 * share:.1f}%'>"
+                       f"</i></span> {100 * share:.1f}%</td><td class=n>{escape(human_macs(la['macs']))}</td></tr>")
+        out.append("</table>")
+    return out
 
 
 def _card(value: str, label: str) -> str:
@@ -70,7 +94,9 @@ def to_html(report) -> str:
             f"{escape(human_bytes(p.payload_bytes))}</td><td>{ops}</td></tr>")
     if not report.partitions:
         parts.append("<tr><td colspan=9>nothing was delegated</td></tr>")
-    parts.append("</table><h2>Operators</h2><table><tr><th>operator</th><th>on the NPU</th><th>on the CPU</th>"
+    parts.append("</table>")
+    parts += _vela_layers(report)
+    parts.append("<h2>Operators</h2><table><tr><th>operator</th><th>on the NPU</th><th>on the CPU</th>"
                  "<th>NPU MACs</th></tr>")
     for op, n, c, m in op_rows(report):
         parts.append(f"<tr><td><code>{escape(op)}</code></td><td class='n npu'>{n or ''}</td>"

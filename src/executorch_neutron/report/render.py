@@ -109,7 +109,36 @@ def to_dict(report) -> dict:
             "fits": mem.fits,
             "note": MEMORY_NOTE,
         },
+        **({"ethos_u": ethos} if (ethos := ethos_u_dict(report)) else {}),
     }
+
+
+VELA_NOTE = ("Vela's estimate: Arm's Vela compiler models the Ethos-U and its memory system (the target's "
+             "system config and memory mode); it is not a measurement on the device")
+
+
+def ethos_u_dict(report) -> dict | None:
+    """The Ethos-U block of the JSON report: Vela's flags and its estimate, in total and per partition."""
+    total = report.vela_estimate
+    if total is None:
+        return None
+    return {
+        "estimate_by": VELA_NOTE,
+        "vela_flags": report.vela_flags,
+        **total,
+        "partitions": [{"tag": p.tag, **{k: v for k, v in p.vela["estimate"].items()}}
+                       for p in report.partitions if p.vela],
+    }
+
+
+def ethos_u_lines(report) -> list[str]:
+    total = report.vela_estimate
+    if total is None:
+        return []
+    return [f"Vela's estimate: {total['cycles']:,} cycles = {1e3 * total['inference_seconds']:.3f} ms at "
+            f"{total['core_clock_hz'] / 1e6:.0f} MHz; SRAM {human_bytes(total['sram_bytes'])}, off-chip "
+            f"{human_bytes(total['off_chip_bytes'])}, {human_macs(total['macs'])} (flags: "
+            f"{' '.join(report.vela_flags)})"]
 
 
 def op_rows(report) -> list[tuple[str, int, int, int]]:
@@ -135,7 +164,7 @@ def _totals_lines(report) -> list[str]:
         f"memory (estimate): {human_bytes(mem.total_bytes)} of {human_bytes(mem.sram_bytes)} SRAM "
         f"({100 * mem.share:.1f}%, {verdict}): weights {human_bytes(mem.weight_bytes)} + activations "
         f"{human_bytes(mem.activation_bytes)}",
-    ]
+    ] + ethos_u_lines(report)
 
 
 def to_text(report) -> str:

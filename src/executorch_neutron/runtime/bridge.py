@@ -109,6 +109,11 @@ def ensure_registered() -> ctypes.CDLL:
         if code != 0:
             raise HostBuildError(f"ExecuTorch refused to register backend {BACKEND_ID!r} (error 0x{code:02x}); "
                                  f"another library in this process already registered that backend id")
+        lib.neutron_host_register_ethos_u.restype = ctypes.c_int32
+        code = lib.neutron_host_register_ethos_u()
+        if code != 0:
+            raise HostBuildError(f"ExecuTorch refused to register backend 'EthosUBackend' (error 0x{code:02x}); "
+                                 f"another library in this process already registered that backend id")
         lib.neutron_host_set_callbacks(_EXECUTE_CALLBACK, _RELEASE_CALLBACK)
         _register_cortex_m_kernels(lib)
         atexit.register(_detach, lib)

@@ -24,6 +24,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..payload import Header, PayloadError, unpack
+from . import ethos_u_reference
 from ..tflite.layout import NCHW_TO_NHWC, NHWC_TO_NCHW, from_channels_last, to_channels_last
 from .dtypes import NUMPY_DTYPES
 
@@ -91,7 +92,18 @@ class _Program:
     outputs: list[dict]
 
 
+def _host_blob(blob: bytes) -> bytes:
+    """What the host runs for a delegate blob: an Ethos-U payload's reference (host-reference payload) or the blob."""
+    if not ethos_u_reference.is_ethos_u(blob):
+        return blob
+    reference = ethos_u_reference.reference_for(blob)
+    if reference is None:
+        raise ExecutionError(DELEGATE_INCOMPATIBLE, ethos_u_reference.DEVICE_ONLY)
+    return reference
+
+
 def _load_program(blob: bytes, preserve_all_tensors: bool = False) -> _Program:
+    blob = _host_blob(blob)
     try:
         payload = unpack(blob)
     except PayloadError as exc:
@@ -211,7 +223,7 @@ class Executor:
     def _program(self, handle_id: int, get_blob: Callable[[], bytes]) -> _Program:
         digest = self._by_handle.get(handle_id)
         if digest is None or digest not in self._by_digest:
-            blob = get_blob()
+            blob = _host_blob(get_blob())  # per handle: an Ethos-U payload resolves as its program said
             digest = hashlib.sha256(blob).hexdigest()
             if digest not in self._by_digest:
                 self._by_digest[digest] = _load_program(blob)

@@ -1,5 +1,5 @@
 /*
- * Host NeutronBackend: registers the backend id "NeutronBackend" with the ExecuTorch runtime that ships in the
+ * Host NeutronBackend (and host EthosUBackend): registers the backend id "NeutronBackend" with the ExecuTorch runtime that ships in the
  * executorch wheel (libexecutorch.so), so the stock Python runtime can execute every Neutron delegate call of a
  * .pte on a Linux host.
  *
@@ -8,6 +8,9 @@
  * arguments to a callback installed from Python (executorch_neutron.runtime.bridge), which interprets the payload.
  * A failing callback returns an ExecuTorch error code and a message; the message is kept as the library's
  * "last error" so the Python caller can raise it.
+ *
+ * The same class is registered a second time under "EthosUBackend" (neutron_host_register_ethos_u): the Python
+ * executor tells the two payload kinds apart by their first bytes and runs an Ethos-U partition's reference TFLite.
  *
  * Built on first use by executorch_neutron.runtime.build with the machine's g++.
  */
@@ -181,6 +184,9 @@ class NeutronHostBackend final : public BackendInterface {
 NeutronHostBackend g_backend;
 std::once_flag g_register_once;
 int32_t g_register_status = -1;
+NeutronHostBackend g_ethos_u_backend;
+std::once_flag g_ethos_u_register_once;
+int32_t g_ethos_u_register_status = -1;
 
 }  // namespace
 
@@ -197,6 +203,15 @@ int32_t neutron_host_register(void) {
     g_register_status = static_cast<int32_t>(executorch::runtime::register_backend(backend));
   });
   return g_register_status;
+}
+
+/* Registers "EthosUBackend" once per process (same callbacks); returns the ExecuTorch error code. */
+int32_t neutron_host_register_ethos_u(void) {
+  std::call_once(g_ethos_u_register_once, [] {
+    Backend backend{"EthosUBackend", &g_ethos_u_backend};
+    g_ethos_u_register_status = static_cast<int32_t>(executorch::runtime::register_backend(backend));
+  });
+  return g_ethos_u_register_status;
 }
 
 void neutron_host_set_callbacks(neutron_execute_fn execute, neutron_release_fn release) {

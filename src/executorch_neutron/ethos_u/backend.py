@@ -1,0 +1,82 @@
+"""EthosUBackend.preprocess: partition edge program -> int8 TFLite (the shared front end) -> Vela -> payload.
+
+Glue only: the TFLite comes from convert/ (as for Neutron), the compile step from vela_call.py, the block stream
+from payload.py. With `embed_reference` (the default) the partition's TFLite also travels in the .pte as named
+data (key `reference_key(payload)`), packed as a host-reference payload so the host runtime can run it in
+LiteRT; without it the .pte holds only what the device reads. Vela's estimate and flags go to the lowered
+module's metadata (`_delegate_info_meta`), where the delegation report reads them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import final
+
+from executorch.exir._serialize._named_data_store import NamedDataStore
+from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
+from executorch.exir.backend.compile_spec_schema import CompileSpec
+from torch.export import ExportedProgram
+
+from ..atomic import write_bytes
+from ..compile_spec import NeutronCompileSpec
+from ..convert import convert_program
+from ..exported import partition_tag
+from ..ops.registry import CheckContext
+from ..payload import Header, Payload
+from ..payload import pack as pack_reference
+from ..progress import emit
+from ..runtime.ethos_u_reference import REFERENCE_PREFIX
+from . import payload
+from .vela_call import compile_tflite
+
+
+def reference_key(blob: bytes) -> str:
+    """The named-data key of the host reference of an Ethos-U payload: found again from the payload alone."""
+    return REFERENCE_PREFIX + hashlib.sha256(blob).hexdigest()
+
+
+def vela_flags(spec: NeutronCompileSpec) -> list[str]:
+    """The Vela arguments of a spec (without output dir and input path): the target's, then `extra_flags`; an
+    extra flag replaces the target's flag of the same name."""
+    extra = spec.extra_flags.split()
+    given = {f.split("=", 1)[0] for f in extra}
+    return [f for f in spec.neutron_target.vela_flags if f.split("=", 1)[0] not in given] + extra
+
+
+class EthosULoweringError(RuntimeError):
+    """A partition cannot become an Ethos-U payload; the message says why and what to do."""
+
+
+@final
+class EthosUBackend(BackendDetails):
+    @staticmethod
+    def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
+        spec = NeutronCompileSpec.from_compile_specs(compile_specs)
+        name = partition_tag(edge_program)
+        converted = convert_program(edge_program, CheckContext.for_program(spec, edge_program), name)
+        if spec.intermediates_dir:
+            write_bytes(Path(spec.intermediates_dir) / f"{name}.tflite", converted.tflite)
+        n_in = len(converted.input_args)
+        if converted.input_args != tuple(range(n_in)) or any(converted.input_formats + converted.output_formats):
+            raise EthosULoweringError(
+                f"{name}: the Ethos-U runtime copies delegate arguments into the NPU's scratch as they are, but "
+                f"this partition's TFLite reads them as {list(converted.input_args)} with format flags "
+                f"{list(converted.input_formats)}; keep use_neutron_for_format_conversion=True")
+        flags = vela_flags(spec)
+        out = compile_tflite(converted.tflite, flags, name, spec.neutron_target.core_clock_hz)
+        blob = payload.pack(out.raw)
+        store = None
+        if spec.embed_reference:
+            header = Header(n_args=converted.n_args, input_formats=converted.input_formats,
+                            output_formats=converted.output_formats, input_args=converted.input_args,
+                            output_args=tuple(range(len(converted.output_formats))), version=0)
+            store = NamedDataStore()
+            store.add_named_data(reference_key(blob), pack_reference(Payload.reference(header, converted.tflite)))
+        debug_map = {i: handles for i, handles in enumerate(converted.debug_handles)}
+        debug_map[len(debug_map)] = ()
+        emit("partition", name=name)
+        meta = {"vela_flags": flags, "estimate": out.estimate.to_dict(), "embed_reference": spec.embed_reference}
+        return PreprocessResult(processed_bytes=blob, debug_handle_map=debug_map,
+                                data_store_output=store.get_named_data_store_output() if store else None,
+                                _delegate_info_meta=meta)

@@ -1,0 +1,146 @@
+"""The Ethos-U back end (Vela): payload bytes equal to ExecuTorch's Arm flow, Vela's limits keep nodes on the CPU
+with Vela's reason, the host run of the MLPerf Tiny examples matches PyTorch's quantized model, Vela's estimate
+and flags in the report, a device-only .pte.
+
+References are independent of our code: `executorch.backends.arm.arm_vela.vela_compile` (ExecuTorch's own packer
+of Vela's output) for the payload bytes, Vela itself (through arm_vela) for what it refuses, PyTorch's quantized
+model (`convert_pt2e`) for the numbers, Vela's console for the estimate.
+"""
+
+from __future__ import annotations
+
+import io
+import contextlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from executorch_neutron import lower, zoo
+from executorch_neutron.loading import load_model
+from executorch_neutron.runtime import NeutronRuntimeError, run
+from harness import Fn, assert_within_steps, model_output_qparams, quantize_np
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+MLPERF_TINY = {
+    "cifarnet": f"{EXAMPLES}/cifarnet.py:factory",
+    "ds_cnn": f"{EXAMPLES}/ds_cnn.py:factory",
+    "vww_mobilenet": f"{EXAMPLES}/vww_mobilenet.py:factory",
+}
+
+
+def _vela_refuses(tflite: bytes, flags: list[str]) -> bool:
+    """ExecuTorch's Arm packer of Vela's raw output fails when Vela would leave an operator on the CPU."""
+    from executorch.backends.arm.arm_vela import vela_compile
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            vela_compile(tflite, list(flags))
+        except Exception:  # noqa: BLE001 - the raw writer refuses CPU operators (RuntimeError), no npz written
+            return True
+    return False
+
+
+def _lower(name: str, target: str, tmp_path=None, **options):
+    model, inputs, _ = load_model(MLPERF_TINY[name])
+    return lower(model, inputs, [inputs] + zoo.calibration(inputs, 4), target=target,
+                 intermediates_dir=tmp_path, **options), inputs
+
+
+@pytest.mark.parametrize("target", ["imx93", "ethos-u55-128"])
+@pytest.mark.parametrize("name", ["cifarnet", "ds_cnn"])
+def test_payload_bytes_equal_executorch_arm_vela(name, target, tmp_path):
+    from executorch.backends.arm.arm_vela import vela_compile
+
+    result, _ = _lower(name, target, tmp_path)
+    report = result.report
+    assert len(report.partitions) == 1 and report.rejections == [], str(report)
+    part = report.partitions[0]
+    tflite = (tmp_path / f"{part.tag}.tflite").read_bytes()
+    with contextlib.redirect_stdout(io.StringIO()):
+        expected = vela_compile(tflite, list(report.vela_flags)).processed_bytes
+    assert part.blob == expected
+    assert part.blob[:16] == b"vela_bin_stream\0" and part.blob[64:68] == b"COP1"  # cmd_data after 2 headers
+
+
+#: the measured cases Vela leaves on the CPU: (module, inputs, edge op kept on the CPU, words of Vela's reason)
+REFUSED = {
+    "depthwise_stride4": (lambda: nn.Conv2d(8, 8, 3, stride=4, padding=1, groups=8), (1, 8, 17, 13),
+                          "aten.convolution.default", "stride must be in the range (1,3)"),
+    "avg_pool_9x9_same": (lambda: nn.AvgPool2d(9, stride=1, padding=4, count_include_pad=False), (1, 8, 12, 11),
+                          "aten.avg_pool2d.default", "range [1, 8] with SAME padding"),
+    "mean_over_4097": (lambda: Fn(lambda self, x: x.mean(dim=-1, keepdim=True)), (1, 2, 3, 4097),
+                       "aten.mean.dim", "no greater than 4096"),
+    "batch_2_global_pool": (lambda: nn.AdaptiveAvgPool2d(1), (2, 8, 10, 9), "aten.mean.dim",
+                            "Batch must be 1"),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED.values(), ids=REFUSED.keys())
+def test_vela_limits_keep_node_on_cpu_with_vela_reason(case, tmp_path):
+    make, shape, op, words = case
+    module = nn.Sequential(make(), nn.ReLU()) if op == "aten.convolution.default" else make()
+    inputs = (torch.randn(*shape),)
+    # Vela itself refuses the node: the TFLite our front end writes for it (Neutron flow, no Vela limits)
+    neutron = lower(module, inputs, target="imxrt700", intermediates_dir=tmp_path / "n")
+    refused_by_vela = [t for t in sorted((tmp_path / "n").glob("*.tflite"))
+                       if _vela_refuses(t.read_bytes(), ["--accelerator-config=ethos-u55-128",
+                                                        "--output-format=raw"])]
+    assert neutron.report.partitions and refused_by_vela, "Vela accepts this case: the constraint is not needed"
+    # ... and the Ethos-U partitioner keeps it on the CPU with Vela's reason
+    result = lower(module, inputs, target="ethos-u55-128")
+    reasons = [r for r in result.report.rejections if r.op == op]
+    assert reasons and words in reasons[0].reason and "Vela" in reasons[0].reason, str(result.report)
+    assert "Ethos-U" in reasons[0].message()
+
+
+@pytest.mark.parametrize("name", MLPERF_TINY)
+def test_host_run_within_one_step_of_pytorch(name):
+    result, inputs = _lower(name, "imx93")
+    assert len(result.report.partitions) == 1 and result.report.rejections == [], str(result.report)
+    host = run(result.pte, inputs)[0].numpy()
+    with torch.no_grad():
+        ref = result.quantized_model(*inputs).numpy()
+    scale, zp = model_output_qparams(result.quantized_model)[0]
+    out_q, ref_q = quantize_np(host, scale, zp), quantize_np(ref, scale, zp)
+    print(f"{name}: max {int(np.abs(out_q.astype(int) - ref_q).max())} steps")
+    assert_within_steps(out_q, ref_q, 1, scale)
+
+
+def test_report_has_vela_estimate_and_flags():
+    import jsonschema
+
+    from executorch_neutron.report import load_schema
+
+    result, _ = _lower("cifarnet", "ethos-u55-128")
+    data = result.report.to_dict()
+    jsonschema.validate(data, load_schema())
+    ethos = data["ethos_u"]
+    assert ethos["vela_flags"][0] == "--accelerator-config=ethos-u55-128"
+    assert not any(f.startswith("--output-dir") or f.endswith(".tflite") for f in ethos["vela_flags"])
+    assert isinstance(ethos["cycles"], int) and ethos["cycles"] > 0
+    layers = ethos["partitions"][0]["layers"]
+    # Vela's MACs of the convolutions and the classifier equal the report's own formula (Vela counts pooling too)
+    assert sum(la["macs"] for la in layers if la["op"] not in ("MaxPool", "AvgPool")) == result.report.npu_macs
+    assert abs(ethos["inference_seconds"] - ethos["cycles"] / 500e6) < 1e-12  # U55 high-end embedded: 500 MHz
+    assert sum(layer["cycles"] for layer in layers) > 0 and {"Conv2D", "MaxPool"} <= {la["op"] for la in layers}
+    assert "Vela's estimate" in str(result.report) and "per layer" in result.report.to_html()
+
+
+def test_device_only_pte_has_no_reference_and_host_says_so():
+    full, inputs = _lower("cifarnet", "imx93")
+    device, _ = _lower("cifarnet", "imx93", embed_reference=False)
+    assert full.payloads == device.payloads  # the same Vela payload
+    tflite_bytes = len(full.report.partitions[0].blob)
+    assert len(device.pte) < len(full.pte) and b"ethos_u_reference/" not in device.pte
+    assert len(full.pte) - len(device.pte) > tflite_bytes // 2  # the reference TFLite (weights) is gone
+    with pytest.raises(NeutronRuntimeError, match="device-only"):
+        run(device.pte, inputs)
+
+
+def test_same_model_same_bytes():
+    a, _ = _lower("ds_cnn", "ethos-u65-256")
+    b, _ = _lower("ds_cnn", "ethos-u65-256")
+    assert a.pte == b.pte
