@@ -1,7 +1,7 @@
 """Neutron NPU targets: the hardware facts the partitioner, converter and report rely on.
 
 A target is data, not code: one frozen `NeutronTarget` per supported SoC. Facts come from NXP's public
-documents (see the project's shared FACTS.md); fields marked *inferred* in `notes` are defaults a user can
+documents (eIQ Neutron SDK and SoC reference manuals); fields marked *inferred* in `notes` are defaults a user can
 override by building their own `NeutronTarget` and passing it where a target name is accepted.
 """
 

@@ -4,7 +4,8 @@
 
 1. `NeutronQuantizer` annotates every op it knows (LiteRT int8 semantics, what the NPU runs);
 2. ExecuTorch's Cortex-M quantizer (`executorch.backends.cortex_m.quantizer`, CMSIS-NN int8 semantics) annotates
-   only the nodes Neutron left float (its pattern matcher rejects already annotated nodes).
+   only the nodes Neutron left float: the nodes Neutron annotated, and those the user keeps float
+   (`modules_to_skip`), are marked as already matched for its pattern matcher during that step.
 
 Neutron-annotated ops also get the "int8" mark the Cortex-M quantizer leaves on its own ops, so an op Neutron
 annotated but its partitioner refuses (a 10-class softmax) still becomes a Cortex-M int8 kernel. Then every edge
