@@ -1,8 +1,9 @@
 """NPU targets: the hardware facts the partitioner, converter and report rely on.
 
 A target is data, not code: one frozen `NeutronTarget` per supported SoC with an eIQ Neutron NPU, one frozen
-`EthosUTarget` per Arm Ethos-U configuration compiled by Vela (`kind` says which back end lowers for it). Facts come from NXP's public
-documents (see the project's shared FACTS.md); fields marked *inferred* in `notes` are defaults a user can
+`EthosUTarget` per Arm Ethos-U configuration compiled by Vela (`kind` says which back end lowers for it). Facts come
+from NXP's and Arm's public documents (eIQ Neutron SDK and SoC reference manuals, Vela's bundled vela.ini); fields
+marked *inferred* in `notes` are defaults a user can
 override by building their own `NeutronTarget` and passing it where a target name is accepted.
 """
 

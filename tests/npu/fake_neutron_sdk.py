@@ -21,7 +21,7 @@ Behaviour is chosen by environment variables, because the converter runs in a ch
                          kernel_tensors (default) | section_tensors | renamed_outputs | none (no dumps)
 
 With useProfiling the node gets the profile and debug outputs (payload version 1) and the console (fd 1) holds
-the two graph dumps of FACTS.md's profiling contract, generated from the source TFLite by `profiling_console`.
+the two graph dumps of the converter's profiling contract (npu/profile_map.py), generated from the source TFLite by `profiling_console`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""use_profiling: the converter's console -> kernel index -> edge debug handles (FACTS.md, profiling contract).
+"""use_profiling: the converter's console -> kernel index -> edge debug handles (the converter's profiling contract: npu/profile_map.py).
 
 Two levels. The parser and matcher against hand-written console texts in the shapes the contract allows (expected
 kernels written out by hand). Then the whole path: lower() with the SDK test double (which prints the documented

@@ -160,15 +160,3 @@ def test_conv1d_without_the_rewrite_pass(case, monkeypatch):
     assert r.delegated_ops.get("aten.convolution.default") == 1, str(r.result.report)
     assert not r.rejections
     assert_within_steps(r.output, r.reference, 1, r.output_scale)
-
-
-def test_clone_dim_order_inside_a_partition(monkeypatch):
-    """Without the no-op removal pass a clone reaches the edge graph as _clone_dim_order and is delegated."""
-    import executorch_neutron.passes as passes
-
-    monkeypatch.setattr(passes, "ATEN_PASSES", ())
-    torch.manual_seed(0)
-    r = lower_and_run(Fn(lambda s, a: torch.relu(a).clone() * 2.0).eval(), x(1, 8, 5, 6))
-    assert r.delegated_ops == {"aten.relu.default": 1, "dim_order_ops._clone_dim_order.default": 1,
-                               "aten.mul.Tensor": 1}, str(r.result.report)
-    assert_within_steps(r.output, r.reference, 1, r.output_scale)

@@ -1,6 +1,6 @@
 """Read the eIQ Neutron converter's output: one `NeutronGraph` custom operator holding the device payload.
 
-Contract (shared FACTS.md), and how we read it:
+The contract, and how we read it:
 - the converted TFLite holds exactly one operator, a CUSTOM op with custom code `NeutronGraph`;
 - its inputs are the partition's real inputs, in the node's own order, followed by three constant tensors:
   microcode, weights, kernels (so it has `n_inputs + 3` inputs);

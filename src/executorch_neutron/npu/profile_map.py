@@ -1,6 +1,6 @@
 """The profiling `debug_handle_map`: Neutron kernel index -> edge debug handles, read from the converter's console.
 
-With `use_profiling` the converter prints its graph dumps (FACTS.md, "profiling contract"). The converted graph is
+With `use_profiling` the converter prints its graph dumps (its profiling contract, described here). The converted graph is
 a sequence of blocks opened by a line `NeutronOperator "subgraph_<N>":`, each with an `Operators:` list and a
 `Kernels:` list, up to the next `NeutronOperator` line, an empty line or a line starting with `=`. Kernels, in
 the order printed, are the device's kernels in execution order. A kernel entry is its kind on a line of its own

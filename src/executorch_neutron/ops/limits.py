@@ -1,4 +1,4 @@
-"""Numeric limits of Neutron's kernels (shared FACTS.md), one name per fact.
+"""Numeric limits of Neutron's kernels (NXP's eIQ Neutron operator documentation), one name per fact.
 
 Constraint texts (SUPPORTED_OPS.md), checks and rejection messages are all formatted from these names, so a limit
 is changed in one place. Per-target numbers (num_macs, SRAM) live in target.py instead.

@@ -4,7 +4,8 @@
 
 1. `NeutronQuantizer` annotates every op it knows (LiteRT int8 semantics, what the NPU runs);
 2. ExecuTorch's Cortex-M quantizer (`executorch.backends.cortex_m.quantizer`, CMSIS-NN int8 semantics) annotates
-   only the nodes Neutron left float (its pattern matcher rejects already annotated nodes).
+   only the nodes Neutron left float: the nodes Neutron annotated, and those the user keeps float
+   (`modules_to_skip`), are marked as already matched for its pattern matcher during that step.
 
 Neutron-annotated ops also get the "int8" mark the Cortex-M quantizer leaves on its own ops, so an op Neutron
 annotated but its partitioner refuses (a 10-class softmax) still becomes a Cortex-M int8 kernel. Then every edge
@@ -17,8 +18,6 @@ ones would turn ops the NPU runs into others (mean -> avg_pool, hardswish -> cla
 """
 
 from __future__ import annotations
-
-from typing import Iterable
 
 from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.quantizer import (
@@ -52,23 +51,15 @@ def _cortex_m_quantizer() -> Quantizer:
 class NeutronCortexMQuantizer(Quantizer):
     """PT2E int8 quantizer for Neutron + Cortex-M: Neutron annotates first, Cortex-M what Neutron left.
 
-    Args: as `NeutronQuantizer` (target, is_qat, per_channel, observer, modules_to_skip); modules_to_skip keeps
-    those modules float for both quantizers.
+    Args: the target, then `NeutronQuantizer`'s keyword options (is_qat, per_channel, observer, modules_to_skip);
+    modules_to_skip keeps those modules float for both quantizers.
     """
 
-    def __init__(
-        self,
-        target: str | NeutronTarget = "imxrt700cm",
-        is_qat: bool = False,
-        per_channel: bool = True,
-        observer: str = "minmax",
-        modules_to_skip: Iterable[type | str] = (),
-    ) -> None:
+    def __init__(self, target: str | NeutronTarget = "imxrt700cm", **options) -> None:
         super().__init__()
-        self.neutron = NeutronQuantizer(target, is_qat=is_qat, per_channel=per_channel, observer=observer,
-                                        modules_to_skip=modules_to_skip)
+        self.neutron = NeutronQuantizer(target, **options)
         self.cortex_m = _cortex_m_quantizer()
-        self.is_qat = is_qat
+        self.is_qat = self.neutron.is_qat
 
     def __repr__(self) -> str:
         return f"NeutronCortexMQuantizer({self.neutron!r})"

@@ -1,0 +1,33 @@
+"""backend.py: the delegate id is the backend class's name, the same in the .pte, the partitioner and the host
+library that executes it."""
+
+import re
+from pathlib import Path
+
+import torch
+from executorch.exir._serialize._program import deserialize_pte_binary
+from torch import nn
+
+from executorch_neutron import lower
+from executorch_neutron.backend import BACKEND_ID, NeutronBackend
+from executorch_neutron.partition import NeutronPartitioner
+
+CPP = Path(__file__).resolve().parents[1] / "src" / "executorch_neutron" / "runtime" / "neutron_host_backend.cpp"
+
+
+def test_backend_id_is_the_class_name():
+    assert BACKEND_ID == NeutronBackend.__name__ == "NeutronBackend"
+    assert NeutronPartitioner().delegation_spec.backend_id == BACKEND_ID
+
+
+def test_host_library_registers_the_same_id():
+    registered = re.findall(r'Backend backend\{"([^"]+)"', CPP.read_text())
+    assert registered == [BACKEND_ID]
+
+
+def test_delegates_in_the_pte_carry_the_id():
+    torch.manual_seed(0)
+    inputs = (torch.randn(1, 3, 8, 6),)
+    pte = lower(nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU()).eval(), inputs, [inputs]).pte
+    plans = deserialize_pte_binary(pte).program.execution_plan
+    assert [d.id for plan in plans for d in plan.delegates] == [BACKEND_ID]
