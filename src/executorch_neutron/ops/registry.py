@@ -21,6 +21,7 @@ from torch.fx import Node
 from ..compile_spec import CONSTRAINT_PROFILES as PROFILES
 from ..compile_spec import DEFAULT_PROFILE, NeutronCompileSpec
 from ..exported import op_name
+from ..messages import first_line
 from ..target import NeutronTarget
 from .args import NodeArgs
 
@@ -143,7 +144,7 @@ class OpEntry:
             try:
                 reason = c.check(args, ctx)
             except Exception as exc:  # a check that cannot decide rejects
-                reason = f"support could not be decided ({type(exc).__name__}: {exc})"
+                reason = f"support could not be decided ({type(exc).__name__}: {first_line(exc)})"
             if reason:
                 return reason, (fill_limits(c.hint, ctx.target) if c.hint else None)
         return None
