@@ -51,6 +51,15 @@ CASES = {
     "mul_param_32": (lambda: Param(torch.mul, 32), randn((1, 6, 32)), {"aten.mul.Tensor": 1}),
     "mul_rank3_by_rank4": (f(lambda s, a, b: a * b), randn((3, 5, 7), (1, 4, 3, 5, 7)[1:]), {"aten.mul.Tensor": 1}),
     "mul_n1hw": (f(lambda s, a, b: a * b), randn((1, 16, 6, 9), (1, 1, 6, 9)), {"aten.mul.Tensor": 1}),
+    "mul_both_broadcast_equal_rank": (f(lambda s, a, b: a * b), randn((1, 8, 1, 5), (1, 1, 6, 1)),
+                                      {"aten.mul.Tensor": 1}),  # beyond NXP: equal ranks broadcast freely
+    # maximum / minimum (maximum_converter.py, minimum_converter.py): operands and output share qparams
+    "maximum": (f(lambda s, a, b: torch.maximum(a, b)), randn((1, 8, 5, 6), (1, 8, 5, 6)),
+                {"aten.maximum.default": 1}),
+    "maximum_nc11": (f(lambda s, a, b: torch.maximum(a, b)), randn((1, 16, 3, 7), (1, 16, 1, 1)),
+                     {"aten.maximum.default": 1}),
+    "minimum_2d": (f(lambda s, a, b: torch.minimum(a, b)), randn((2, 24), (2, 24)), {"aten.minimum.default": 1}),
+    "minimum_rank1": (f(lambda s, a, b: torch.minimum(a, b)), randn((1, 5, 40), (40,)), {"aten.minimum.default": 1}),
     # unary math (rsqrt_converter.py, exp_converter.py, log_converter.py)
     "rsqrt": (f(lambda s, a: torch.rsqrt(a)), positive((1, 8, 5, 6)), {"aten.rsqrt.default": 1}),
     "rsqrt_t1": (f(lambda s, a: torch.rsqrt(a)), positive((1, 6, 1)), {"aten.rsqrt.default": 1}),
@@ -62,6 +71,13 @@ CASES = {
     "sum_last_keepdim": (f(lambda s, a: a.sum(-1, keepdim=True)), randn((1, 6, 32)), {"aten.sum.dim_IntList": 1}),
     "sum_channels": (f(lambda s, a: a.sum(1)), randn((1, 8, 5, 6)), {"aten.sum.dim_IntList": 1}),
     "sum_hw_keepdim": (f(lambda s, a: a.sum((2, 3), keepdim=True)), randn((1, 16, 3, 7)), {"aten.sum.dim_IntList": 1}),
+    # amax / amin (amax_converter.py, amin_converter.py): shared qparams
+    "amax_last_keepdim": (f(lambda s, a: torch.amax(a, -1, keepdim=True)), randn((1, 6, 32)),
+                          {"aten.amax.default": 1}),
+    "amax_channels": (f(lambda s, a: torch.amax(a, 1)), randn((1, 8, 5, 6)), {"aten.amax.default": 1}),
+    "amin_last": (f(lambda s, a: torch.amin(a, -1)), randn((2, 5, 24)), {"aten.amin.default": 1}),
+    "amin_hw_keepdim": (f(lambda s, a: torch.amin(a, (2, 3), keepdim=True)), randn((1, 16, 7, 3)),
+                        {"aten.amin.default": 1}),
 }
 
 
@@ -89,8 +105,8 @@ def _rejections(name_or_make, inputs, **spec):
 REFUSED = {
     "add_both_broadcast": (f(lambda s, a, b: a + b), randn((1, 8, 1), (1, 1, 32)), "aten.add.Tensor",
                            "both broadcast"),
-    "mul_both_broadcast": (f(lambda s, a, b: a * b), randn((1, 8, 1, 5), (1, 1, 6, 1)), "aten.mul.Tensor",
-                           "both broadcast"),
+    "mul_both_broadcast_ranks": (f(lambda s, a, b: a * b), randn((1, 8, 1), (5,)), "aten.mul.Tensor",
+                                 "both broadcast"),
 }
 
 

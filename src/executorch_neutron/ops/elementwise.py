@@ -1,5 +1,5 @@
 """Binary elementwise ops: add.Tensor, sub.Tensor, mul.Tensor, div.Tensor -> TFLite ADD / SUB / MUL (int8, with
-requantization).
+requantization); maximum / minimum -> MAXIMUM / MINIMUM (operands and output share their quantization).
 
 Both operands are brought to one layout (channels-last for rank 4); an operand may be a quantized constant. A
 float scalar operand (mul by 0.5, or a division the div->mul pass did not see) is represented exactly in int8:
@@ -17,10 +17,11 @@ from torch.fx import Node
 import numpy as np
 import torch
 
+from ..qdq import qparams
 from ..tflite.builder import Quant, Value, options
 from ..tflite.layout import Layout, to_physical_perm
 from .fusion import fused_code
-from .common import is_dq
+from .common import is_dq, is_q
 from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
@@ -50,9 +51,7 @@ def _equal_shapes(a, ctx):
     return f"input shapes {list(s)} and {list(o)} differ (broadcasting is not in the documented table)"
 
 
-@constraint("one operand has as many elements as the output (the other, of any rank, broadcasts onto it)",
-            profiles={"sdk-current"})
-def _broadcast(a, ctx):
+def _broadcast_reason(a) -> str | None:
     if not isinstance(a["other"], Node):
         return None
     n = math.prod(a.out_shape)
@@ -61,6 +60,20 @@ def _broadcast(a, ctx):
         return None
     return (f"input shapes {list(s)} and {list(o)} both broadcast to the output {list(a.out_shape)}: Neutron "
             "broadcasts only onto an operand of the output's size")
+
+
+@constraint("one operand has as many elements as the output (the other, of any rank, broadcasts onto it)",
+            profiles={"sdk-current"})
+def _broadcast(a, ctx):
+    return _broadcast_reason(a)
+
+
+@constraint("one operand has as many elements as the output (the other, of any rank, broadcasts onto it), or "
+            "operands of equal rank (any broadcasting)", profiles={"sdk-current"})
+def _mul_broadcast(a, ctx):
+    if isinstance(a["other"], Node) and len(a.shape("self")) == len(a.shape("other")):
+        return None
+    return _broadcast_reason(a)
 
 
 @constraint("tensor size % {num_macs} == 0", profiles={"documented"})
@@ -160,7 +173,7 @@ def _equal_rank_or_scalar(a, ctx):
 
 
 
-@register(_aten.mul.Tensor, constraints=(_tensor_operands, _equal_rank_or_scalar, _broadcast, _size_multiple,
+@register(_aten.mul.Tensor, constraints=(_tensor_operands, _equal_rank_or_scalar, _mul_broadcast, _size_multiple,
                                                  _operands_int8),
           fuses_activation=True, quantize={"binary": (A.mul.Tensor, A.mul_.Tensor)})
 def convert_mul(ctx, a):
@@ -198,3 +211,30 @@ def _div_dims(a, ctx):
 def convert_div(ctx, a):
     """Division by a constant: MUL by the reciprocal (exact for scalars)."""
     binary(ctx, a, schema.BuiltinOperator.MUL, options("MulOptionsT"), reciprocal=True)
+
+
+@constraint("both operands and the output quantized alike (NeutronQuantizer shares them)")
+def _all_shared(a, ctx):
+    users = [u for u in a.node.users if is_q(u)]
+    operands = [a[n] for n in ("self", "other") if isinstance(a[n], Node)]
+    if not users or not all(is_dq(o) for o in operands):
+        return None  # reported by the generic int8 check
+    out = qparams(users[0])
+    for o in operands:
+        if not qparams(o).same_as(out):
+            return f"operand {o.name} is quantized differently from the output: LiteRT needs them equal"
+    return None
+
+
+@register(_aten.maximum.default, constraints=(_broadcast, _all_shared), profiles={"sdk-current"},
+          quantize={"shared_operands": (A.maximum.default,)})
+def convert_maximum(ctx, a):
+    """Elementwise maximum (with broadcasting)."""
+    binary(ctx, a, schema.BuiltinOperator.MAXIMUM, None)
+
+
+@register(_aten.minimum.default, constraints=(_broadcast, _all_shared), profiles={"sdk-current"},
+          quantize={"shared_operands": (A.minimum.default,)})
+def convert_minimum(ctx, a):
+    """Elementwise minimum (with broadcasting)."""
+    binary(ctx, a, schema.BuiltinOperator.MINIMUM, None)

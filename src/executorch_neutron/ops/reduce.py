@@ -17,6 +17,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 
 from ..tflite.builder import Quant, Value, options
 from ..tflite.layout import Layout
+from .common import shared_quantization
 from .registry import register
 
 _aten = exir_ops.edge.aten
@@ -56,3 +57,17 @@ def convert_sum(ctx, a):
     reduce_dims(ctx, a, schema.BuiltinOperator.MEAN, out=mean)
     count = b.constant(a.node.name + "_count", np.ones([1] * len(out.shape), dtype=np.int8), Quant.per_tensor(n, 0))
     b.op(schema.BuiltinOperator.MUL, [mean.tensor, count], [out.tensor], options("MulOptionsT"))
+
+
+@register(_aten.amax.default, constraints=(shared_quantization(),), profiles={"sdk-current"},
+          quantize={"shared": (A.amax.default,)})
+def convert_amax(ctx, a):
+    """Maximum over the listed dims (all when none are listed)."""
+    reduce_dims(ctx, a, schema.BuiltinOperator.REDUCE_MAX, quant=ctx.value(a["self"]).quant)
+
+
+@register(_aten.amin.default, constraints=(shared_quantization(),), profiles={"sdk-current"},
+          quantize={"shared": (A.amin.default,)})
+def convert_amin(ctx, a):
+    """Minimum over the listed dims (all when none are listed)."""
+    reduce_dims(ctx, a, schema.BuiltinOperator.REDUCE_MIN, quant=ctx.value(a["self"]).quant)
