@@ -8,7 +8,8 @@ Each factory returns `(module, example_inputs)` with random weights and batch-no
 - `shufflenet_v2`: ShuffleNetV2 units (split / branch / cat, channel shuffle view -> transpose -> contiguous -> view);
 - `resnext`: ResNeXt / RegNet grouped bottleneck (groups neither 1 nor channels) with a residual add;
 - `resnet_stem`: ResNet stem conv 7x7 s2 + BN + ReLU + max_pool2d(3, 2, 1) and one basic block;
-- `squeezenet`: Fire modules with ceil_mode max pooling.
+- `squeezenet`: Fire modules with ceil_mode max pooling;
+- `regnetx_002` (not in FAMILIES): timm's regnetx_002 layout, for benchmarks/grouped_conv_lowering.py.
 
 Used by tests/models/test_arch_families.py and benchmarks/model_zoo.py.
 """
@@ -152,6 +153,40 @@ class ResNeXtLike(nn.Module):
         return self.head(torch.flatten(F.adaptive_avg_pool2d(self.blocks(self.stem(x)), 1), 1))
 
 
+class RegNetXBlock(nn.Module):
+    """RegNetX block: 1x1, 3x3 grouped (group width 8) with the stage's stride, 1x1; projected shortcut when the
+    shape changes."""
+
+    def __init__(self, cin, cout, stride, group_width=8):
+        super().__init__()
+        self.a = conv_bn(cin, cout, 1, act=nn.ReLU)
+        self.b = conv_bn(cout, cout, 3, stride, groups=cout // group_width, act=nn.ReLU)
+        self.c = conv_bn(cout, cout, 1)
+        self.shortcut = conv_bn(cin, cout, 1, stride) if (stride, cin) != (1, cout) else nn.Identity()
+
+    def forward(self, x):
+        return F.relu(self.shortcut(x) + self.c(self.b(self.a(x))))
+
+
+class RegNetX002Like(nn.Module):
+    """timm's regnetx_002 layout (RegNetX-200MF): stem 32, stages of widths 24, 56, 152, 368 and depths 1, 1, 4, 7,
+    group width 8: 2 to 46 groups per 3x3 conv."""
+
+    def __init__(self, widths=(24, 56, 152, 368), depths=(1, 1, 4, 7), classes=1000):
+        super().__init__()
+        self.stem = conv_bn(3, 32, 3, 2, act=nn.ReLU)
+        blocks, cin = [], 32
+        for w, d in zip(widths, depths):
+            for i in range(d):
+                blocks.append(RegNetXBlock(cin, w, 2 if i == 0 else 1))
+                cin = w
+        self.blocks = nn.Sequential(*blocks)
+        self.head = nn.Linear(cin, classes)
+
+    def forward(self, x):
+        return self.head(torch.flatten(F.adaptive_avg_pool2d(self.blocks(self.stem(x)), 1), 1))
+
+
 class BasicBlock(nn.Module):
     def __init__(self, c):
         super().__init__()
@@ -229,6 +264,11 @@ def resnet_stem(seed: int = 0):
 def squeezenet(seed: int = 0):
     # 50: the ceil_mode pools see even sizes (24 -> 12, 12 -> 6), where ceil_mode adds a window at the edge
     return _make(SqueezeNetLike, 50, seed)
+
+
+def regnetx_002(seed: int = 0, resolution: int = 224):
+    """A regnetx_002-sized model (not in FAMILIES: it is for the lowering-time benchmark)."""
+    return _make(RegNetX002Like, resolution, seed)
 
 
 FAMILIES = {

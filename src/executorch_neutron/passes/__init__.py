@@ -13,6 +13,7 @@ from torch.fx import GraphModule
 from .batch_norm_to_conv import batch_norm_to_conv
 from .conv1d_to_conv2d import conv1d_to_conv2d
 from .div_to_mul import div_to_mul
+from .gelu_to_sigmoid import gelu_to_sigmoid
 from .grouped_conv_split import grouped_conv_split
 from .hardsigmoid_to_conv import hardsigmoid_to_conv
 from .matmul_to_bmm import matmul_to_bmm
@@ -22,12 +23,14 @@ from .permute_rank4 import permute_rank4
 from .pool1d_to_pool2d import pool1d_to_pool2d
 from .remove_bn_counters import remove_bn_counters
 from .remove_noops import remove_noops
+from .sdpa_to_matmul import sdpa_to_matmul
 from .silu_to_sigmoid_mul import silu_to_sigmoid_mul
+from .sink_batch_reshapes import sink_batch_reshapes
 from .split_to_slices import split_to_slices
 
-ATEN_PASSES = (remove_noops, permute_rank4, remove_bn_counters, batch_norm_to_conv, conv1d_to_conv2d, pool1d_to_pool2d, mean1d_to_mean2d,
-               div_to_mul, split_to_slices, matmul_to_bmm, hardsigmoid_to_conv, silu_to_sigmoid_mul, max_pool_padding,
-               grouped_conv_split)
+ATEN_PASSES = (remove_noops, split_to_slices, sdpa_to_matmul, matmul_to_bmm, sink_batch_reshapes, permute_rank4,
+               remove_bn_counters, batch_norm_to_conv, conv1d_to_conv2d, pool1d_to_pool2d, mean1d_to_mean2d,
+               div_to_mul, hardsigmoid_to_conv, silu_to_sigmoid_mul, gelu_to_sigmoid, max_pool_padding, grouped_conv_split)
 
 
 def run_aten_passes(gm: GraphModule) -> GraphModule:
@@ -36,6 +39,6 @@ def run_aten_passes(gm: GraphModule) -> GraphModule:
     return gm
 
 
-__all__ = ["ATEN_PASSES", "run_aten_passes", "batch_norm_to_conv", "conv1d_to_conv2d", "div_to_mul", "grouped_conv_split",
+__all__ = ["ATEN_PASSES", "run_aten_passes", "batch_norm_to_conv", "conv1d_to_conv2d", "div_to_mul", "gelu_to_sigmoid", "grouped_conv_split",
            "hardsigmoid_to_conv", "matmul_to_bmm", "max_pool_padding", "silu_to_sigmoid_mul", "mean1d_to_mean2d",
-           "permute_rank4", "pool1d_to_pool2d", "remove_bn_counters", "remove_noops", "split_to_slices"]
+           "permute_rank4", "pool1d_to_pool2d", "remove_bn_counters", "remove_noops", "sdpa_to_matmul", "sink_batch_reshapes", "split_to_slices"]

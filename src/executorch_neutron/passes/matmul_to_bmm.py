@@ -1,11 +1,15 @@
-"""ATen pass: torch.matmul of two 3-D (or two 2-D) tensors -> aten.bmm (aten.mm).
+"""ATen pass: torch.matmul of two tensors of one rank (2-D, 3-D, or more with equal batch dims) -> aten.mm / bmm.
 
 `aten.matmul` is not a core ATen op: left alone it decomposes after quantization into expand/view/bmm/view with
 no quantize node in between, so none of its pieces can be delegated. Rewritten before annotation it becomes one
-int8 bmm (or mm) that Neutron runs. Other ranks and broadcasting matmuls are left alone.
+int8 bmm (or mm) that Neutron runs. Above rank 3 (multi-head attention: [B, heads, T, D] @ [B, heads, D, T]) the
+batch dims are flattened into one: reshape both operands to 3-D, bmm, reshape the result back. Broadcasting
+matmuls are left alone.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch.fx import GraphModule
@@ -25,17 +29,19 @@ def matmul_to_bmm(gm: GraphModule) -> GraphModule:
         if node.op != "call_function" or node.target is not aten.matmul.default:
             continue
         a, b = node.args[0], node.args[1]
-        sa, sb = _shape(a), _shape(b)
-        if sa is None or sb is None or len(sa) != len(sb):
-            continue
-        if len(sa) == 3 and sa[0] == sb[0]:
-            target = aten.bmm.default
-        elif len(sa) == 2:
-            target = aten.mm.default
-        else:
+        sa, sb, so = _shape(a), _shape(b), _shape(node)
+        if sa is None or sb is None or len(sa) != len(sb) or len(sa) < 2 or sa[:-2] != sb[:-2]:
             continue
         with gm.graph.inserting_before(node):
-            out = call(gm, target, (a, b), node)
+            if len(sa) == 2:
+                out = call(gm, aten.mm.default, (a, b), node)
+            elif len(sa) == 3:
+                out = call(gm, aten.bmm.default, (a, b), node)
+            else:
+                batch = math.prod(sa[:-2])
+                a3 = call(gm, aten.reshape.default, (a, [batch, *sa[-2:]]), node)
+                b3 = call(gm, aten.reshape.default, (b, [batch, *sb[-2:]]), node)
+                out = call(gm, aten.reshape.default, (call(gm, aten.bmm.default, (a3, b3), node), list(so)), node)
         node.replace_all_uses_with(out)
         gm.graph.erase_node(node)
     return finish(gm)

@@ -1,13 +1,16 @@
-"""ATen pass: permutations of rank > 4 become rank-4 permutations between reshapes; chained reshapes collapse.
+"""ATen pass: permutations Neutron cannot run as they are become ones it can, between reshapes; chained reshapes
+collapse.
 
-Neutron transposes tensors of rank <= 4. A permutation that keeps runs of adjacent dimensions together only
-moves those runs: each run becomes one dimension, so `permute(x, p)` is `reshape(permute(reshape(x, runs),
-q), out)`. Channel shuffle (ShuffleNet: view (N, G, C/G, H, W) -> transpose(1, 2) -> view (N, C, H, W)) becomes
-view (N, G, C/G, H*W) -> permute (0, 2, 1, 3) -> contiguous copy -> view (N, C, H, W): rank 4, batch first,
-delegated (the copy is a no-op on the NPU).
+Neutron transposes tensors of rank <= 4 with the batch dimension first (unless it is 1). A permutation only moves
+data along its dims of size > 1, and a run of adjacent dimensions that stays together and in order moves as one:
+dropping size-1 dims and merging each run gives the smallest equivalent permutation, so `permute(x, p)` is
+`reshape(permute(reshape(x, runs), q), out)`; a leading dim of 1 is added when the batch dimension would move.
+A permutation that only moves size-1 dims is a reshape. Channel shuffle (ShuffleNet: view (N, G, C/G, H, W) ->
+transpose(1, 2) -> view (N, C, H, W)) becomes view (G, C/G, H*W) -> permute -> contiguous copy -> view: delegated
+(the copy is a no-op on the NPU); attention's head split ([B, T, 3, heads, D] -> [3, B, heads, T, D]) and
+nn.MultiheadAttention's transposes of a batch of tokens become rank-4 batch-first transposes.
 A reshape of a reshape is one reshape of the first input, and a reshape to the input's own shape is dropped,
-so the 5D intermediates vanish. Runs before quantization (after no-op removal).
-"""
+so the 5D intermediates vanish. Runs before quantization (after no-op removal)."""
 
 from __future__ import annotations
 
@@ -47,23 +50,46 @@ def merged(shape: list[int], perm: list[int]) -> tuple[list[int], list[int]]:
     return new_shape, [position[i] for i in range(len(runs))]
 
 
+def canonical(shape: list[int], perm: list[int]) -> tuple[list[int], list[int]]:
+    """The smallest permutation moving the same data: size-1 dims dropped, adjacent runs merged (`merged`)."""
+    keep = [d for d in range(len(shape)) if shape[d] != 1]
+    position = {d: i for i, d in enumerate(keep)}
+    return merged([shape[d] for d in keep], [position[d] for d in perm if shape[d] != 1])
+
+
+def accepted(shape: list[int], perm: list[int]) -> bool:
+    """Whether Neutron transposes it as it is: rank <= 4, batch first unless it is 1 (ops/shape.py's check)."""
+    return len(shape) <= 4 and not (len(shape) >= 3 and perm[0] != 0 and shape[0] != 1)
+
+
 def permute_rank4(gm: GraphModule) -> GraphModule:
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or node.target not in _PERMUTES:
             continue
         x = node.args[0]
         val, out = x.meta.get("val"), node.meta.get("val")
-        if val is None or out is None or val.dim() <= 4:
+        if val is None or out is None:
             continue
         shape = list(val.shape)
-        new_shape, new_perm = merged(shape, _perm(node, len(shape)))
-        if len(new_shape) > 4:
+        perm = _perm(node, len(shape))
+        new_shape, new_perm = canonical(shape, perm)
+        if new_perm == sorted(new_perm):  # only size-1 dims move: a reshape
+            with gm.graph.inserting_before(node):
+                back = call(gm, aten.reshape.default, (x, list(out.shape)), node)
+            node.replace_all_uses_with(back)
+            gm.graph.erase_node(node)
+            continue
+        if accepted(shape, perm):
+            _copy_before_reshapes(gm, node)
+            continue
+        if len(new_shape) < 4 and new_perm[0] != 0:  # a leading batch of 1 keeps the batch dimension first
+            new_shape, new_perm = [1, *new_shape], [0, *(p + 1 for p in new_perm)]
+        if not accepted(new_shape, new_perm):
             continue
         with gm.graph.inserting_before(node):
             r = call(gm, aten.reshape.default, (x, new_shape), node)
             p = call(gm, aten.permute.default, (r, new_perm), node)
-            # a contiguous copy (annotated like the permute): otherwise export splits the reshape of the permuted
-            # (strided) tensor into clone + view after quantization, with no quantize node between them
+            # a contiguous copy: see _copy_before_reshapes
             c = call(gm, aten.clone.default, (p,), node)
             c.kwargs = {"memory_format": torch.contiguous_format}
             back = call(gm, aten.reshape.default, (c, list(out.shape)), node)
@@ -71,6 +97,20 @@ def permute_rank4(gm: GraphModule) -> GraphModule:
         gm.graph.erase_node(node)
     _collapse_reshapes(gm)
     return finish(gm)
+
+
+def _copy_before_reshapes(gm: GraphModule, node) -> None:
+    """A contiguous copy between a permutation and the reshapes that read it (annotated like the permute):
+    otherwise export splits each reshape of the permuted (strided) tensor into clone + view after quantization,
+    with no quantize node between them."""
+    readers = [u for u in node.users if u.op == "call_function" and u.target in _RESHAPES]
+    if not readers:
+        return
+    with gm.graph.inserting_after(node):
+        c = call(gm, aten.clone.default, (node,), node)
+        c.kwargs = {"memory_format": torch.contiguous_format}
+    for u in readers:
+        u.replace_input_with(node, c)
 
 
 def _collapse_reshapes(gm: GraphModule) -> None:

@@ -1,11 +1,14 @@
-"""ATen pass: split / split_with_sizes / chunk -> one slice per used output.
+"""ATen pass: split / split_with_sizes / chunk -> one slice per used output; select / unbind -> slice + reshape.
 
 Each `getitem(split(x), i)` becomes `slice(x, dim, start, end)`: Neutron runs slices (int8, shared quantization)
-and the slices of unused outputs simply disappear. Runs before quantization.
+and the slices of unused outputs simply disappear. `select(x, dim, i)` (`qkv[0]`, and each output of `unbind`,
+attention's q, k, v) is the slice [i, i+1) reshaped without that dim; above rank 4 the slice is taken on x viewed
+as [before, size, after]. Runs before quantization.
 """
 
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
@@ -31,7 +34,43 @@ def _sizes(node, length: int) -> list[int] | None:
     return [min(size, length - start) for start in range(0, length, size)]
 
 
+def _select(gm, x, dim: int, index: int, like) -> torch.fx.Node:
+    """x[..., index, ...] along `dim` as slice + reshape (inserted before the current point)."""
+    shape = list(x.meta["val"].shape)
+    dim, out = dim % len(shape), shape[:dim % len(shape)] + shape[dim % len(shape) + 1:]
+    index = index % shape[dim]
+    if len(shape) > 4:
+        x = call(gm, aten.reshape.default, (x, [math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1:])]), like)
+        dim = 1
+    piece = call(gm, aten.slice.Tensor, (x, dim, index, index + 1), like)
+    return call(gm, aten.reshape.default, (piece, out), like)
+
+
+def _selects(gm: GraphModule) -> None:
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in (aten.select.int, aten.unbind.int):
+            continue
+        x = node.args[0]
+        if not isinstance(x, torch.fx.Node) or x.meta.get("val") is None:
+            continue
+        if node.target == aten.select.int:
+            with gm.graph.inserting_before(node):
+                out = _select(gm, x, int(arg(node, "dim")), int(arg(node, "index")), node)
+            node.replace_all_uses_with(out)
+            gm.graph.erase_node(node)
+            continue
+        if not all(u.target is operator.getitem for u in node.users):
+            continue
+        for user in list(node.users):
+            with gm.graph.inserting_before(user):
+                out = _select(gm, x, int(arg(node, "dim")), int(user.args[1]), user)
+            user.replace_all_uses_with(out)
+            gm.graph.erase_node(user)
+        gm.graph.erase_node(node)
+
+
 def split_to_slices(gm: GraphModule) -> GraphModule:
+    _selects(gm)
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or node.target not in _SPLITS:
             continue
