@@ -70,6 +70,7 @@ def _spec_options(args) -> dict:
         use_profiling=args.use_profiling,
         reference=args.reference,
         constraints=args.constraints,
+        embed_reference=not args.device_only,
     )
 
 
@@ -237,10 +238,11 @@ def _targets(args) -> int:
     import dataclasses
     import json
 
-    from .target import TARGETS
+    from .target import ETHOS_U_TARGETS, TARGETS
 
     if args.json:
-        print(json.dumps({k: dataclasses.asdict(t) for k, t in TARGETS.items()}, indent=2))
+        print(json.dumps({k: {**dataclasses.asdict(t), "kind": t.kind}
+                          for k, t in {**TARGETS, **ETHOS_U_TARGETS}.items()}, indent=2))
         return EXIT_OK
     from .compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
 
@@ -252,6 +254,11 @@ def _targets(args) -> int:
               f"{t.macs_per_cycle} MACs/cycle; SRAM {t.sram_bytes // 1024} KiB; CPU {t.cpu}; "
               f"{'upstream' if t.upstream_supported else 'preview'}"
               + (f"; leftovers as int8 {t.cortex_m} kernels (ExecuTorch Cortex-M backend)" if t.cortex_m else ""))
+        for note in t.notes:
+            print(f"    - {note}")
+    for t in ETHOS_U_TARGETS.values():
+        print(f"{t.name}: {t.soc}; NPU {t.npu} (Arm Ethos-U, compiled by Vela); Vela config {t.accelerator}, "
+              f"system {t.system_config} at {t.core_clock_hz / 1e6:.0f} MHz, memory mode {t.memory_mode}; CPU {t.cpu}")
         for note in t.notes:
             print(f"    - {note}")
     return EXIT_OK
@@ -304,14 +311,16 @@ def _add_lowering_options(p: argparse.ArgumentParser) -> None:
     from .compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
 
     p.add_argument("model", help=MODEL_HELP)
-    p.add_argument("--target", default="imxrt700", help="Neutron target (see `targets`; default imxrt700)")
+    p.add_argument("--target", default="imxrt700", help="Neutron target, or Ethos-U target (imx93, ethos-u55-128, "
+                   "ethos-u55-256, ethos-u65-256: lowered through Vela); see `targets`; default imxrt700")
     p.add_argument("--calibration", metavar="DIR", help="directory of calibration samples (.npy/.npz/.pt)")
     p.add_argument("--random-calibration", action="store_true", help="calibrate on random data (warns)")
     p.add_argument("--qat", "--quantized", dest="qat", action="store_true",
                    help="the factory returns an already quantized model (QAT: prepare_qat_pt2e, train, convert_pt2e); "
                         "skip PTQ (quantize_model=False)")
     g = p.add_argument_group("NeutronCompileSpec options")
-    g.add_argument("--extra-flags", default="", help="extra flags passed verbatim to the eIQ Neutron converter")
+    g.add_argument("--extra-flags", default="", help="extra flags passed verbatim to the eIQ Neutron converter (or "
+                                                      "to Vela for an Ethos-U target)")
     g.add_argument("--operators-not-to-delegate", nargs="+", metavar="OP",
                    help="operators kept on the CPU, e.g. aten.convolution.default (comma or space separated)")
     g.add_argument("--no-neutron-format-conversion", action="store_true",
@@ -322,6 +331,9 @@ def _add_lowering_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--intermediates", metavar="DIR", help="write each partition's int8 TFLite (<tag>.tflite) here")
     g.add_argument("--use-profiling", action="store_true", help="profiling microcode (eIQ SDK)")
     g.add_argument("--reference", action="store_true", help="host-reference payloads even with the eIQ SDK")
+    g.add_argument("--device-only", action="store_true",
+                   help="Ethos-U targets: leave the partitions' reference TFLite out of the .pte (embed_reference="
+                        "False): smaller, runs only on the device")
     g.add_argument("--constraints", choices=sorted(CONSTRAINT_PROFILES), default=DEFAULT_PROFILE,
                    help="operator table the partitioner follows: sdk-current (default: what NXP's current SDK "
                         "delegates) or documented (NXP's documented table); see SUPPORTED_OPS.md")
@@ -334,7 +346,7 @@ def _add_pte_inputs(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .target import TARGETS
+    from .target import all_target_names
     from .zoo import MODELS
 
     p = argparse.ArgumentParser(prog="executorch-neutron", description="ExecuTorch backend for NXP eIQ Neutron NPUs")
@@ -345,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="lower a bundled example model, run the .pte on the host, print the report")
     d.add_argument("--model", choices=sorted(MODELS), default="cifarnet")
-    d.add_argument("--target", choices=sorted(TARGETS), default="imxrt700")
+    d.add_argument("--target", choices=all_target_names(), default="imxrt700")
     d.add_argument("-o", "--output", type=Path, default=Path("out/demo.pte"))
     d.set_defaults(func=_demo)
 
@@ -383,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=_compare)
 
-    t = sub.add_parser("targets", help="the Neutron targets and their facts")
+    t = sub.add_parser("targets", help="the Neutron and Ethos-U targets and their facts")
     t.add_argument("--json", action="store_true")
     t.set_defaults(func=_targets)
 

@@ -93,7 +93,7 @@ def _call_user_code(what: str, fn, *args):
     except (UserError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - whatever the user's code raises
-        raise UserError(f"{what} failed: {type(exc).__name__}: {_first_line(exc)}",
+        raise UserError(f"{what} failed: {type(exc).__name__}: {first_line(exc)}",
                         "fix the factory (--verbose shows the traceback)") from exc
 
 

@@ -10,13 +10,15 @@ target recipe per SoC:
     recipe = get_imxrt700_recipe("imxrt700cm", calibration_inputs=calib)   # Neutron NPU + Cortex-M33
     pte = export(model, [inputs], export_recipe=recipe).get_pte_buffer()
 
-`imxrt700` is the NPU alone (leftovers are portable float kernels); `imxrt700cm` is the whole chip: one
+`get_imx93_recipe(...)` is the i.MX 93 recipe (its Ethos-U65 through Vela); any Ethos-U target name works with
+`ExportRecipe.get_recipe(..., target="ethos-u55-128")`. `imxrt700` is the NPU alone (leftovers are portable float kernels); `imxrt700cm` is the whole chip: one
 quantization pass (`NeutronCortexMQuantizer`), Neutron partitions, then the leftovers as int8 `cortex_m::*`
 kernels. QAT: `NeutronRecipeType.QAT_INT8` (or `qat=True`) with `train_fn(prepared_model)`.
 
 A recipe is `lower()`'s pipeline expressed as ExecuTorch stages, taken from the same assembly (`pipeline.py`:
-`resolve_spec`, then `assemble` gives the quantizer, the partitioner, the edge compile config and the Cortex-M
-leftover step). Same options and calibration data give the same .pte bytes as `lower()` (tests/test_recipes.py).
+`resolve_spec`, then `assemble` gives the quantizer, the partitioner of the target's back end
+(`backends.partitioner_for`), the edge compile config and the Cortex-M leftover step). Same options and
+calibration data give the same .pte bytes as `lower()` (tests/test_recipes.py).
 """
 
 from __future__ import annotations
@@ -116,6 +118,13 @@ def get_imxrt700_recipe(target_config: str = "imxrt700cm", qat: bool = False, **
         raise ValueError(f"unsupported i.MX RT700 configuration {target_config!r}: supported {sorted(SOC_TARGETS)}")
     recipe_type = NeutronRecipeType.QAT_INT8 if qat else NeutronRecipeType.PTQ_INT8
     return ExportRecipe.get_recipe(recipe_type, target=SOC_TARGETS[target_config], **kwargs)
+
+
+def get_imx93_recipe(qat: bool = False, **kwargs) -> ExportRecipe:
+    """The target recipe of i.MX 93: its Ethos-U65-256 through Vela (EthosUBackend delegates; leftovers portable
+    kernels). kwargs: as `neutron_recipe` (calibration_inputs, train_fn, spec options such as embed_reference)."""
+    recipe_type = NeutronRecipeType.QAT_INT8 if qat else NeutronRecipeType.PTQ_INT8
+    return ExportRecipe.get_recipe(recipe_type, target="imx93", **kwargs)
 
 
 recipe_registry.register_backend_recipe_provider(NeutronRecipeProvider())

@@ -164,7 +164,7 @@ ETHOS_U_TARGETS: dict[str, EthosUTarget] = {
         *(
             EthosUTarget(name=acc, soc="any SoC with this Ethos-U", npu=f"Arm {acc.replace('ethos-u', 'Ethos-U')}",
                          accelerator=acc, system_config=cfg[0], memory_mode=cfg[1], core_clock_hz=cfg[2],
-                         sram_bytes=cfg[3], cpu="Cortex-M", notes=(cfg[4],))
+                         sram_bytes=cfg[3], cpu="the SoC's CPU", notes=(cfg[4],))
             for acc, cfg in (("ethos-u55-128", _U55), ("ethos-u55-256", _U55), ("ethos-u65-256", _U65))
         ),
     )

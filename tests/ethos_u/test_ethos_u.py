@@ -144,3 +144,43 @@ def test_same_model_same_bytes():
     a, _ = _lower("ds_cnn", "ethos-u65-256")
     b, _ = _lower("ds_cnn", "ethos-u65-256")
     assert a.pte == b.pte
+
+
+def test_recipe_gives_the_bytes_of_lower():
+    from executorch.export import export
+
+    from executorch_neutron.recipes import get_imx93_recipe
+
+    model, inputs, _ = load_model(MLPERF_TINY["ds_cnn"])
+    calib = [inputs] + zoo.calibration(inputs, 2)
+    expected = lower(model, inputs, calib, target="imx93").pte
+    recipe = get_imx93_recipe(calibration_inputs=calib)
+    assert export(model, [inputs], export_recipe=recipe).get_pte_buffer() == expected
+
+
+def test_cli_compile_and_run_for_imx93(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    x = tmp_path / "x.npy"
+    np.save(x, load_model(MLPERF_TINY["cifarnet"])[1][0].numpy())
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "executorch_neutron", *map(str, args)], capture_output=True,
+                              text=True, cwd=root, env=env, timeout=300)
+
+    compiled = cli("compile", MLPERF_TINY["cifarnet"], "--random-calibration", "--target", "imx93",
+                   "-o", tmp_path / "c.pte", "--report", tmp_path / "c.json", "--intermediates", tmp_path)
+    assert compiled.returncode == 0, compiled.stderr
+    assert "on the Ethos-U NPU (Vela)" in compiled.stdout and (tmp_path / "ethos_u_0.tflite").is_file()
+    import json
+
+    assert json.loads((tmp_path / "c.json").read_text())["ethos_u"]["cycles"] > 0
+    ran = cli("run", tmp_path / "c.pte", "--input", x)
+    assert ran.returncode == 0, ran.stderr
+    assert "reference int8 TFLite" in ran.stderr  # the host run says what it executed
+    listed = cli("targets")
+    assert all(t in listed.stdout for t in ("imx93", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256"))
