@@ -38,7 +38,8 @@ from pathlib import Path
 
 OUTCOMES = ("crash", "hang", "clean error", "unclear error", "same", "different", "different in payload")
 MODES = ("api", "api-nhwc", "cli")  # api-nhwc: the API with channels_last inputs, compared with the api baseline
-FIELDS = ("identifier", "backend id", "operator name", "input sizes")
+# a named field -> what a clean error about it must mention (else it counts as unclear)
+FIELDS = {"identifier": "file identifier", "backend id": "backend", "operator name": "operator", "input sizes": "sizes"}
 
 
 # --- the worker (a subprocess): runs one case per stdin line, answers one JSON line per case -----------------
@@ -91,14 +92,20 @@ def worker(mode: str, input_file: str) -> None:
     import torch
 
     logging.disable(logging.WARNING)
-    inputs = [torch.from_numpy(np.load(input_file))]
-    if mode == "api-nhwc":
-        inputs = [x.to(memory_format=torch.channels_last) if x.dim() == 4 else x for x in inputs]
+
+    def load(file: str) -> list:
+        inputs = [torch.from_numpy(np.load(file))]
+        if mode == "api-nhwc":
+            inputs = [x.to(memory_format=torch.channels_last) if x.dim() == 4 else x for x in inputs]
+        return inputs
+
+    inputs = load(input_file)
     out_dir = tempfile.mkdtemp(prefix="fuzz_out_")
     print(json.dumps({"ready": True}), flush=True)
-    for line in sys.stdin:
-        pte = line.strip()
-        result = _cli_case(pte, input_file, out_dir) if mode == "cli" else _api_case(pte, inputs)
+    for line in sys.stdin:  # "<pte>" or "<pte>\t<input.npy for this case>"
+        pte, _, own = line.rstrip("\n").partition("\t")
+        result = (_cli_case(pte, own or input_file, out_dir) if mode == "cli"
+                  else _api_case(pte, load(own) if own else inputs))
         print(json.dumps(result), flush=True)
 
 
@@ -135,10 +142,10 @@ class Worker:
         text = self.stderr.read().decode(errors="replace").strip().splitlines()
         return text[-1][:200] if text else ""
 
-    def run(self, pte: Path) -> dict:
+    def run(self, pte: Path, input_file: Path | None = None) -> dict:
         if self.proc is None or self.proc.poll() is not None:
             self._start()
-        self.proc.stdin.write(f"{pte}\n")
+        self.proc.stdin.write(f"{pte}\t{input_file}\n" if input_file else f"{pte}\n")
         self.proc.stdin.flush()
         answer = self._answer(self.timeout)
         if answer is None:
@@ -205,7 +212,8 @@ def payload_ranges(data: bytes) -> list[tuple[int, int]]:
 
 
 def mutate_field(data: bytes, field: str, rng: random.Random) -> tuple[bytes, list[int]]:
-    """A copy with one named field edited, and the offsets it changed."""
+    """A copy with one named field edited, and the offsets it changed. An edited input is given an input file of
+    its new sizes (see `fuzz`), as a user who follows the program's metadata would."""
     if field == "input sizes":
         from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
 
@@ -242,6 +250,16 @@ def mutate(data: bytes, rng: random.Random) -> tuple[bytes, list[int]]:
     return bytes(b), offsets
 
 
+def _input_for(data: bytes, path: Path) -> Path:
+    """An input file (zeros) with the sizes the (edited) program declares for its first input."""
+    import numpy as np
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    plan = deserialize_pte_binary(data).program.execution_plan[0]
+    np.save(path, np.zeros(list(plan.values[plan.inputs[0]].val.sizes), np.float32))
+    return path
+
+
 def classify(answer: dict, reference: str, in_payload: bool) -> str:
     status = answer["status"]
     if status in ("crash", "hang"):
@@ -272,14 +290,17 @@ def fuzz(n: int, seed: int, pte: Path, input_file: Path, timeout: float, log=Non
         by_field = {f: Counter() for f in FIELDS}
         examples: dict[str, list] = {}
         for i in range(n):
-            field = rng.choice(FIELDS) if rng.random() < 0.2 else None
+            field = rng.choice(list(FIELDS)) if rng.random() < 0.2 else None
             mutated, offsets = mutate_field(data, field, rng) if field else mutate(data, rng)
             in_payload = any(lo <= at < hi for at in offsets for lo, hi in ranges)
             path = work / f"case_{i}.pte"
             path.write_bytes(mutated)
+            own_input = _input_for(mutated, work / f"case_{i}.npy") if field == "input sizes" else None
             for mode, w in workers.items():
-                answer = w.run(path)
+                answer = w.run(path, own_input)
                 outcome = classify(answer, baseline[mode]["digest"], in_payload)
+                if field and outcome == "clean error" and FIELDS[field] not in answer.get("message", ""):
+                    outcome = "unclear error"  # an error code, not the field that is wrong
                 counts[mode][outcome] += 1
                 if field:
                     by_field[field][f"{mode}: {outcome}"] += 1
@@ -290,6 +311,8 @@ def fuzz(n: int, seed: int, pte: Path, input_file: Path, timeout: float, log=Non
                         print(f"case {i} {mode}: {outcome} at {offsets}: {answer.get('message', '')}",
                               file=log, flush=True)
             path.unlink()
+            if own_input:
+                own_input.unlink()
     finally:
         for w in workers.values():
             w.close()

@@ -129,7 +129,7 @@ def test_empty_blob_fails_at_load_with_the_backend_message(stand_in_ptes):
 def test_not_a_pte(tmp_path):
     with pytest.raises(NeutronRuntimeError, match="no .pte file"):
         run(tmp_path / "missing.pte", [])
-    with pytest.raises(NeutronRuntimeError, match="invalid .pte: ExecuTorch's deserializer refuses it"):
+    with pytest.raises(NeutronRuntimeError, match="not an ExecuTorch program: its file identifier is b'nite'"):
         run(b"definitely not a program", [])
 
 
