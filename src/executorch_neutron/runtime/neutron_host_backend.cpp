@@ -1,7 +1,8 @@
 /*
- * Host NeutronBackend: registers the backend id "NeutronBackend" with the ExecuTorch runtime that ships in the
- * executorch wheel (libexecutorch.so), so the stock Python runtime can execute every Neutron delegate call of a
- * .pte on a Linux host.
+ * Host NeutronBackend: registers, with the ExecuTorch runtime that ships in the executorch wheel
+ * (libexecutorch.so), the backend id Python passes (executorch_neutron.backend.BACKEND_ID: the Python backend
+ * class's name, which ExecuTorch writes into each delegate of a .pte), so the stock Python runtime can execute
+ * every Neutron delegate call of a .pte on a Linux host.
  *
  * The C++ side is deliberately thin: init() keeps a private copy of the delegate blob, execute() describes each
  * delegate argument (data pointer, byte size, dtype, sizes, dim order) in a plain C struct and hands blob and
@@ -41,7 +42,7 @@ using executorch::runtime::Result;
 using executorch::runtime::Span;
 
 constexpr int kMaxDims = 16;
-constexpr uint32_t kAbiVersion = 1;
+constexpr uint32_t kAbiVersion = 2;
 constexpr size_t kErrorCapacity = 2048;
 
 }  // namespace
@@ -181,6 +182,7 @@ class NeutronHostBackend final : public BackendInterface {
 NeutronHostBackend g_backend;
 std::once_flag g_register_once;
 int32_t g_register_status = -1;
+std::string g_backend_id;  // ExecuTorch's registry keeps the name pointer: it must live as long as the process
 
 }  // namespace
 
@@ -190,10 +192,12 @@ uint32_t neutron_host_abi_version(void) { return kAbiVersion; }
 
 uint64_t neutron_host_tensor_struct_size(void) { return sizeof(NeutronHostTensor); }
 
-/* Registers "NeutronBackend" once per process; returns the ExecuTorch error code of that one registration. */
-int32_t neutron_host_register(void) {
-  std::call_once(g_register_once, [] {
-    Backend backend{"NeutronBackend", &g_backend};
+/* Registers the backend under `backend_id` once per process; returns the ExecuTorch error code of that one
+ * registration (a later call returns it again, whatever id it passes). */
+int32_t neutron_host_register(const char* backend_id) {
+  std::call_once(g_register_once, [backend_id] {
+    g_backend_id = backend_id != nullptr ? backend_id : "";
+    Backend backend{g_backend_id.c_str(), &g_backend};
     g_register_status = static_cast<int32_t>(executorch::runtime::register_backend(backend));
   });
   return g_register_status;
