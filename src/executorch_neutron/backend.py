@@ -50,5 +50,5 @@ class NeutronBackend(BackendDetails):
 
 
 # The delegate id ExecuTorch stores in the .pte is the backend class's name; everything else reads it from here
-# (the host library registers the same name: neutron_host_backend.cpp, checked by tests/test_backend.py).
+# (the host library registers the id runtime/bridge.py passes it: tests/test_backend.py).
 BACKEND_ID = NeutronBackend.__name__

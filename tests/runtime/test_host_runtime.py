@@ -136,7 +136,7 @@ def test_not_a_pte(tmp_path):
 def test_backend_is_registered_once_per_process():
     lib = bridge.ensure_registered()
     assert bridge.ensure_registered() is lib
-    assert lib.neutron_host_register() == 0  # the one registration's status, not a second attempt
+    assert lib.neutron_host_register(b"NeutronBackend") == 0  # the one registration's status, not a second attempt
     from executorch.runtime import Runtime
 
     names = Runtime.get().backend_registry.registered_backend_names

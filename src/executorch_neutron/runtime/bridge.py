@@ -13,12 +13,12 @@ import ctypes
 import threading
 
 from ..backend import BACKEND_ID
-from . import build
+from . import build, ethos_u_reference
 from .errors import HostBuildError
 from .executor import INTERNAL, Arg, ExecutionError, Executor
 
 MAX_DIMS = 16
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 
 class HostTensor(ctypes.Structure):
@@ -82,6 +82,7 @@ def _open(path) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
     lib.neutron_host_abi_version.restype = ctypes.c_uint32
     lib.neutron_host_tensor_struct_size.restype = ctypes.c_uint64
+    lib.neutron_host_register.argtypes = [ctypes.c_char_p]
     lib.neutron_host_register.restype = ctypes.c_int32
     lib.neutron_host_set_callbacks.argtypes = [EXECUTE_FN, RELEASE_FN]
     lib.neutron_host_last_error.argtypes = [ctypes.c_char_p, ctypes.c_uint64]
@@ -105,15 +106,11 @@ def ensure_registered() -> ctypes.CDLL:
             lib = _open(path)
         except OSError:  # not loadable for another reason (e.g. built against another libexecutorch): rebuild once
             lib = _open(build.library_path(force=True))
-        code = lib.neutron_host_register()
-        if code != 0:
-            raise HostBuildError(f"ExecuTorch refused to register backend {BACKEND_ID!r} (error 0x{code:02x}); "
-                                 f"another library in this process already registered that backend id")
-        lib.neutron_host_register_ethos_u.restype = ctypes.c_int32
-        code = lib.neutron_host_register_ethos_u()
-        if code != 0:
-            raise HostBuildError(f"ExecuTorch refused to register backend 'EthosUBackend' (error 0x{code:02x}); "
-                                 f"another library in this process already registered that backend id")
+        for backend_id in (BACKEND_ID, ethos_u_reference.BACKEND_ID):
+            code = lib.neutron_host_register(backend_id.encode())
+            if code != 0:
+                raise HostBuildError(f"ExecuTorch refused to register backend {backend_id!r} (error 0x{code:02x}); "
+                                     f"another library in this process already registered that backend id")
         lib.neutron_host_set_callbacks(_EXECUTE_CALLBACK, _RELEASE_CALLBACK)
         _register_cortex_m_kernels(lib)
         atexit.register(_detach, lib)

@@ -14,6 +14,9 @@ import threading
 
 log = logging.getLogger("executorch_neutron")
 
+#: the backend id of Ethos-U delegates: the class name of ethos_u.backend.EthosUBackend, which sits above runtime/
+#: in the layers (tests/ethos_u check that the two are equal)
+BACKEND_ID = "EthosUBackend"
 #: the named-data key prefix of a reference (ethos_u/backend.py writes it; keep the two in sync)
 REFERENCE_PREFIX = "ethos_u_reference/"
 MAGIC = b"vela_bin_stream\0"  # the first block of an Ethos-U payload (ethos_u/payload.py)
@@ -33,7 +36,7 @@ def is_ethos_u(blob: bytes) -> bool:
 
 def register_from_pte(data: bytes) -> int:
     """Record the Ethos-U payloads of a .pte and their references; returns how many references it holds."""
-    if b"EthosUBackend" not in data:
+    if BACKEND_ID.encode() not in data:
         return 0
     from executorch.exir._serialize._program import deserialize_pte_binary
 

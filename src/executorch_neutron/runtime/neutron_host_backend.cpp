@@ -1,7 +1,8 @@
 /*
- * Host NeutronBackend (and host EthosUBackend): registers the backend id "NeutronBackend" with the ExecuTorch runtime that ships in the
- * executorch wheel (libexecutorch.so), so the stock Python runtime can execute every Neutron delegate call of a
- * .pte on a Linux host.
+ * Host NeutronBackend: registers, with the ExecuTorch runtime that ships in the executorch wheel
+ * (libexecutorch.so), the backend id Python passes (executorch_neutron.backend.BACKEND_ID: the Python backend
+ * class's name, which ExecuTorch writes into each delegate of a .pte), so the stock Python runtime can execute
+ * every Neutron delegate call of a .pte on a Linux host.
  *
  * The C++ side is deliberately thin: init() keeps a private copy of the delegate blob, execute() describes each
  * delegate argument (data pointer, byte size, dtype, sizes, dim order) in a plain C struct and hands blob and
@@ -9,7 +10,7 @@
  * A failing callback returns an ExecuTorch error code and a message; the message is kept as the library's
  * "last error" so the Python caller can raise it.
  *
- * The same class is registered a second time under "EthosUBackend" (neutron_host_register_ethos_u): the Python
+ * The same class is registered a second time under "EthosUBackend" (neutron_host_register, once per id): the Python
  * executor tells the two payload kinds apart by their first bytes and runs an Ethos-U partition's reference TFLite.
  *
  * Built on first use by executorch_neutron.runtime.build with the machine's g++.
@@ -23,6 +24,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <new>
 #include <string>
@@ -44,7 +46,7 @@ using executorch::runtime::Result;
 using executorch::runtime::Span;
 
 constexpr int kMaxDims = 16;
-constexpr uint32_t kAbiVersion = 1;
+constexpr uint32_t kAbiVersion = 2;
 constexpr size_t kErrorCapacity = 2048;
 
 }  // namespace
@@ -181,12 +183,15 @@ class NeutronHostBackend final : public BackendInterface {
   }
 };
 
-NeutronHostBackend g_backend;
-std::once_flag g_register_once;
-int32_t g_register_status = -1;
-NeutronHostBackend g_ethos_u_backend;
-std::once_flag g_ethos_u_register_once;
-int32_t g_ethos_u_register_status = -1;
+// One backend object per registered id (NeutronBackend, EthosUBackend). ExecuTorch's registry keeps the name
+// pointer and the object: both live as long as the process (a deque never moves its elements).
+struct Registration {
+  std::string id;
+  NeutronHostBackend backend;
+  int32_t status = -1;
+};
+std::deque<Registration> g_registrations;
+std::mutex g_register_mutex;
 
 }  // namespace
 
@@ -196,22 +201,20 @@ uint32_t neutron_host_abi_version(void) { return kAbiVersion; }
 
 uint64_t neutron_host_tensor_struct_size(void) { return sizeof(NeutronHostTensor); }
 
-/* Registers "NeutronBackend" once per process; returns the ExecuTorch error code of that one registration. */
-int32_t neutron_host_register(void) {
-  std::call_once(g_register_once, [] {
-    Backend backend{"NeutronBackend", &g_backend};
-    g_register_status = static_cast<int32_t>(executorch::runtime::register_backend(backend));
-  });
-  return g_register_status;
-}
-
-/* Registers "EthosUBackend" once per process (same callbacks); returns the ExecuTorch error code. */
-int32_t neutron_host_register_ethos_u(void) {
-  std::call_once(g_ethos_u_register_once, [] {
-    Backend backend{"EthosUBackend", &g_ethos_u_backend};
-    g_ethos_u_register_status = static_cast<int32_t>(executorch::runtime::register_backend(backend));
-  });
-  return g_ethos_u_register_status;
+/* Registers the host backend under `backend_id` (once per id and process; the same callbacks serve every id);
+ * returns the ExecuTorch error code of that id's registration. */
+int32_t neutron_host_register(const char* backend_id) {
+  std::lock_guard<std::mutex> lock(g_register_mutex);
+  const std::string id = backend_id != nullptr ? backend_id : "";
+  for (const Registration& r : g_registrations) {
+    if (r.id == id) {
+      return r.status;
+    }
+  }
+  Registration& r = g_registrations.emplace_back();
+  r.id = id;
+  r.status = static_cast<int32_t>(executorch::runtime::register_backend(Backend{r.id.c_str(), &r.backend}));
+  return r.status;
 }
 
 void neutron_host_set_callbacks(neutron_execute_fn execute, neutron_release_fn release) {
