@@ -5,6 +5,7 @@ with our reason, and the documented profile's refusals of the relaxed cases."""
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from harness import Fn, assert_within_steps, lower_and_run
@@ -71,6 +72,32 @@ CASES = {
     "sum_last_keepdim": (f(lambda s, a: a.sum(-1, keepdim=True)), randn((1, 6, 32)), {"aten.sum.dim_IntList": 1}),
     "sum_channels": (f(lambda s, a: a.sum(1)), randn((1, 8, 5, 6)), {"aten.sum.dim_IntList": 1}),
     "sum_hw_keepdim": (f(lambda s, a: a.sum((2, 3), keepdim=True)), randn((1, 16, 3, 7)), {"aten.sum.dim_IntList": 1}),
+    # softmax over the last dim of a rank-4 tensor (softmax_converter.py: a node that is not channels-first)
+    "softmax4_last": (lambda: nn.Softmax(-1), randn((1, 2, 8, 16)), {"aten._softmax.default": 1}),
+    "softmax4_last_attention": (lambda: nn.Softmax(3), randn((2, 3, 5, 24)), {"aten._softmax.default": 1}),
+    # pooling (max_pool2d_with_indices_converter.py: strides to 4096, any batch; avg_pool_2d_converter.py:
+    # padding counted in the average)
+    "max_pool_k3_s3": (lambda: nn.MaxPool2d(3, 3), randn((1, 8, 9, 12)), {"aten.max_pool2d_with_indices.default": 1}),
+    "max_pool_batch2": (lambda: nn.MaxPool2d(2), randn((2, 8, 8, 10)), {"aten.max_pool2d_with_indices.default": 1}),
+    "avg_pool_k3_s1_p1_include_pad": (lambda: nn.AvgPool2d(3, 1, 1), randn((1, 8, 7, 9)),
+                                      {"aten.avg_pool2d.default": 1}),
+    "avg_pool_k3_s2_p1_include_pad": (lambda: nn.AvgPool2d(3, 2, 1), randn((1, 16, 10, 7)),
+                                      {"aten.avg_pool2d.default": 1}),
+    # constant padding of the channels (constant_pad_nd_converter.py: any dims)
+    "pad_channels": (f(lambda s, a: F.pad(a, (0, 0, 0, 0, 1, 2))), randn((1, 8, 4, 6)),
+                     {"aten.constant_pad_nd.default": 1}),
+    "pad_channels_and_w_rank3": (f(lambda s, a: F.pad(a, (1, 2, 3, 0))), randn((1, 5, 12)),
+                                 {"aten.constant_pad_nd.default": 1}),
+    # prelu (prelu_converter.py: no channel or size rule; rank 3 with one slope)
+    "prelu_6_channels": (lambda: nn.PReLU(6, 0.1), randn((1, 6, 4, 5)), {"aten.prelu.default": 1}),
+    "prelu_rows_5120": (lambda: nn.PReLU(8, 0.1), randn((1, 8, 80, 64)), {"aten.prelu.default": 1}),
+    "prelu_rank3_shared": (lambda: nn.PReLU(1, 0.2), randn((1, 8, 20)), {"aten.prelu.default": 1}),
+    "prelu_rank3_channels": (lambda: nn.PReLU(8, 0.2), randn((2, 8, 11)), {"aten.prelu.default": 1}),
+    "prelu_rank2": (lambda: nn.PReLU(16, 0.2), randn((3, 16)), {"aten.prelu.default": 1}),
+    # nearest upsampling by 8 and by unequal scales (upsample_nearest2d_converter.py: each 1, 2, 4 or 8)
+    "nearest_x8": (lambda: nn.Upsample(scale_factor=8), randn((1, 8, 2, 3)), {"aten.upsample_nearest2d.vec": 1}),
+    "nearest_2x4": (lambda: nn.Upsample(scale_factor=(2, 4)), randn((1, 16, 3, 2)),
+                    {"aten.upsample_nearest2d.vec": 1}),
     # amax / amin (amax_converter.py, amin_converter.py): shared qparams
     "amax_last_keepdim": (f(lambda s, a: torch.amax(a, -1, keepdim=True)), randn((1, 6, 32)),
                           {"aten.amax.default": 1}),

@@ -18,8 +18,12 @@ SOFTMAX_ELEMENTS = 524288
 TRANSPOSED_CONV_STRIDE = 2
 #: Pooling: the strides Neutron supports.
 POOL_STRIDES = (1, 2)
+#: Pooling (sdk-current profile): stride at most.
+POOL_STRIDE_SDK = 4096
 #: Upsampling: the (equal) H and W scales Neutron supports.
 UPSAMPLE_SCALES = (2, 4)
+#: Upsampling (sdk-current profile): the H and W scales, each.
+UPSAMPLE_SCALES_SDK = (1, 2, 4, 8)
 #: Permutation (transpose): tensor rank at most.
 PERMUTE_RANK = 4
 

@@ -12,8 +12,8 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from ..tflite.builder import options
 from ..tflite.layout import Layout
 from .common import shared_quantization
-from .limits import UPSAMPLE_SCALES, one_of
-from .registry import constraint, register
+from .limits import UPSAMPLE_SCALES, UPSAMPLE_SCALES_SDK, one_of
+from .registry import constraint, documented_only, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -30,6 +30,16 @@ def _scales(a):
 def _up_channels(a, ctx):
     c = a.shape("input")[1]
     return None if c % ctx.num_macs == 0 else f"channels {c} not a multiple of {ctx.num_macs}"
+
+
+@constraint(f"H and W scales each {one_of(UPSAMPLE_SCALES_SDK)}", profiles={"sdk-current"})
+def _nearest_scales(a, ctx):
+    if len(a.shape("input")) != 4:
+        return f"rank {len(a.shape('input'))}: upsampling needs a rank-4 input"
+    sh, sw = _scales(a)
+    if sh not in UPSAMPLE_SCALES_SDK or sw not in UPSAMPLE_SCALES_SDK:
+        return f"scales H {sh:g}, W {sw:g}: Neutron upsamples by {one_of(UPSAMPLE_SCALES_SDK)}"
+    return None
 
 
 @constraint(f"H scale == W scale, {one_of(UPSAMPLE_SCALES)}")
@@ -60,7 +70,8 @@ def convert_upsample_bilinear(ctx, a):
             halfPixelCenters=not ac)
 
 
-@register(_aten.upsample_nearest2d.vec, constraints=(_up_channels, _up_scale, shared_quantization()),
+@register(_aten.upsample_nearest2d.vec, constraints=(_up_channels, documented_only(_up_scale), _nearest_scales,
+                                                    shared_quantization()),
           preserve="if_delegated",
           quantize={"shared": (A.upsample_nearest2d.vec, A.upsample_nearest2d.default)})
 def convert_upsample_nearest(ctx, a):
