@@ -9,6 +9,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from .messages import first_line
+
 EXIT_BAD_INPUT = 2
 MODEL_HELP = "path/to/file.py:factory (a function returning (module, example_inputs[, calibration])) or a .pt2 file"
 
@@ -36,7 +38,7 @@ def load_model(spec: str):
                 ep = torch.export.load(str(path))
         except Exception as exc:  # noqa: BLE001
             raise UserError(f"cannot load {path} as a torch.export program ({type(exc).__name__}: "
-                            f"{_first_line(exc)})", "save it with torch.export.save(torch.export.export(model, "
+                            f"{first_line(exc)})", "save it with torch.export.save(torch.export.export(model, "
                                                    "inputs), 'model.pt2')") from None
         args, _ = ep.example_inputs or ((), {})
         if not args:
@@ -106,11 +108,6 @@ def _describe(value) -> str:
     return type(value).__name__
 
 
-def _first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return (lines[0] if lines else type(exc).__name__)[:300]
-
-
 class _quiet_loading:
     """Silence the warnings torch.export.load prints about a file it cannot read (the error says it once)."""
 
@@ -139,7 +136,7 @@ def check_inputs_fit(model, inputs: tuple, what: str = "the example inputs") -> 
             model(*inputs)
     except Exception as exc:  # noqa: BLE001 - whatever forward() raises
         shapes = ", ".join(f"{x.dtype}{list(x.shape)}" for x in inputs)
-        raise UserError(f"{what} ({shapes}) do not fit the model: {type(exc).__name__}: {_first_line(exc)}",
+        raise UserError(f"{what} ({shapes}) do not fit the model: {type(exc).__name__}: {first_line(exc)}",
                         "return example inputs with the shapes and dtypes the model's forward() takes") from None
 
 
@@ -161,7 +158,7 @@ def load_tensor(path: Path):
                 return tuple(torch.from_numpy(z[k]) for k in z.files)
         value = torch.load(path, weights_only=True)
     except Exception as exc:  # noqa: BLE001 - numpy/zip/pickle errors come in many types
-        raise UserError(f"cannot read {path} ({type(exc).__name__}: {_first_line(exc)})",
+        raise UserError(f"cannot read {path} ({type(exc).__name__}: {first_line(exc)})",
                         "write it again with numpy.save / numpy.savez / torch.save") from None
     if isinstance(value, (tuple, list)) and all(isinstance(v, torch.Tensor) for v in value):
         return tuple(value)

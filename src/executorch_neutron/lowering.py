@@ -18,6 +18,7 @@ import torch
 
 from .atomic import replacing, write_bytes
 from .compile_spec import NeutronCompileSpec
+from .messages import first_line
 from .target import get_target
 
 log = logging.getLogger("executorch_neutron")
@@ -71,8 +72,7 @@ def quantize(model: torch.nn.Module, inputs: tuple, calibration: Iterable, quant
     try:
         program = torch.export.export(model, inputs, strict=False)
     except Exception as exc:
-        first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-        raise LoweringError(f"torch.export failed on the model ({type(exc).__name__}: {first.strip()[:300]}); check "
+        raise LoweringError(f"torch.export failed on the model ({type(exc).__name__}: {first_line(exc)}); check "
                             f"that the example inputs fit forward()") from exc
     check_no_buffer_mutation(program)
     prepared = prepare_pt2e(program.module(), quantizer)

@@ -44,7 +44,7 @@ class ConversionContext:
         self._resolve = resolve_constant  # placeholder node -> torch.Tensor or None (user input)
         self.check_ctx = check_ctx
         self._values: dict[Node, Value] = {}
-        self._relayout: dict[tuple[Node, Layout], Value] = {}
+        self._relayout: dict[tuple[Node, object], Value] = {}
 
     # values -------------------------------------------------------------------------------------------------
     def bind(self, node: Node, value: Value) -> None:
@@ -63,6 +63,31 @@ class ConversionContext:
         key = (node, layout)
         if key not in self._relayout:
             self._relayout[key] = self._transposed(v, layout)
+        return self._relayout[key]
+
+    def value_at_rank(self, node: Node, rank: int, layout: Layout) -> Value:
+        """`node`'s value with size-1 dims prepended up to `rank` (NumPy broadcasting), in `layout` (for an
+        elementwise operand of lower rank than the result). A constant is stored reshaped; a computed value gets a
+        RESHAPE, made once."""
+        v = self._source_value(node)
+        if len(v.shape) >= rank:
+            return self.value(node, layout)
+        key = (node, (rank, layout))
+        if key not in self._relayout:
+            shape = (1,) * (rank - len(v.shape)) + tuple(v.shape)
+            if qdq.is_qdq(node) and self.constant_tensor(node.args[0]) is not None:
+                data = self.quantized_constant(node).data.reshape(shape).astype(np.int8)
+                out = Value(self.builder.constant(f"{node.name}_rank{rank}", data, v.quant), shape, Layout.NATURAL,
+                            v.quant)
+            else:
+                src = self.value(node, Layout.NATURAL)
+                t = self.builder.tensor(f"t{src.tensor}_rank{rank}", shape, np.int8, v.quant)
+                self.builder.op(schema.BuiltinOperator.RESHAPE, [src.tensor, self.builder.int32_vector(
+                    f"t{src.tensor}_rank{rank}_shape", shape)], [t], options("ReshapeOptionsT", newShape=list(shape)))
+                out = Value(t, shape, Layout.NATURAL, v.quant)
+            if layout is not Layout.NATURAL and rank == 4:
+                out = self._transposed(out, layout)
+            self._relayout[key] = out
         return self._relayout[key]
 
     def _source_value(self, node: Node) -> Value:

@@ -17,12 +17,16 @@ ExecuTorch debug handle, which the Cortex-M passes carry over) or that it stayed
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import torch
 from executorch.exir.pass_base import ExportedProgramPassBase, ExportedProgramPassResult
 
 from ..compile_spec import NeutronCompileSpec
+from ..messages import first_line
+
+_log = logging.getLogger("executorch_neutron")
 
 #: Kernels that only move data between float and int8 at the program boundary (not compute).
 BOUNDARY_KERNELS = frozenset({"cortex_m.quantize_per_tensor", "cortex_m.dequantize_per_tensor"})
@@ -97,8 +101,9 @@ def prepare_leftovers(edge, spec: NeutronCompileSpec, cpu_nodes) -> tuple[list, 
 
     The Cortex-M passes raise on an int8 op they cannot rewrite (per-channel linear weights, the pieces of a
     decomposed op, ...). When that happens each CPU node is tried alone on a copy; the ones that fail lose their
-    "int8" mark and stay float ops (the Q/DQ around them become cortex_m quantize/dequantize), with the pass's
-    error as the reason (returned: CPU node -> reason). Used by `lower()` and by the export recipes alike.
+    "int8" mark and stay float ops (the Q/DQ around them become cortex_m quantize/dequantize), with the first
+    meaningful line of the pass's error as the reason (returned: CPU node -> reason; the whole error goes to the
+    debug log, `--verbose`). Used by `lower()` and by the export recipes alike.
     """
     passes = leftover_passes(spec)
     if not passes:
@@ -138,9 +143,10 @@ def _passes_on_copy(program, passes) -> str | None:
             work = p.call(work).exported_program
         return None
     except Exception as exc:  # noqa: BLE001 - any failure of the wheel's passes keeps the node float
+        _log.debug("ExecuTorch's Cortex-M passes failed", exc_info=exc)  # the whole text: --verbose
         while exc.__cause__ is not None or exc.__context__ is not None:
             exc = exc.__cause__ or exc.__context__
-        return f"{type(exc).__name__}: {exc}"
+        return f"{type(exc).__name__}: {first_line(exc)}"
 
 
 def _refused_nodes(program, passes, marked: dict) -> dict[str, str]:

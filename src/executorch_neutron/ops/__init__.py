@@ -8,9 +8,11 @@ FAMILIES = (
     "activations",
     "elementwise",
     "pooling",
+    "reduce",
     "resize",
     "shape",
     "softmax",
+    "unary_math",
 )
 
 

@@ -140,7 +140,13 @@ def convert_neg(ctx, a):
     ctx.builder.op(schema.BuiltinOperator.MUL, [x.tensor, minus_one], [out.tensor], options("MulOptionsT"))
 
 
-@constraint("rank 4, channels % {num_macs} == 0, flat size / channels <= 4096")
+@constraint("rank 2 or more", profiles={"sdk-current"})
+def _prelu_rank(a, ctx):
+    r = len(a.shape("self"))
+    return None if r >= 2 else f"rank {r}: PReLU slopes apply along dim 1"
+
+
+@constraint("rank 4, channels % {num_macs} == 0, flat size / channels <= 4096", profiles={"documented"})
 def _prelu_shape(a, ctx):
     shape = a.shape("self")
     if len(shape) != 4:
@@ -163,13 +169,17 @@ def _prelu_weight(a, ctx):
     return None if len(n) == 1 and n[0] in (1, a.shape("self")[1]) else f"slope shape {list(n)}"
 
 
-@register(_aten.prelu.default, constraints=(_prelu_shape, _prelu_weight), preserve="if_delegated",
+@register(_aten.prelu.default, constraints=(_prelu_shape, _prelu_rank, _prelu_weight), preserve="if_delegated",
           quantize={"own_output2": (A.prelu.default,)})
 def convert_prelu(ctx, a):
-    """x for x >= 0, slope[c] * x otherwise (kept from decomposition by the partitioner when the NPU takes it)."""
+    """x for x >= 0, slope[c] * x otherwise, c along dim 1 (kept from decomposition by the partitioner when the NPU
+    takes it). The slopes are shaped to broadcast along the channels of the physical layout."""
     b = ctx.builder
-    x = ctx.value(a["self"], Layout.CHANNELS_LAST)
+    rank = len(a.shape("self"))
+    layout = Layout.preferred(rank)
+    x = ctx.value(a["self"], layout)
     w = ctx.quantized_constant(a["weight"])
-    alpha = b.constant(a.node.name + "_alpha", w.data.reshape(1, 1, -1).astype(np.int8), w.quant)
-    out = ctx.emit_output(a.node, Layout.CHANNELS_LAST)
+    shape = (1, 1, -1) if layout is Layout.CHANNELS_LAST else (-1,) + (1,) * (rank - 2)
+    alpha = b.constant(a.node.name + "_alpha", w.data.reshape(shape).astype(np.int8), w.quant)
+    out = ctx.emit_output(a.node, layout)
     b.op(schema.BuiltinOperator.PRELU, [x.tensor, alpha], [out.tensor])

@@ -1,5 +1,5 @@
 """Binary elementwise ops: add.Tensor, sub.Tensor, mul.Tensor, div.Tensor -> TFLite ADD / SUB / MUL (int8, with
-requantization).
+requantization); maximum / minimum -> MAXIMUM / MINIMUM (operands and output share their quantization).
 
 Both operands are brought to one layout (channels-last for rank 4); an operand may be a quantized constant. A
 float scalar operand (mul by 0.5, or a division the div->mul pass did not see) is represented exactly in int8:
@@ -17,10 +17,11 @@ from torch.fx import Node
 import numpy as np
 import torch
 
+from ..qdq import qparams
 from ..tflite.builder import Quant, Value, options
 from ..tflite.layout import Layout, to_physical_perm
 from .fusion import fused_code
-from .common import is_dq
+from .common import is_dq, is_q
 from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
@@ -37,10 +38,42 @@ def _alpha(a, ctx):
     return None if a["alpha"] in (1, None) else f"alpha {a['alpha']}: Neutron supports alpha 1"
 
 
-@constraint("inputs of equal shape")
+def _is_scalar_operand(a, name: str) -> bool:
+    node = a[name]
+    return not isinstance(node, Node) or math.prod(a.shape(name)) == 1
+
+
+@constraint("inputs of equal shape, or a scalar operand", profiles={"documented"})
 def _equal_shapes(a, ctx):
     s, o = a.shape("self"), a.shape("other")
-    return None if s == o else f"input shapes {list(s)} and {list(o)} differ (broadcasting is not supported)"
+    if s == o or _is_scalar_operand(a, "self") or _is_scalar_operand(a, "other"):
+        return None
+    return f"input shapes {list(s)} and {list(o)} differ (broadcasting is not in the documented table)"
+
+
+def _broadcast_reason(a) -> str | None:
+    if not isinstance(a["other"], Node):
+        return None
+    n = math.prod(a.out_shape)
+    s, o = a.shape("self"), a.shape("other")
+    if n in (math.prod(s), math.prod(o)):
+        return None
+    return (f"input shapes {list(s)} and {list(o)} both broadcast to the output {list(a.out_shape)}: Neutron "
+            "broadcasts only onto an operand of the output's size")
+
+
+@constraint("one operand has as many elements as the output (the other, of any rank, broadcasts onto it)",
+            profiles={"sdk-current"})
+def _broadcast(a, ctx):
+    return _broadcast_reason(a)
+
+
+@constraint("one operand has as many elements as the output (the other, of any rank, broadcasts onto it), or "
+            "operands of equal rank (any broadcasting)", profiles={"sdk-current"})
+def _mul_broadcast(a, ctx):
+    if isinstance(a["other"], Node) and len(a.shape("self")) == len(a.shape("other")):
+        return None
+    return _broadcast_reason(a)
 
 
 @constraint("tensor size % {num_macs} == 0", profiles={"documented"})
@@ -69,22 +102,23 @@ def _operands_int8(a, ctx):
     return None
 
 
-def _operand(ctx, a, name: str, layout: Layout, reciprocal: bool = False) -> Value:
-    """Operand `name` as an int8 tensor in `layout`; float constants are quantized here (scalars exactly)."""
+def _operand(ctx, a, name: str, layout: Layout, rank: int, reciprocal: bool = False) -> Value:
+    """Operand `name` as an int8 tensor of `rank` dims (size-1 dims prepended) in `layout`; float constants are
+    quantized here (scalars exactly)."""
     node = a[name]
+    extend = lambda data: data.reshape((1,) * (rank - data.ndim) + data.shape)  # noqa: E731
     if not is_dq(node):
         t = ctx.constant_tensor(node)
         if t is not None and t.dtype.is_floating_point:
             data = t.detach().double().numpy()
             if reciprocal:
                 data = 1.0 / data
-            return _quantized_float(ctx, node.name + ("_recip" if reciprocal else ""), data, layout)
-    v = ctx.value(node, layout)
+            return _quantized_float(ctx, node.name + ("_recip" if reciprocal else ""), extend(data), layout)
     if reciprocal:  # dq(int8 constant): dequantize, invert, requantize
         c = ctx.quantized_constant(node)
         real = (c.data.astype(np.float64) - c.quant.zero_point[0]) * c.quant.scale[0]
-        return _quantized_float(ctx, node.name + "_recip", 1.0 / real, layout)
-    return v
+        return _quantized_float(ctx, node.name + "_recip", extend(1.0 / real), layout)
+    return ctx.value_at_rank(node, rank, layout)
 
 
 def _quantized_float(ctx, name: str, data: np.ndarray, layout: Layout) -> Value:
@@ -104,29 +138,31 @@ def _quantized_float(ctx, name: str, data: np.ndarray, layout: Layout) -> Value:
 
 
 def binary(ctx, a, builtin: int, opts, reciprocal: bool = False) -> None:
+    """An elementwise TFLite op; an operand of lower rank than the result is extended with leading size-1 dims
+    (TFLite then broadcasts it as PyTorch does)."""
     rank = len(a.out_shape)
     layout = Layout.preferred(rank)
-    x = _operand(ctx, a, "self", layout)
-    y = _operand(ctx, a, "other", layout, reciprocal)
+    x = _operand(ctx, a, "self", layout, rank)
+    y = _operand(ctx, a, "other", layout, rank, reciprocal)
     out = ctx.emit_output(a.node, layout)
     ctx.builder.op(builtin, [x.tensor, y.tensor], [out.tensor], opts)
 
 
-@register(_aten.add.Tensor, constraints=(_tensor_operands, _alpha, _equal_shapes, _operands_int8), fuses_activation=True,
+@register(_aten.add.Tensor, constraints=(_tensor_operands, _alpha, _equal_shapes, _broadcast, _operands_int8), fuses_activation=True,
           quantize={"binary": (A.add.Tensor, A.add_.Tensor)})
 def convert_add(ctx, a):
-    """Elementwise sum, optional fused relu."""
+    """Elementwise sum (with broadcasting), optional fused relu."""
     binary(ctx, a, schema.BuiltinOperator.ADD, options("AddOptionsT", fusedActivationFunction=fused_code(a.node)))
 
 
-@register(_aten.sub.Tensor, constraints=(_tensor_operands, _alpha, _equal_shapes, _operands_int8),
-          profiles={"sdk-current"}, quantize={"binary": (A.sub.Tensor, A.sub_.Tensor)})
+@register(_aten.sub.Tensor, constraints=(_tensor_operands, _alpha, _equal_shapes, _broadcast, _operands_int8),
+          profiles={"sdk-current"}, quantize={"binary": (A.sub.Tensor, A.sub_.Tensor, A.rsub.Scalar)})
 def convert_sub(ctx, a):
     """Elementwise difference (in NXP's current SDK, not in the documented table)."""
     binary(ctx, a, schema.BuiltinOperator.SUB, options("SubOptionsT"))
 
 
-@constraint("operands of equal rank, or a scalar operand")
+@constraint("operands of equal rank, or a scalar operand", profiles={"documented"})
 def _equal_rank_or_scalar(a, ctx):
     if not isinstance(a["other"], Node):
         return None
@@ -137,10 +173,11 @@ def _equal_rank_or_scalar(a, ctx):
 
 
 
-@register(_aten.mul.Tensor, constraints=(_tensor_operands, _equal_rank_or_scalar, _size_multiple, _operands_int8),
+@register(_aten.mul.Tensor, constraints=(_tensor_operands, _equal_rank_or_scalar, _mul_broadcast, _size_multiple,
+                                                 _operands_int8),
           fuses_activation=True, quantize={"binary": (A.mul.Tensor, A.mul_.Tensor)})
 def convert_mul(ctx, a):
-    """Elementwise product (broadcasting within equal ranks), optional fused relu."""
+    """Elementwise product (with broadcasting), optional fused relu."""
     binary(ctx, a, schema.BuiltinOperator.MUL, options("MulOptionsT", fusedActivationFunction=fused_code(a.node)))
 
 
@@ -169,8 +206,35 @@ def _div_dims(a, ctx):
     return f"no dimension of {list(shape)} is a multiple of {ctx.num_macs}"
 
 
-@register(_aten.div.Tensor, constraints=(_static_divisor, _equal_rank_or_scalar, _div_dims),
+@register(_aten.div.Tensor, constraints=(_static_divisor, _equal_rank_or_scalar, _broadcast, _div_dims),
           quantize={"binary_scalar_divisor": (A.div.Tensor,)})
 def convert_div(ctx, a):
     """Division by a constant: MUL by the reciprocal (exact for scalars)."""
     binary(ctx, a, schema.BuiltinOperator.MUL, options("MulOptionsT"), reciprocal=True)
+
+
+@constraint("both operands and the output quantized alike (NeutronQuantizer shares them)")
+def _all_shared(a, ctx):
+    users = [u for u in a.node.users if is_q(u)]
+    operands = [a[n] for n in ("self", "other") if isinstance(a[n], Node)]
+    if not users or not all(is_dq(o) for o in operands):
+        return None  # reported by the generic int8 check
+    out = qparams(users[0])
+    for o in operands:
+        if not qparams(o).same_as(out):
+            return f"operand {o.name} is quantized differently from the output: LiteRT needs them equal"
+    return None
+
+
+@register(_aten.maximum.default, constraints=(_broadcast, _all_shared), profiles={"sdk-current"},
+          quantize={"shared_operands": (A.maximum.default,)})
+def convert_maximum(ctx, a):
+    """Elementwise maximum (with broadcasting)."""
+    binary(ctx, a, schema.BuiltinOperator.MAXIMUM, None)
+
+
+@register(_aten.minimum.default, constraints=(_broadcast, _all_shared), profiles={"sdk-current"},
+          quantize={"shared_operands": (A.minimum.default,)})
+def convert_minimum(ctx, a):
+    """Elementwise minimum (with broadcasting)."""
+    binary(ctx, a, schema.BuiltinOperator.MINIMUM, None)

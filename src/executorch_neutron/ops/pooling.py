@@ -1,7 +1,8 @@
 """Pooling and spatial means: max_pool2d, avg_pool2d, adaptive_avg_pool2d (to 1x1), mean over H and W.
 
 TFLite int8 MAX_POOL_2D / AVERAGE_POOL_2D need equal input and output quantization (NeutronQuantizer shares
-them); average pooling never counts padding. Global pooling becomes MEAN over the spatial axes (NHWC 1, 2).
+them); average pooling counts padding through an explicit PAD (count_include_pad=True) or excludes it (SAME
+padding). Global pooling becomes MEAN over the spatial axes (NHWC 1, 2).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from ..tflite.builder import options
 from ..tflite.layout import Layout, physical_axis
 from .common import batch_one, channels_multiple, same_padding_matches, shared_quantization
+from .reduce import reduce_dims
 from .registry import constraint, documented_only, register
 
 _aten = exir_ops.edge.aten
@@ -46,17 +48,28 @@ def _dilation(a, ctx):
     return None if d == [1, 1] else f"dilation {d}: Neutron supports dilation 1"
 
 
-@constraint("stride 1 or 2")
+@constraint("stride 1 or 2", profiles={"documented"})
 def _stride(a, ctx):
     s = _pair(a["stride"], a["kernel_size"])
     return None if all(x in (1, 2) for x in s) else f"stride {s}: Neutron supports stride 1 or 2"
 
 
-@constraint("count_include_pad False (or no padding)")
+@constraint("stride <= 4096", profiles={"sdk-current"})
+def _stride_sdk(a, ctx):
+    s = _pair(a["stride"], a["kernel_size"])
+    return None if all(x <= 4096 for x in s) else f"stride {s}: Neutron supports strides up to 4096"
+
+
+@constraint("count_include_pad False (or no padding)", profiles={"documented"})
 def _count_include_pad(a, ctx):
     if a["count_include_pad"] and any(_pair(a["padding"], 0)):
         return "count_include_pad True with padding: Neutron averages over the valid window only"
     return None
+
+
+def _pads_explicitly(a) -> bool:
+    """avg_pool2d counting its zero padding: a PAD (with the zero point) before an unpadded average pool."""
+    return bool(a["count_include_pad"]) and any(_pair(a["padding"], 0))
 
 
 @constraint("no divisor_override")
@@ -64,31 +77,39 @@ def _divisor(a, ctx):
     return None if a["divisor_override"] is None else "divisor_override is not supported"
 
 
-def _pool(ctx, a, builtin):
+def _pool(ctx, a, builtin, explicit_padding: bool = False):
     b = ctx.builder
     x = ctx.value(a["self"], Layout.CHANNELS_LAST)
     k = _pair(a["kernel_size"])
     s = _pair(a["stride"], k)
     p = _pair(a["padding"], 0)
+    src = x.tensor
+    if explicit_padding:  # zeros (the zero point) that count in the average, as PyTorch's count_include_pad
+        n, c, h, w = x.shape
+        paddings = b.constant(a.node.name + "_paddings", np.asarray([[0, 0], [p[0], p[0]], [p[1], p[1]], [0, 0]],
+                                                                     dtype=np.int32))
+        src = b.tensor(a.node.name + "_padded", (n, h + 2 * p[0], w + 2 * p[1], c), np.int8, x.quant)
+        b.op(schema.BuiltinOperator.PAD, [x.tensor, paddings], [src], options("PadOptionsT"))
+        p = [0, 0]
     out = ctx.emit_output(a.node, Layout.CHANNELS_LAST, quant=x.quant)
     opts = options("Pool2DOptionsT", padding=schema.Padding.SAME if any(p) else schema.Padding.VALID,
                    strideH=s[0], strideW=s[1], filterHeight=k[0], filterWidth=k[1])
-    b.op(builtin, [x.tensor], [out.tensor], opts)
+    b.op(builtin, [src], [out.tensor], opts)
 
 
-@constraint("padding expressible as SAME padding")
+@constraint("padding expressible as SAME padding (or counted in the average: an explicit pad)")
 def _same_padding(a, ctx):
     k = _pair(a["kernel_size"])
     s = _pair(a["stride"], k)
     p = _pair(a["padding"], 0)
     shape = a.shape("self")
-    if any(p) and not all(same_padding_matches(shape[2 + i], k[i], s[i], 1, p[i]) for i in range(2)):
+    if any(p) and not (a.node.target == _aten.avg_pool2d.default and _pads_explicitly(a)) and not all(same_padding_matches(shape[2 + i], k[i], s[i], 1, p[i]) for i in range(2)):
         return f"padding {p} with kernel {k}, stride {s} on {list(shape[2:])} is not SAME padding"
     return None
 
 
-MAX_POOL = (_rank4, _dilation, _no_ceil, documented_only(channels_multiple("input", 1)), batch_one(), _stride,
-            _same_padding,
+MAX_POOL = (_rank4, _dilation, _no_ceil, documented_only(channels_multiple("input", 1)), documented_only(batch_one()),
+            _stride, _stride_sdk, _same_padding,
             shared_quantization())
 
 
@@ -116,8 +137,9 @@ def convert_max_pool2d_with_indices(ctx, a):
           constraints=(_rank4, _no_ceil, _count_include_pad, _divisor, _same_padding, shared_quantization()),
           quantize={"shared": (A.avg_pool2d.default,)})
 def convert_avg_pool2d(ctx, a):
-    """2D average pooling (padding excluded from the average)."""
-    _pool(ctx, a, schema.BuiltinOperator.AVERAGE_POOL_2D)
+    """2D average pooling: padding excluded from the average (SAME padding), or counted (an explicit PAD of zeros
+    before it, count_include_pad=True)."""
+    _pool(ctx, a, schema.BuiltinOperator.AVERAGE_POOL_2D, explicit_padding=_pads_explicitly(a))
 
 
 def mean_hw(ctx, a, keepdim: bool):
@@ -192,10 +214,4 @@ def convert_mean(ctx, a):
     if _is_mean_hw(a):
         mean_hw(ctx, a, keepdim=bool(a["keepdim"]))
         return
-    b = ctx.builder
-    rank = len(a.shape("self"))
-    x = ctx.value(a["self"], Layout.NATURAL)
-    axes = sorted({d % rank for d in a["dim"]})
-    at = b.constant(a.node.name + "_axes", np.asarray(axes, dtype=np.int32))
-    out = ctx.emit_output(a.node, Layout.NATURAL)
-    b.op(schema.BuiltinOperator.MEAN, [x.tensor, at], [out.tensor], options("ReducerOptionsT", keepDims=bool(a["keepdim"])))
+    reduce_dims(ctx, a, schema.BuiltinOperator.MEAN)

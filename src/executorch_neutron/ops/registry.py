@@ -21,6 +21,7 @@ from torch.fx import Node
 from ..compile_spec import CONSTRAINT_PROFILES as PROFILES
 from ..compile_spec import DEFAULT_PROFILE, NeutronCompileSpec
 from ..exported import op_name
+from ..messages import first_line
 from ..target import NeutronTarget
 from .args import NodeArgs
 
@@ -110,9 +111,10 @@ class Constraint:
 #: binary (int8 tensor operands, fused activation), binary_scalar_divisor, matmul (mm/addmm), own_output (free
 #: output qparams; `own_output2`: two tensor operands), clamp and mean (own output qparams where a RELU op / the
 #: spatial MEAN requantizes, else shared), fixed_sigmoid_softmax / fixed_tanh (the output qparams LiteRT requires),
-#: shared (output reuses the input's qparams), concat.
+#: shared (output reuses the input's qparams), concat and shared_operands (inputs and output share qparams).
 ANNOTATION_FAMILIES = ("weighted", "weighted_transpose", "binary", "binary_scalar_divisor", "matmul", "own_output",
-                       "own_output2", "clamp", "mean", "fixed_sigmoid_softmax", "fixed_tanh", "shared", "concat")
+                       "own_output2", "clamp", "mean", "fixed_sigmoid_softmax", "fixed_tanh", "shared", "concat",
+                       "shared_operands")
 #: preserve: "always" keeps the ATen op from decomposition (linear: its weight stays one constant operand);
 #: "if_delegated" only for the nodes the NPU takes (the CPU has no kernel for the undecomposed op).
 PRESERVE_MODES = ("always", "if_delegated")
@@ -143,7 +145,7 @@ class OpEntry:
             try:
                 reason = c.check(args, ctx)
             except Exception as exc:  # a check that cannot decide rejects
-                reason = f"support could not be decided ({type(exc).__name__}: {exc})"
+                reason = f"support could not be decided ({type(exc).__name__}: {first_line(exc)})"
             if reason:
                 return reason, (fill_limits(c.hint, ctx.target) if c.hint else None)
         return None

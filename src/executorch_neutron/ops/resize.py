@@ -12,7 +12,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from ..tflite.builder import options
 from ..tflite.layout import Layout
 from .common import shared_quantization
-from .registry import constraint, register
+from .registry import constraint, documented_only, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -29,6 +29,16 @@ def _scales(a):
 def _up_channels(a, ctx):
     c = a.shape("input")[1]
     return None if c % ctx.num_macs == 0 else f"channels {c} not a multiple of {ctx.num_macs}"
+
+
+@constraint("H and W scales each 1, 2, 4 or 8", profiles={"sdk-current"})
+def _nearest_scales(a, ctx):
+    if len(a.shape("input")) != 4:
+        return f"rank {len(a.shape('input'))}: upsampling needs a rank-4 input"
+    sh, sw = _scales(a)
+    if sh not in (1.0, 2.0, 4.0, 8.0) or sw not in (1.0, 2.0, 4.0, 8.0):
+        return f"scales H {sh:g}, W {sw:g}: Neutron upsamples by 1, 2, 4 or 8"
+    return None
 
 
 @constraint("H scale == W scale, 2 or 4")
@@ -59,7 +69,8 @@ def convert_upsample_bilinear(ctx, a):
             halfPixelCenters=not ac)
 
 
-@register(_aten.upsample_nearest2d.vec, constraints=(_up_channels, _up_scale, shared_quantization()),
+@register(_aten.upsample_nearest2d.vec, constraints=(_up_channels, documented_only(_up_scale), _nearest_scales,
+                                                    shared_quantization()),
           preserve="if_delegated",
           quantize={"shared": (A.upsample_nearest2d.vec, A.upsample_nearest2d.default)})
 def convert_upsample_nearest(ctx, a):

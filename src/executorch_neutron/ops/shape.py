@@ -124,7 +124,13 @@ def convert_cat(ctx, a):
                    options("ConcatenationOptionsT", axis=axis))
 
 
-@constraint("padding of H or W only (the spatial dims of a 3D or 4D tensor), non-negative")
+@constraint("non-negative padding of any dims", profiles={"sdk-current"})
+def _pad_any(a, ctx):
+    pad = list(a["pad"])
+    return f"negative padding {pad} (cropping) is not a pad" if any(p < 0 for p in pad) else None
+
+
+@constraint("padding of H or W only (the spatial dims of a 3D or 4D tensor), non-negative", profiles={"documented"})
 def _pad_hw(a, ctx):
     pad = list(a["pad"])
     rank = len(a.shape("self"))
@@ -136,10 +142,10 @@ def _pad_hw(a, ctx):
     return None
 
 
-@register(_aten.constant_pad_nd.default, constraints=(_pad_hw, shared_quantization()),
+@register(_aten.constant_pad_nd.default, constraints=(_pad_hw, _pad_any, shared_quantization()),
           quantize={"shared": (A.pad.default, A.constant_pad_nd.default)})
 def convert_constant_pad(ctx, a):
-    """Constant padding of the last two dimensions, with the pad value quantized to the input's parameters."""
+    """Constant padding (of any dims), with the pad value quantized to the input's parameters."""
     b = ctx.builder
     x = ctx.value(a["self"])
     rank = len(x.shape)

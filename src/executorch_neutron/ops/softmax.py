@@ -1,4 +1,5 @@
-"""_softmax -> TFLite SOFTMAX over the physical last axis (channels for rank-4 channels-last values).
+"""_softmax -> TFLite SOFTMAX over the physical last axis (channels for rank-4 channels-last values; the last dim of
+a rank-4 value is made the physical last axis by keeping it in PyTorch's order).
 
 Output quantization is fixed by LiteRT: scale 1/256, zero point -128.
 """
@@ -27,7 +28,13 @@ def _channels_and_flat(a):
     return shape[a["dim"] % len(shape)], flat
 
 
-@constraint("rank > 1, softmax over the channel dimension (dim 1 for rank 4, else the last)")
+def _layout(a) -> Layout:
+    """The layout whose physical last axis is the softmax dim: channels-last for dim 1 of a rank-4 tensor."""
+    rank = len(a.shape("self"))
+    return Layout.CHANNELS_LAST if rank == 4 and a["dim"] % rank == 1 else Layout.NATURAL
+
+
+@constraint("rank > 1, softmax over the channel dimension (dim 1 for rank 4, else the last)", profiles={"documented"})
 def _dim(a, ctx):
     shape = a.shape("self")
     rank = len(shape)
@@ -36,6 +43,17 @@ def _dim(a, ctx):
     layout = Layout.preferred(rank)
     if physical_axis(a["dim"], rank, layout) != rank - 1:
         return f"softmax over dim {a['dim']} of a rank-{rank} tensor is not over the channels"
+    return None
+
+
+@constraint("rank > 1, softmax over the last dim, or dim 1 (the channels) of a rank-4 tensor",
+            profiles={"sdk-current"})
+def _dim_sdk(a, ctx):
+    rank = len(a.shape("self"))
+    if rank < 2:
+        return f"rank {rank}: Neutron needs rank > 1"
+    if physical_axis(a["dim"], rank, _layout(a)) != rank - 1:
+        return f"softmax over dim {a['dim']} of a rank-{rank} tensor: Neutron takes the last dim or the channels"
     return None
 
 
@@ -62,12 +80,11 @@ def _sizes(a, ctx):
     return None
 
 
-@register(_aten._softmax.default, constraints=(_dim, _channels, _channels_sdk, _sizes, fixed_output(*SIGMOID_SOFTMAX_QPARAMS)),
+@register(_aten._softmax.default, constraints=(_dim, _dim_sdk, _channels, _channels_sdk, _sizes, fixed_output(*SIGMOID_SOFTMAX_QPARAMS)),
           quantize={"fixed_sigmoid_softmax": (A.softmax.int, A._softmax.default)})
 def convert_softmax(ctx, a):
-    """Softmax over the channels."""
-    rank = len(a.out_shape)
-    layout = Layout.preferred(rank)
+    """Softmax over the channels or the last dim (SOFTMAX works on the physical last axis)."""
+    layout = _layout(a)
     x = ctx.value(a["self"], layout)
     out = ctx.emit_output(a.node, layout)
     ctx.builder.op(schema.BuiltinOperator.SOFTMAX, [x.tensor], [out.tensor], options("SoftmaxOptionsT", beta=1.0))

@@ -18,7 +18,8 @@ node float. The families:
 - `fixed_sigmoid_softmax` / `fixed_tanh`: the output qparams LiteRT requires.
 - `shared`: data movement, pools, resize: the output reuses the input's qparams (LiteRT's int8 kernels require
   equal input and output scales).
-- `concat`: all inputs and the output share one set of qparams.
+- `concat` (`shared_operands`: the two tensor operands of maximum / minimum): all inputs and the output share one
+  set of qparams.
 - `matmul`: mm / addmm with a constant right operand are annotated like linear; otherwise all operands int8.
 
 Inputs produced by an already annotated op reuse that op's output qparams (`SharedQuantizationSpec`), so a
@@ -222,11 +223,29 @@ def shared() -> Annotator:
     return _unary(lambda node, ctx: SharedQuantizationSpec((node.args[0], node)))
 
 
+def _concat_root(tensors) -> Node:
+    """The input whose qparams the others share: one that another input is computed from (edge replication cats
+    x with slices of x), else the first. Rooting at a slice of x instead makes torchao's sharing groups point into
+    themselves when x has no annotated producer (a model input): RecursionError in prepare_pt2e."""
+    for t in tensors:
+        if any(isinstance(o, Node) and o.op == "call_function" and o.args and o.args[0] is t for o in tensors):
+            return t
+    return tensors[0]
+
+
 def concat(node: Node, ctx: AnnotationContext):
-    tensors = node.args[0]
+    return _share_all(node, node.args[0], ctx)
+
+
+def shared_operands(node: Node, ctx: AnnotationContext):
+    """maximum / minimum: both tensor operands and the output share one set of qparams."""
+    return _share_all(node, [a for a in node.args[:2] if isinstance(a, Node)], ctx)
+
+
+def _share_all(node: Node, tensors, ctx: AnnotationContext):
     if not tensors or not all(is_float_tensor(t) for t in tensors):
         return None
-    first = tensors[0]
+    first = _concat_root(tensors)
     same = SharedQuantizationSpec((first, node))
     inputs = {first: ctx.input_spec(first)}
     for t in tensors[1:]:
@@ -288,6 +307,7 @@ def _family(name: str, fuses: bool) -> Annotator:
         "fixed_tanh": lambda: fixed_output("tanh"),
         "shared": shared,
         "concat": lambda: concat,
+        "shared_operands": lambda: shared_operands,
     }[name]()
 
 

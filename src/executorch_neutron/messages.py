@@ -1,0 +1,21 @@
+"""One-line messages from multi-line errors: a rejection reason or an error we show is one line a user can read.
+
+ExecuTorch's and torch.fx's errors append "While executing %node ...", "Original traceback:" and source lines to
+the message; `first_line` keeps the first meaningful line (the full text belongs in the debug log, `--verbose`).
+"""
+
+from __future__ import annotations
+
+#: lines that frame an error rather than say what went wrong
+_FRAMING = ("While executing", "Original traceback", "Traceback (most recent call last)", "File \"",
+            "Exception raised from", "Set TORCH_LOGS", "For more information")
+
+
+def first_line(error: BaseException | str, limit: int = 300) -> str:
+    """The first non-blank line of `error`'s message that is not framing, cut to `limit` characters (an
+    exception's type name when there is none)."""
+    for line in str(error).splitlines():
+        line = line.strip()
+        if line and not line.startswith(_FRAMING):
+            return line[:limit]
+    return type(error).__name__ if isinstance(error, BaseException) else ""

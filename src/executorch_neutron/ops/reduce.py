@@ -1,0 +1,73 @@
+"""Reductions over listed dims: sum.dim_IntList -> TFLite MEAN then MUL by the count, amax / amin -> REDUCE_MAX / REDUCE_MIN, and the
+general (not spatial) case of mean.dim -> MEAN.
+
+The value is reduced in PyTorch's dimension order (a rank-4 channels-last value is transposed back first), so the
+axes are PyTorch's and a keepdim=False result needs no layout bookkeeping. The spatial mean of a rank-4 tensor is
+in pooling.py (MEAN over the NHWC spatial axes, no transpose).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from ai_edge_litert import schema_py_generated as schema
+from executorch.exir.dialects._ops import ops as exir_ops
+
+from ..tflite.builder import Quant, Value, options
+from ..tflite.layout import Layout
+from .common import shared_quantization
+from .registry import register
+
+_aten = exir_ops.edge.aten
+A = torch.ops.aten
+
+
+def _axes(a) -> list[int]:
+    rank = len(a.shape("self"))
+    dims = a["dim"]
+    dims = [dims] if isinstance(dims, int) else (dims or range(rank))
+    return sorted({d % rank for d in dims})
+
+
+def reduce_dims(ctx, a, builtin: int, quant=None, out=None) -> Value:
+    """`builtin` (MEAN, REDUCE_MAX, REDUCE_MIN) over the dims `a["dim"]` (all when None or empty) into `out` (by
+    default the node's output, quantized as the graph says or with `quant`)."""
+    b = ctx.builder
+    x = ctx.value(a["self"], Layout.NATURAL)
+    at = b.constant(a.node.name + "_axes", np.asarray(_axes(a), dtype=np.int32))
+    out = out or ctx.emit_output(a.node, Layout.NATURAL, quant=quant)
+    b.op(builtin, [x.tensor, at], [out.tensor], options("ReducerOptionsT", keepDims=bool(a["keepdim"])))
+    return out
+
+
+@register(_aten.sum.dim_IntList, profiles={"sdk-current"}, quantize={"own_output": (A.sum.dim_IntList,)})
+def convert_sum(ctx, a):
+    """Sum over the listed dims (all when none are listed), own output quantization: a MEAN whose output scale is
+    the sum's divided by the reduced count n (the same int8 codes), then a MUL by n (exact: requantization by
+    1.0). LiteRT's reference SUM kernel gives wrong int8 results when it must requantize."""
+    b = ctx.builder
+    shape = a.shape("self")
+    n = math.prod(shape[d] for d in _axes(a))
+    out = ctx.emit_output(a.node, Layout.NATURAL)
+    mean_quant = Quant.per_tensor(out.quant.scale[0] / n, out.quant.zero_point[0])
+    mean = Value(b.tensor(a.node.name + "_mean", out.shape, np.int8, mean_quant), out.shape, Layout.NATURAL,
+                 mean_quant)
+    reduce_dims(ctx, a, schema.BuiltinOperator.MEAN, out=mean)
+    count = b.constant(a.node.name + "_count", np.ones([1] * len(out.shape), dtype=np.int8), Quant.per_tensor(n, 0))
+    b.op(schema.BuiltinOperator.MUL, [mean.tensor, count], [out.tensor], options("MulOptionsT"))
+
+
+@register(_aten.amax.default, constraints=(shared_quantization(),), profiles={"sdk-current"},
+          quantize={"shared": (A.amax.default,)})
+def convert_amax(ctx, a):
+    """Maximum over the listed dims (all when none are listed)."""
+    reduce_dims(ctx, a, schema.BuiltinOperator.REDUCE_MAX, quant=ctx.value(a["self"]).quant)
+
+
+@register(_aten.amin.default, constraints=(shared_quantization(),), profiles={"sdk-current"},
+          quantize={"shared": (A.amin.default,)})
+def convert_amin(ctx, a):
+    """Minimum over the listed dims (all when none are listed)."""
+    reduce_dims(ctx, a, schema.BuiltinOperator.REDUCE_MIN, quant=ctx.value(a["self"]).quant)

@@ -1,0 +1,161 @@
+"""Operators and operand shapes NXP's current release (the NXP backend of the executorch 1.5.1 wheel) delegates, and
+so must the default profile `sdk-current`: each case lowered to one partition and its TFLite in LiteRT within 1
+output quantization step of PyTorch's quantized model (convert_pt2e). Then the cases NXP's release refuses too,
+with our reason, and the documented profile's refusals of the relaxed cases."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from harness import Fn, assert_within_steps, lower_and_run
+from executorch_neutron import lower
+
+
+def f(fn, *mods):
+    return lambda: Fn(fn, *mods)
+
+
+class Param(nn.Module):
+    """x <op> a learned parameter of shape `shape` (quantized per tensor as an activation operand)."""
+
+    def __init__(self, fn, *shape):
+        super().__init__()
+        self.fn = fn
+        self.p = nn.Parameter(torch.randn(*shape))
+
+    def forward(self, a):
+        return self.fn(a, self.p)
+
+
+def randn(*shapes):
+    return lambda g: tuple(torch.randn(*s, generator=g) for s in shapes)
+
+
+def positive(*shapes):
+    """Inputs in (0.05, 3.05): the domain of rsqrt and log."""
+    return lambda g: tuple(torch.rand(*s, generator=g) * 3 + 0.05 for s in shapes)
+
+
+# name: (model factory, input maker (generator -> inputs), delegated ops)
+CASES = {
+    # broadcasting: one operand has the output's element count (NodeConverter.inputs_satisfy_broadcast_condition)
+    "add_nc11": (f(lambda s, a, b: a + b), randn((1, 16, 8, 8), (1, 16, 1, 1)), {"aten.add.Tensor": 1}),
+    "add_11hw_first": (f(lambda s, a, b: a + b), randn((1, 1, 5, 7), (1, 8, 5, 7)), {"aten.add.Tensor": 1}),
+    "add_rank1_last": (f(lambda s, a, b: a + b), randn((1, 8, 32), (32,)), {"aten.add.Tensor": 1}),
+    "add_rank1_w_of_rank4": (f(lambda s, a, b: a + b), randn((1, 8, 5, 7), (7,)), {"aten.add.Tensor": 1}),
+    "add_param_32": (lambda: Param(torch.add, 32), randn((1, 6, 32)), {"aten.add.Tensor": 1}),
+    "add_scalar": (f(lambda s, a: a + 1.0), randn((1, 8, 5, 6)), {"aten.add.Tensor": 1}),
+    "sub_t1": (f(lambda s, a, b: a - b), randn((1, 6, 32), (1, 6, 1)), {"aten.sub.Tensor": 1}),
+    "sub_scalar_first": (f(lambda s, a: 2.0 - a), randn((1, 12, 3, 5)), {"aten.sub.Tensor": 1}),
+    "sub_rank2_of_rank3": (f(lambda s, a, b: a - b), randn((2, 5, 24), (5, 24)), {"aten.sub.Tensor": 1}),
+    "mul_param_32": (lambda: Param(torch.mul, 32), randn((1, 6, 32)), {"aten.mul.Tensor": 1}),
+    "mul_rank3_by_rank4": (f(lambda s, a, b: a * b), randn((3, 5, 7), (1, 4, 3, 5, 7)[1:]), {"aten.mul.Tensor": 1}),
+    "mul_n1hw": (f(lambda s, a, b: a * b), randn((1, 16, 6, 9), (1, 1, 6, 9)), {"aten.mul.Tensor": 1}),
+    "mul_both_broadcast_equal_rank": (f(lambda s, a, b: a * b), randn((1, 8, 1, 5), (1, 1, 6, 1)),
+                                      {"aten.mul.Tensor": 1}),  # beyond NXP: equal ranks broadcast freely
+    # maximum / minimum (maximum_converter.py, minimum_converter.py): operands and output share qparams
+    "maximum": (f(lambda s, a, b: torch.maximum(a, b)), randn((1, 8, 5, 6), (1, 8, 5, 6)),
+                {"aten.maximum.default": 1}),
+    "maximum_nc11": (f(lambda s, a, b: torch.maximum(a, b)), randn((1, 16, 3, 7), (1, 16, 1, 1)),
+                     {"aten.maximum.default": 1}),
+    "minimum_2d": (f(lambda s, a, b: torch.minimum(a, b)), randn((2, 24), (2, 24)), {"aten.minimum.default": 1}),
+    "minimum_rank1": (f(lambda s, a, b: torch.minimum(a, b)), randn((1, 5, 40), (40,)), {"aten.minimum.default": 1}),
+    # unary math (rsqrt_converter.py, exp_converter.py, log_converter.py)
+    "rsqrt": (f(lambda s, a: torch.rsqrt(a)), positive((1, 8, 5, 6)), {"aten.rsqrt.default": 1}),
+    "rsqrt_t1": (f(lambda s, a: torch.rsqrt(a)), positive((1, 6, 1)), {"aten.rsqrt.default": 1}),
+    "exp": (f(lambda s, a: torch.exp(a)), randn((1, 6, 32)), {"aten.exp.default": 1}),
+    "log": (f(lambda s, a: torch.log(a)), positive((3, 24)), {"aten.log.default": 1}),
+    # reductions (mean_dim_converter.py, sum_dim_int_list_converter.py)
+    "mean_last_keepdim": (f(lambda s, a: a.mean(-1, keepdim=True)), randn((1, 6, 32)), None),
+    "mean_last": (f(lambda s, a: a.mean(-1)), randn((1, 5, 24)), None),
+    "sum_last_keepdim": (f(lambda s, a: a.sum(-1, keepdim=True)), randn((1, 6, 32)), {"aten.sum.dim_IntList": 1}),
+    "sum_channels": (f(lambda s, a: a.sum(1)), randn((1, 8, 5, 6)), {"aten.sum.dim_IntList": 1}),
+    "sum_hw_keepdim": (f(lambda s, a: a.sum((2, 3), keepdim=True)), randn((1, 16, 3, 7)), {"aten.sum.dim_IntList": 1}),
+    # softmax over the last dim of a rank-4 tensor (softmax_converter.py: a node that is not channels-first)
+    "softmax4_last": (lambda: nn.Softmax(-1), randn((1, 2, 8, 16)), {"aten._softmax.default": 1}),
+    "softmax4_last_attention": (lambda: nn.Softmax(3), randn((2, 3, 5, 24)), {"aten._softmax.default": 1}),
+    # pooling (max_pool2d_with_indices_converter.py: strides to 4096, any batch; avg_pool_2d_converter.py:
+    # padding counted in the average)
+    "max_pool_k3_s3": (lambda: nn.MaxPool2d(3, 3), randn((1, 8, 9, 12)), {"aten.max_pool2d_with_indices.default": 1}),
+    "max_pool_batch2": (lambda: nn.MaxPool2d(2), randn((2, 8, 8, 10)), {"aten.max_pool2d_with_indices.default": 1}),
+    "avg_pool_k3_s1_p1_include_pad": (lambda: nn.AvgPool2d(3, 1, 1), randn((1, 8, 7, 9)),
+                                      {"aten.avg_pool2d.default": 1}),
+    "avg_pool_k3_s2_p1_include_pad": (lambda: nn.AvgPool2d(3, 2, 1), randn((1, 16, 10, 7)),
+                                      {"aten.avg_pool2d.default": 1}),
+    # constant padding of the channels (constant_pad_nd_converter.py: any dims)
+    "pad_channels": (f(lambda s, a: F.pad(a, (0, 0, 0, 0, 1, 2))), randn((1, 8, 4, 6)),
+                     {"aten.constant_pad_nd.default": 1}),
+    "pad_channels_and_w_rank3": (f(lambda s, a: F.pad(a, (1, 2, 3, 0))), randn((1, 5, 12)),
+                                 {"aten.constant_pad_nd.default": 1}),
+    # prelu (prelu_converter.py: no channel or size rule; rank 3 with one slope)
+    "prelu_6_channels": (lambda: nn.PReLU(6, 0.1), randn((1, 6, 4, 5)), {"aten.prelu.default": 1}),
+    "prelu_rows_5120": (lambda: nn.PReLU(8, 0.1), randn((1, 8, 80, 64)), {"aten.prelu.default": 1}),
+    "prelu_rank3_shared": (lambda: nn.PReLU(1, 0.2), randn((1, 8, 20)), {"aten.prelu.default": 1}),
+    "prelu_rank3_channels": (lambda: nn.PReLU(8, 0.2), randn((2, 8, 11)), {"aten.prelu.default": 1}),
+    "prelu_rank2": (lambda: nn.PReLU(16, 0.2), randn((3, 16)), {"aten.prelu.default": 1}),
+    # nearest upsampling by 8 and by unequal scales (upsample_nearest2d_converter.py: each 1, 2, 4 or 8)
+    "nearest_x8": (lambda: nn.Upsample(scale_factor=8), randn((1, 8, 2, 3)), {"aten.upsample_nearest2d.vec": 1}),
+    "nearest_2x4": (lambda: nn.Upsample(scale_factor=(2, 4)), randn((1, 16, 3, 2)),
+                    {"aten.upsample_nearest2d.vec": 1}),
+    # amax / amin (amax_converter.py, amin_converter.py): shared qparams
+    "amax_last_keepdim": (f(lambda s, a: torch.amax(a, -1, keepdim=True)), randn((1, 6, 32)),
+                          {"aten.amax.default": 1}),
+    "amax_channels": (f(lambda s, a: torch.amax(a, 1)), randn((1, 8, 5, 6)), {"aten.amax.default": 1}),
+    "amin_last": (f(lambda s, a: torch.amin(a, -1)), randn((2, 5, 24)), {"aten.amin.default": 1}),
+    "amin_hw_keepdim": (f(lambda s, a: torch.amin(a, (2, 3), keepdim=True)), randn((1, 16, 7, 3)),
+                        {"aten.amin.default": 1}),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_sdk_current_delegates_within_one_step(name):
+    make, inputs_of, expected_ops = CASES[name]
+    g = torch.Generator().manual_seed(0)
+    inputs = inputs_of(g)
+    torch.manual_seed(0)
+    r = lower_and_run(make().eval(), inputs, calib=[inputs] + [inputs_of(g) for _ in range(4)])
+    if expected_ops is not None:
+        assert r.delegated_ops == expected_ops, str(r.result.report)
+    assert not r.rejections, [j.message() for j in r.rejections]
+    for out, ref, scale in zip(r.outputs, r.references, r.output_scales):
+        assert_within_steps(out, ref, 1, scale)
+
+
+def _rejections(name_or_make, inputs, **spec):
+    make = CASES[name_or_make][0] if isinstance(name_or_make, str) else name_or_make
+    torch.manual_seed(0)
+    return lower(make().eval(), inputs, [inputs], **spec).report
+
+
+# name: (model factory, inputs, rejected op, reason fragment) under sdk-current: NXP's release refuses them too
+REFUSED = {
+    "add_both_broadcast": (f(lambda s, a, b: a + b), randn((1, 8, 1), (1, 1, 32)), "aten.add.Tensor",
+                           "both broadcast"),
+    "mul_both_broadcast_ranks": (f(lambda s, a, b: a * b), randn((1, 8, 1), (5,)), "aten.mul.Tensor",
+                                 "both broadcast"),
+}
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_sdk_current_refusals_name_the_reason(name):
+    make, inputs_of, op, fragment = REFUSED[name]
+    report = _rejections(make, inputs_of(torch.Generator().manual_seed(0)))
+    mine = [j for j in report.rejections if j.op == op]
+    assert mine and fragment in mine[0].reason, str(report)
+    assert op not in report.delegated_ops
+
+
+# cases the documented table refuses: name in CASES -> reason fragment
+DOCUMENTED_REFUSES = {"add_nc11": "documented table", "sub_t1": "documented operator table",
+                      "mul_param_32": "ranks 3 and 1", "rsqrt": "documented operator table",
+                      "sum_last_keepdim": "documented operator table"}
+
+
+@pytest.mark.parametrize("name", DOCUMENTED_REFUSES)
+def test_documented_profile_refuses_with_its_reason(name):
+    make, inputs_of, expected_ops, = CASES[name]
+    report = _rejections(name, inputs_of(torch.Generator().manual_seed(0)), constraints="documented")
+    op = next(iter(expected_ops))
+    mine = [j for j in report.rejections if j.op == op]
+    assert mine and DOCUMENTED_REFUSES[name] in mine[0].reason, str(report)
