@@ -24,7 +24,7 @@ SIGNATURE = {
     "mobilenet_v3": {"aten.hardswish.default": 7, "aten.convolution.default": 19, "aten.clamp.default": 3},
     "efficientnet": {"aten.sigmoid.default": 7, "aten.mul.Tensor": 7},  # 5 SiLU (x * sigmoid(x)) + 2 SE gates
     "shufflenet_v2": {"aten.permute_copy.default": 2},  # one channel shuffle per unit, rank 4
-    "resnext": {"aten.cat.default": 2, "aten.convolution.default": 17},  # 1 + (1 + 4 + 1) + (1 + 8 + 1)
+    "resnext": {"aten.convolution.default": 7},  # 1 + 3 + 3: the grouped 3x3 convs stay one node each
     "resnet_stem": {"aten.constant_pad_nd.default": 1, "aten.max_pool2d_with_indices.default": 1},
     "squeezenet": {"aten.constant_pad_nd.default": 2, "aten.max_pool2d_with_indices.default": 2},
 }

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from executorch_neutron.passes import (grouped_conv_split, hardsigmoid_to_conv, max_pool_padding, permute_rank4,
+from executorch_neutron.passes import (hardsigmoid_to_conv, max_pool_padding, permute_rank4,
                                        remove_noops, run_aten_passes, silu_to_sigmoid_mul)
 from executorch_neutron.passes.permute_rank4 import merged
 from executorch_neutron.zoo import warm_up_batch_norm
@@ -19,11 +19,6 @@ aten = torch.ops.aten
 def _shuffle(s, a):
     n, c, h, w = a.shape
     return a.view(n, 2, c // 2, h, w).transpose(1, 2).contiguous().view(n, c, h, w) * 2
-
-
-def _grouped(groups, bn=True, act=nn.ReLU):
-    layers = [nn.Conv2d(16, 32, 3, 1, 1, groups=groups, bias=not bn)] + ([nn.BatchNorm2d(32)] if bn else [])
-    return nn.Sequential(*layers, *([act()] if act else []))
 
 
 def targets(gm):
@@ -48,10 +43,6 @@ CASES = {
     "max_pool_ceil_after_cat": (lambda: Fn(lambda s, a: F.max_pool2d(torch.cat([a.relu(), a.sigmoid()], 1), 3, 2,
                                                                      ceil_mode=True)), (1, 8, 10, 12),
                                 max_pool_padding, None, aten.constant_pad_nd.default),
-    "grouped_bn_relu": (lambda: _grouped(4), (1, 16, 7, 6), grouped_conv_split, aten.batch_norm.default,
-                        aten.cat.default),
-    "grouped_bias_relu6": (lambda: _grouped(2, bn=False, act=nn.ReLU6), (1, 16, 6, 9), grouped_conv_split, None,
-                           aten.cat.default),
 }
 
 
@@ -128,16 +119,6 @@ def test_ceil_mode_without_extra_window_is_turned_off(pool):
     i = schema_names.index("ceil_mode")
     assert (node.args[i] if i < len(node.args) else node.kwargs.get("ceil_mode")) is False
     torch.testing.assert_close(gm(x), pool(x))
-
-
-@pytest.mark.parametrize("groups, cout", [(4, 16), (16, 16)], ids=["groups_of_4_channels", "depthwise"])
-def test_grouped_conv_split_needs_channel_multiples(groups, cout):
-    """Split only when each group's output is a multiple of 8 channels (the cat constraint); depthwise stays."""
-    model = nn.Conv2d(16, cout, 3, padding=1, groups=groups)
-    x = torch.randn(1, 16, 6, 5)
-    gm = grouped_conv_split(torch.export.export(model, (x,), strict=False).module())
-    assert aten.cat.default not in targets(gm)
-    torch.testing.assert_close(gm(x), model(x))
 
 
 def test_remove_noops_keeps_views_legal_after_dropping_a_copy():

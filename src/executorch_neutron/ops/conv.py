@@ -55,12 +55,18 @@ def _constant_weights(a, ctx):
     return None if is_int8_constant(a["weight"], ctx) else "weights are not a constant int8 tensor"
 
 
-@constraint("groups 1 or groups == input channels (depthwise)")
+@constraint("groups 1, groups == input channels (depthwise), or 2-D grouped with output channels per group % "
+            "{num_macs} == 0 (run as one convolution per group + concatenation)",
+            hint="make the output channels per group a multiple of {num_macs}")
 def _groups(a, ctx):
     g, c = a["groups"], a.shape("input")[1]
-    if a["transposed"]:
+    if a["transposed"] or g in (1, c):
         return None
-    return None if g in (1, c) else f"groups {g}: Neutron supports groups 1 or groups == input channels ({c})"
+    per_group = a.out_shape[1] // g
+    if len(a.out_shape) == 4 and per_group % ctx.num_macs == 0:
+        return None
+    return (f"groups {g} with {per_group} output channels per group: Neutron runs groups 1, depthwise, or groups "
+            f"of a multiple of {ctx.num_macs} output channels")
 
 
 @constraint(f"kernel_h * kernel_w * round_up(in_channels, {{num_macs}}) <= {CONV_WEIGHT_SLOTS}")
@@ -93,7 +99,10 @@ def convert_conv2d(ctx, a):
     if len(a.shape("input")) == 4:
         x = ctx.value(a["input"], Layout.CHANNELS_LAST)
         out = ctx.emit_output(a.node, Layout.CHANNELS_LAST)
-        _conv2d(ctx, a, x, w.data, w.quant, stride, pad, dil, out.tensor)
+        if a["groups"] in (1, x.shape[1]):
+            _conv2d(ctx, a, x, w.data, w.quant, stride, pad, dil, out.tensor)
+        else:
+            _grouped(ctx, a, x, w, stride, pad, dil, out.tensor)
         return
     # 1D: (N, C, L) is the image (N, C, 1, L); NHWC (N, 1, L, C) is (N, L, C) reshaped
     b = ctx.builder
@@ -122,6 +131,19 @@ def _reshaped(ctx, name, tensor, shape, quant):
     return out
 
 
+def _padded(ctx, x, kernel, stride, pad, dil):
+    """(input, TFLite padding): SAME when it equals PyTorch's symmetric padding, else an explicit PAD + VALID."""
+    same = all(same_padding_matches(x.shape[2 + i], kernel[i], stride[i], dil[i], pad[i]) for i in range(2))
+    if any(pad) and not same:
+        return _explicit_pad(ctx, x, pad), schema.Padding.VALID
+    return x, (schema.Padding.SAME if any(pad) else schema.Padding.VALID)
+
+
+def _conv_options(a, padding, stride, dil) -> dict:
+    return dict(padding=padding, strideH=stride[0], strideW=stride[1], dilationHFactor=dil[0],
+                dilationWFactor=dil[1], fusedActivationFunction=fused_code(a.node))
+
+
 def _conv2d(ctx, a, x, w_data, w_quant_pt, stride, pad, dil, out_tensor):
     """CONV_2D / DEPTHWISE_CONV_2D of channels-last `x` with OIHW int8 weights into `out_tensor`."""
     b = ctx.builder
@@ -129,11 +151,7 @@ def _conv2d(ctx, a, x, w_data, w_quant_pt, stride, pad, dil, out_tensor):
     in_c = x.shape[1]
     depthwise = a["groups"] == in_c and a["groups"] != 1
     in_scale = x.quant.scale[0]
-
-    same = all(same_padding_matches(x.shape[2 + i], (kh, kw)[i], stride[i], dil[i], pad[i]) for i in range(2))
-    if any(pad) and not same:
-        x = _explicit_pad(ctx, x, pad)
-    padding = schema.Padding.SAME if any(pad) and same else schema.Padding.VALID
+    x, padding = _padded(ctx, x, (kh, kw), stride, pad, dil)
 
     w_quant = Quant(w_quant_pt.scale, w_quant_pt.zero_point, 3 if depthwise else 0)
     data = np.transpose(w_data, OUT_LAST_WEIGHT_PERM if depthwise else CONV_WEIGHT_PERM).astype(np.int8)
@@ -141,13 +159,45 @@ def _conv2d(ctx, a, x, w_data, w_quant_pt, stride, pad, dil, out_tensor):
     bias, bias_scales = quantize_bias(a["bias"], in_scale, w_quant_pt.scale, ctx, out_c)
     bt = b.constant(a.node.name + "_b", bias, Quant(tuple(bias_scales), (0,) * out_c, 0))
 
-    common = dict(padding=padding, strideH=stride[0], strideW=stride[1], dilationHFactor=dil[0],
-                  dilationWFactor=dil[1], fusedActivationFunction=fused_code(a.node))
+    common = _conv_options(a, padding, stride, dil)
     if depthwise:
         opts = options("DepthwiseConv2DOptionsT", depthMultiplier=out_c // in_c, **common)
         b.op(schema.BuiltinOperator.DEPTHWISE_CONV_2D, [x.tensor, wt, bt], [out_tensor], opts)
     else:
         b.op(schema.BuiltinOperator.CONV_2D, [x.tensor, wt, bt], [out_tensor], options("Conv2DOptionsT", **common))
+
+
+def _grouped(ctx, a, x, w, stride, pad, dil, out_tensor):
+    """A grouped convolution (groups neither 1 nor the input channels) as SPLIT of the channels-last input, one
+    CONV_2D per group (its slice of the per-channel weights and bias, the fused activation) and CONCATENATION.
+    Every group's result carries the conv's own output quantization, so the concatenation is exact and the
+    result equals PyTorch's grouped convolution. Kept as one node in the ExecuTorch graph (the split lives only
+    in the TFLite), so lowering time does not grow with the number of groups."""
+    b = ctx.builder
+    name, groups = a.node.name, a["groups"]
+    out_c, ci, kh, kw = w.data.shape
+    co = out_c // groups
+    x, padding = _padded(ctx, x, (kh, kw), stride, pad, dil)
+    n, _, h, wd = x.shape
+    bias, bias_scales = quantize_bias(a["bias"], x.quant.scale[0], w.quant.scale, ctx, out_c)
+    per_channel = len(w.quant.scale) > 1
+    pieces = [b.tensor(f"{name}_in{i}", (n, h, wd, ci), np.int8, x.quant) for i in range(groups)]
+    b.op(schema.BuiltinOperator.SPLIT, [b.int32_vector(name + "_axis", [3]), x.tensor], pieces,
+         options("SplitOptionsT", numSplits=groups))
+    quant = ctx.output_quant(a.node)
+    _, _, oh, ow = a.out_shape
+    outs = []
+    opts = _conv_options(a, padding, stride, dil)
+    for i, piece in enumerate(pieces):
+        rows = slice(i * co, (i + 1) * co)
+        scales = w.quant.scale[rows] if per_channel else w.quant.scale
+        zps = w.quant.zero_point[rows] if per_channel else w.quant.zero_point
+        data = np.transpose(w.data[rows], CONV_WEIGHT_PERM).astype(np.int8)
+        wt = b.constant(f"{name}_w{i}", data, Quant(tuple(scales), tuple(zps), 0))
+        bt = b.constant(f"{name}_b{i}", bias[rows], Quant(tuple(bias_scales[rows]), (0,) * co, 0))
+        outs.append(b.tensor(f"{name}_out{i}", (n, oh, ow, co), np.int8, quant))
+        b.op(schema.BuiltinOperator.CONV_2D, [piece, wt, bt], [outs[-1]], options("Conv2DOptionsT", **opts))
+    b.op(schema.BuiltinOperator.CONCATENATION, outs, [out_tensor], options("ConcatenationOptionsT", axis=3))
 
 
 def _explicit_pad(ctx, x, pad):
