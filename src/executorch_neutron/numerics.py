@@ -269,6 +269,7 @@ class _Capture(torch.fx.Interpreter):
 
 def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
     """Run every host-reference partition in LiteRT on the quantized model's values at its inputs."""
+    from .ethos_u.backend import host_payload
     from .payload import unpack
     from .runtime.executor import run_reference_payload
 
@@ -287,7 +288,11 @@ def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
             captured.append(cap.seen)
     stats = []
     for (ins, outs), module, tag in zip(bounds, lowered, result.report.partitions):
-        payload = unpack(module.processed_bytes)
+        blob = host_payload(module)
+        if blob is None:
+            stats.append(PartitionStats(tag.tag, 0, 0.0, None, "device-only Ethos-U payload: cannot run on the host"))
+            continue
+        payload = unpack(blob)
         if not payload.is_reference:
             stats.append(PartitionStats(tag.tag, 0, 0.0, None, "device microcode: cannot run on the host"))
             continue
@@ -298,7 +303,7 @@ def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
         h = payload.header
         diffs, refs, tests = [], [], []
         for seen in captured:
-            outputs = run_reference_payload(module.processed_bytes,
+            outputs = run_reference_payload(blob,
                                             [seen[ins[k]][0].numpy() for k in h.input_args])
             for j, out in enumerate(outputs):
                 got = out.astype(np.int32)
@@ -309,7 +314,7 @@ def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
                 tests.append((got - zp).ravel())
         d = np.concatenate(diffs)
         note = "a boundary matched several quantize nodes; the first was used" if ambiguous else ""
-        ops = _op_stats(module.processed_bytes, payload,
+        ops = _op_stats(blob, payload,
                         [[seen[ins[k]][0].numpy() for k in h.input_args] for seen in captured],
                         op_keys[len(stats)], captured)
         stats.append(PartitionStats(tag.tag, int(d.max()) if d.size else 0, float(d.mean()) if d.size else 0.0,

@@ -44,6 +44,17 @@ def vela_flags(spec: NeutronCompileSpec) -> list[str]:
     return [f for f in spec.neutron_target.vela_flags if f.split("=", 1)[0] not in given] + extra
 
 
+def host_payload(lowered) -> bytes | None:
+    """What the host runs for a lowered module: a Neutron blob itself, an Ethos-U payload's stored reference
+    (a host-reference payload), or None for a device-only Ethos-U payload."""
+    blob = bytes(lowered.processed_bytes)
+    if not payload.is_payload(blob):
+        return blob
+    store = lowered.named_data_store_output
+    entry = None if store is None else store.pte_data.get(reference_key(blob))
+    return None if entry is None else bytes(store.buffers[entry.buffer_index])
+
+
 class EthosULoweringError(RuntimeError):
     """A partition cannot become an Ethos-U payload; the message says why and what to do."""
 
