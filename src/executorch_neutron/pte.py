@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 NEUTRON_BACKEND_ID = "NeutronBackend"
+ETHOS_U_BACKEND_ID = "EthosUBackend"
 
 
 class PteError(ValueError):
@@ -120,6 +121,8 @@ def _delegate(index: int, delegate, blob: bytes) -> DelegateInfo:
         except (UnicodeDecodeError, json.JSONDecodeError):
             specs[cs.key] = value.hex()
     info = DelegateInfo(index, delegate.id, len(blob), specs)
+    if delegate.id == ETHOS_U_BACKEND_ID and blob[:16] == b"vela_bin_stream\0":
+        info.kind = "ethos-u-vela"  # Vela's command stream (ethos_u/payload.py)
     if delegate.id != NEUTRON_BACKEND_ID:
         return info
     from .payload import PayloadError, unpack
