@@ -10,6 +10,7 @@ module's metadata (`_delegate_info_meta`), where the delegation report reads the
 from __future__ import annotations
 
 import hashlib
+import time
 from pathlib import Path
 from typing import final
 
@@ -75,7 +76,9 @@ class EthosUBackend(BackendDetails):
                 f"this partition's TFLite reads them as {list(converted.input_args)} with format flags "
                 f"{list(converted.input_formats)}; keep use_neutron_for_format_conversion=True")
         flags = vela_flags(spec)
+        t0 = time.perf_counter()
         out = compile_tflite(converted.tflite, flags, name, spec.neutron_target.core_clock_hz)
+        vela_seconds = time.perf_counter() - t0
         blob = payload.pack(out.raw)
         store = None
         if spec.embed_reference:
@@ -87,7 +90,8 @@ class EthosUBackend(BackendDetails):
         debug_map = {i: handles for i, handles in enumerate(converted.debug_handles)}
         debug_map[len(debug_map)] = ()
         emit("partition", name=name)
-        meta = {"vela_flags": flags, "estimate": out.estimate.to_dict(), "embed_reference": spec.embed_reference}
+        meta = {"vela_flags": flags, "estimate": out.estimate.to_dict(), "embed_reference": spec.embed_reference,
+                "vela_seconds": vela_seconds}  # not in the .pte: the report's Python object only
         return PreprocessResult(processed_bytes=blob, debug_handle_map=debug_map,
                                 data_store_output=store.get_named_data_store_output() if store else None,
                                 _delegate_info_meta=meta)
