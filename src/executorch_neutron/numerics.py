@@ -269,6 +269,7 @@ class _Capture(torch.fx.Interpreter):
 
 def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
     """Run every host-reference partition in LiteRT on the quantized model's values at its inputs."""
+    from .ethos_u.backend import host_payload
     from .exported import lowered_modules
     from .payload import unpack
     from .runtime.executor import run_reference_payload
@@ -288,7 +289,11 @@ def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
             captured.append(cap.seen)
     stats = []
     for (ins, outs), module, tag in zip(bounds, lowered, result.report.partitions):
-        payload = unpack(module.processed_bytes)
+        blob = host_payload(module)
+        if blob is None:
+            stats.append(PartitionStats(tag.tag, 0, 0.0, None, "device-only Ethos-U payload: cannot run on the host"))
+            continue
+        payload = unpack(blob)
         if not payload.is_reference:
             stats.append(PartitionStats(tag.tag, 0, 0.0, None, "device microcode: cannot run on the host"))
             continue
@@ -301,7 +306,7 @@ def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
         diffs, refs, tests, per_op = [], [], [], {}
         for seen in captured:  # one run per sample: its outputs and (kept intermediates) every op's output
             outputs, interpreter = run_reference_payload(
-                module.processed_bytes, [seen[ins[k]][0].numpy() for k in h.input_args], keep_intermediates=True)
+                blob, [seen[ins[k]][0].numpy() for k in h.input_args], keep_intermediates=True)
             _op_diffs(model, interpreter, op_keys[len(stats)], seen, per_op)
             for j, out in enumerate(outputs):
                 got = out.astype(np.int32)

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .backend import BACKEND_ID
+from .ethos_u.payload import BACKEND_ID as ETHOS_U_BACKEND_ID
+from .ethos_u.payload import is_payload as is_vela_payload
 
 
 class PteError(ValueError):
@@ -114,6 +116,8 @@ def _delegate(index: int, delegate, blob: bytes) -> DelegateInfo:
         except (UnicodeDecodeError, json.JSONDecodeError):
             specs[cs.key] = value.hex()
     info = DelegateInfo(index, delegate.id, len(blob), specs)
+    if delegate.id == ETHOS_U_BACKEND_ID and is_vela_payload(bytes(blob[:16])):
+        info.kind = "ethos-u-vela"  # Vela's command stream (ethos_u/payload.py)
     if delegate.id != BACKEND_ID:
         return info
     from .payload import PayloadError, unpack

@@ -184,3 +184,54 @@ def test_cli_compile_and_run_for_imx93(tmp_path):
     assert "reference int8 TFLite" in ran.stderr  # the host run says what it executed
     listed = cli("targets")
     assert all(t in listed.stdout for t in ("imx93", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256"))
+
+
+def test_vela_cpu_operator_is_an_error_naming_it(tmp_path):
+    """Should a node Vela refuses reach it, lowering stops with Vela's reason instead of writing a payload."""
+    from executorch_neutron.ethos_u import VelaError
+    from executorch_neutron.ethos_u.vela_call import compile_tflite
+    from executorch_neutron.target import get_target
+
+    module = nn.Sequential(nn.Conv2d(8, 8, 3, stride=4, padding=1, groups=8), nn.ReLU())
+    lower(module, (torch.randn(1, 8, 17, 13),), target="imxrt700", intermediates_dir=tmp_path)
+    tflite = next(tmp_path.glob("*.tflite")).read_bytes()
+    with pytest.raises(VelaError, match=r"DEPTHWISE_CONV_2D .*stride") as err:
+        compile_tflite(tflite, get_target("ethos-u55-128").vela_flags, "dw")
+    assert err.value.cpu_ops and err.value.cpu_ops[0][0] == "DEPTHWISE_CONV_2D"
+
+
+TARGETS = {  # name: (Vela accelerator, system config, memory mode, clock)
+    "imx93": ("ethos-u65-256", "Ethos_U65_High_End", "Dedicated_Sram_384KB", 1e9),
+    "ethos-u65-256": ("ethos-u65-256", "Ethos_U65_High_End", "Dedicated_Sram_384KB", 1e9),
+    "ethos-u55-256": ("ethos-u55-256", "Ethos_U55_High_End_Embedded", "Shared_Sram", 500e6),
+    "ethos-u55-128": ("ethos-u55-128", "Ethos_U55_High_End_Embedded", "Shared_Sram", 500e6),
+}
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_targets_and_compile_spec(name):
+    import configparser
+    import importlib.util
+
+    from executorch_neutron import NeutronCompileSpec, get_target
+    from executorch_neutron.ethos_u import vela_flags
+
+    acc, system, memory, clock = TARGETS[name]
+    t = get_target(name.upper())
+    assert (t.kind, t.accelerator, t.system_config, t.memory_mode, t.core_clock_hz) == ("ethos-u", acc, system,
+                                                                                         memory, clock)
+    ini = configparser.ConfigParser()  # the sections and clock exist in the vela.ini Vela ships
+    ini.read(Path(importlib.util.find_spec("ethosu").submodule_search_locations[0]) / "config_files/Arm/vela.ini")
+    assert float(ini[f"System_Config.{system}"]["core_clock"]) == clock and f"Memory_Mode.{memory}" in ini
+    spec = NeutronCompileSpec(target=name, extra_flags="--memory-mode=Sram_Only --optimise=Size")
+    assert spec.is_ethos_u and NeutronCompileSpec.from_compile_specs(spec.to_compile_specs()) == spec
+    flags = vela_flags(spec)
+    assert "--memory-mode=Sram_Only" in flags and f"--memory-mode={memory}" not in flags
+    assert flags[0] == f"--accelerator-config={acc}" and flags[-1] == "--optimise=Size"
+
+
+def test_unknown_target_lists_ethos_u_targets():
+    from executorch_neutron import NeutronCompileSpec
+
+    with pytest.raises(ValueError, match="imx93"):
+        NeutronCompileSpec(target="imx94")

@@ -10,6 +10,7 @@ module's metadata (`_delegate_info_meta`), where the delegation report reads the
 from __future__ import annotations
 
 import hashlib
+import time
 from pathlib import Path
 from typing import final
 
@@ -26,14 +27,13 @@ from ..ops.registry import CheckContext
 from ..payload import Header, Payload
 from ..payload import pack as pack_reference
 from ..progress import emit
-from ..runtime.ethos_u_reference import REFERENCE_PREFIX
 from . import payload
 from .vela_call import compile_tflite
 
 
 def reference_key(blob: bytes) -> str:
     """The named-data key of the host reference of an Ethos-U payload: found again from the payload alone."""
-    return REFERENCE_PREFIX + hashlib.sha256(blob).hexdigest()
+    return payload.REFERENCE_PREFIX + hashlib.sha256(blob).hexdigest()
 
 
 def vela_flags(spec: NeutronCompileSpec) -> list[str]:
@@ -42,6 +42,17 @@ def vela_flags(spec: NeutronCompileSpec) -> list[str]:
     extra = spec.extra_flags.split()
     given = {f.split("=", 1)[0] for f in extra}
     return [f for f in spec.neutron_target.vela_flags if f.split("=", 1)[0] not in given] + extra
+
+
+def host_payload(lowered) -> bytes | None:
+    """What the host runs for a lowered module: a Neutron blob itself, an Ethos-U payload's stored reference
+    (a host-reference payload), or None for a device-only Ethos-U payload."""
+    blob = bytes(lowered.processed_bytes)
+    if not payload.is_payload(blob):
+        return blob
+    store = lowered.named_data_store_output
+    entry = None if store is None else store.pte_data.get(reference_key(blob))
+    return None if entry is None else bytes(store.buffers[entry.buffer_index])
 
 
 class EthosULoweringError(RuntimeError):
@@ -64,7 +75,9 @@ class EthosUBackend(BackendDetails):
                 f"this partition's TFLite reads them as {list(converted.input_args)} with format flags "
                 f"{list(converted.input_formats)}; keep use_neutron_for_format_conversion=True")
         flags = vela_flags(spec)
+        t0 = time.perf_counter()
         out = compile_tflite(converted.tflite, flags, name, spec.neutron_target.core_clock_hz)
+        vela_seconds = time.perf_counter() - t0
         blob = payload.pack(out.raw)
         store = None
         if spec.embed_reference:
@@ -76,7 +89,8 @@ class EthosUBackend(BackendDetails):
         debug_map = {i: handles for i, handles in enumerate(converted.debug_handles)}
         debug_map[len(debug_map)] = ()
         emit("partition", name=name)
-        meta = {"vela_flags": flags, "estimate": out.estimate.to_dict(), "embed_reference": spec.embed_reference}
+        meta = {"vela_flags": flags, "estimate": out.estimate.to_dict(), "embed_reference": spec.embed_reference,
+                "vela_seconds": vela_seconds}  # not in the .pte: the report's Python object only
         return PreprocessResult(processed_bytes=blob, debug_handle_map=debug_map,
                                 data_store_output=store.get_named_data_store_output() if store else None,
                                 _delegate_info_meta=meta)

@@ -17,6 +17,11 @@ from typing import Mapping
 
 import numpy as np
 
+#: the backend id Arm's device runtime registers (VelaBinStream/EthosUBackend.cpp); `backend.EthosUBackend` bears
+#: this name, which is how ExecuTorch finds the class (tests/ethos_u check the two agree)
+BACKEND_ID = "EthosUBackend"
+#: named-data key prefix of a partition's host reference (`backend.reference_key`)
+REFERENCE_PREFIX = "ethos_u_reference/"
 MAGIC = b"vela_bin_stream"
 END = b"vela_end_stream"
 ALIGN = 16

@@ -106,4 +106,20 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
               f"{', '.join(f'`{p}`' for p in producers)} absorb a following relu, relu6 / hardtanh / clamp with "
               f"bounds {SUPPORTED_BOUNDS_TEXT} into one TFLite operator; NeutronQuantizer fuses exactly these "
               "pairs (other bounds get their own quantization and operator).", ""]
+    lines += _ethos_u_section()
     return "\n".join(lines)
+
+
+def _ethos_u_section() -> list[str]:
+    """The Ethos-U targets: the same table, with Vela's own limits on top (ethos_u/constraints.py)."""
+    from ..ethos_u.constraints import CONSTRAINTS
+
+    lines = ["## Arm Ethos-U targets (Vela)", "",
+             "For `imx93`, `ethos-u55-128`, `ethos-u55-256` and `ethos-u65-256` the table above applies with "
+             "`num_macs` = 1 (Vela has no channel-alignment rule), then these limits of Vela 5.2 (each node "
+             "breaking one stays on the CPU with the rule as its reason):", "",
+             "| operators (edge) | Vela's rule |", "|---|---|"]
+    for c in CONSTRAINTS:
+        ops = "<br>".join(f"`{registry.op_name(t)}`" for t in sorted(c.ops, key=registry.op_name))
+        lines.append(f"| {ops} | {c.text} |")
+    return lines + [""]

@@ -12,14 +12,9 @@ import hashlib
 import logging
 import threading
 
-log = logging.getLogger("executorch_neutron")
+from ..ethos_u.payload import BACKEND_ID, REFERENCE_PREFIX, is_payload
 
-#: the backend id of Ethos-U delegates: the class name of ethos_u.backend.EthosUBackend, which sits above runtime/
-#: in the layers (tests/ethos_u check that the two are equal)
-BACKEND_ID = "EthosUBackend"
-#: the named-data key prefix of a reference (ethos_u/backend.py writes it; keep the two in sync)
-REFERENCE_PREFIX = "ethos_u_reference/"
-MAGIC = b"vela_bin_stream\0"  # the first block of an Ethos-U payload (ethos_u/payload.py)
+log = logging.getLogger("executorch_neutron")
 WHAT_RUNS = ("EthosUBackend on the host: each Ethos-U partition ran its reference int8 TFLite in LiteRT (stored in "
              "the .pte), not Vela's command stream; the NPU itself runs the command stream")
 DEVICE_ONLY = ("EthosUBackend: this .pte is device-only (lowered with embed_reference=False): it holds Vela's "
@@ -31,7 +26,7 @@ _said = False
 
 
 def is_ethos_u(blob: bytes) -> bool:
-    return bytes(blob[:16]) == MAGIC
+    return is_payload(bytes(blob[:16]))
 
 
 def register_from_pte(data: bytes) -> int:
