@@ -221,7 +221,7 @@ def mutate_field(data: bytes, field: str, rng: random.Random) -> tuple[bytes, li
         plan = pf.program.execution_plan[0]
         sizes = plan.values[plan.inputs[0]].val.sizes
         k = rng.randrange(len(sizes))
-        sizes[k] = max(1, sizes[k] + rng.choice([-1, 1, sizes[k]]))
+        sizes[k] += rng.choice([1, sizes[k]])  # always another size (+1 or doubled)
         out = bytes(serialize_pte_binary(pf))
         return out, [next((i for i, (a, b) in enumerate(zip(data, out)) if a != b), 0)]
     if field == "identifier":
