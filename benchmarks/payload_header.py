@@ -2,7 +2,7 @@
 
 Runs the NPU compile step with the eIQ Neutron SDK test double (tests/npu/fake_neutron_sdk.py) standing in for NXP's
 converter: the node's real inputs are graph inputs (2, 0, 1) and its real outputs graph outputs (1, 2, 0). Prints
-every header byte with its field name (FACTS.md, "The delegate payload contract") and where each value comes from,
+every header byte with its field name (the delegate payload contract in payload/format.py) and where each value comes from,
 so a reader can check the bytes against the contract by eye. The partition's delegate call has 4 input arguments;
 argument 1 is not used by the partition. No pass/fail.
 
