@@ -88,6 +88,12 @@ CASES = {
                      {"aten.constant_pad_nd.default": 1}),
     "pad_channels_and_w_rank3": (f(lambda s, a: F.pad(a, (1, 2, 3, 0))), randn((1, 5, 12)),
                                  {"aten.constant_pad_nd.default": 1}),
+    # reflection padding (pad_converter.py: mode reflect; NXP needs preserve_ops=[aten.pad.default], we keep
+    # aten.pad from decomposition when the NPU takes it)
+    "pad_reflect_hw": (f(lambda s, a: F.pad(a, (1, 1, 2, 2), mode="reflect")), randn((1, 8, 5, 6)),
+                       {"aten.pad.default": 1}),
+    "pad_reflect_rank3": (f(lambda s, a: F.pad(a, (1, 2), mode="reflect")), randn((1, 16, 10)),
+                          {"aten.pad.default": 1}),
     # prelu (prelu_converter.py: no channel or size rule; rank 3 with one slope)
     "prelu_6_channels": (lambda: nn.PReLU(6, 0.1), randn((1, 6, 4, 5)), {"aten.prelu.default": 1}),
     "prelu_rows_5120": (lambda: nn.PReLU(8, 0.1), randn((1, 8, 80, 64)), {"aten.prelu.default": 1}),
@@ -134,6 +140,8 @@ REFUSED = {
                            "both broadcast"),
     "mul_both_broadcast_ranks": (f(lambda s, a, b: a * b), randn((1, 8, 1), (5,)), "aten.mul.Tensor",
                                  "both broadcast"),
+    "pad_replicate": (f(lambda s, a: F.pad(a, (1, 1, 2, 2), mode="replicate")), randn((1, 8, 5, 6)),
+                      "aten.pad.default", "pad mode 'replicate'"),
 }
 
 
