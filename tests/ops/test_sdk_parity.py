@@ -167,3 +167,14 @@ def test_documented_profile_refuses_with_its_reason(name):
     op = next(iter(expected_ops))
     mine = [j for j in report.rejections if j.op == op]
     assert mine and DOCUMENTED_REFUSES[name] in mine[0].reason, str(report)
+
+
+@pytest.mark.parametrize("profile", ["documented", "sdk-current"])
+def test_scalar_constant_operand_is_delegated_in_both_profiles(profile):
+    """`x + 1.0`: SUPPORTED_OPS.md says scalars are accepted, and the check agrees (it used to say shapes differ)."""
+    make, inputs_of, _ = CASES["add_scalar"]
+    g = torch.Generator().manual_seed(0)
+    inputs = inputs_of(g)
+    r = lower_and_run(make().eval(), inputs, calib=[inputs] + [inputs_of(g) for _ in range(4)], constraints=profile)
+    assert r.delegated_ops == {"aten.add.Tensor": 1}, str(r.result.report)
+    assert_within_steps(r.output, r.reference, 1, r.output_scale)
