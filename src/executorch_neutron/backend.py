@@ -1,38 +1,29 @@
 """NeutronBackend.preprocess: partition edge program -> int8 TFLite -> NPU compile step -> delegate payload.
 
-Glue only: the converter lives in tflite/, the compile step in npu/, the blob format in payload/.
+Glue only: the graph walk lives in convert/ (shared with the Ethos-U back end), the compile step in npu/, the blob
+format in payload/.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import final
 
 from executorch.exir.backend.backend_details import BackendDetails, PreprocessResult
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
 
-from .atomic import write_bytes
-from .compile_spec import NeutronCompileSpec
-from .exported import partition_tag
 from .progress import emit
 from .npu import compile_partition
 from .npu.profile_map import handle_map
-from .ops.registry import CheckContext
 from .payload import Header
-from .convert import convert_program
+from .convert import convert_partition
 
 
 @final
 class NeutronBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
-        spec = NeutronCompileSpec.from_compile_specs(compile_specs)
-        name = partition_tag(edge_program)
-        ctx = CheckContext.for_program(spec, edge_program)
-        converted = convert_program(edge_program, ctx, name)
-        if spec.intermediates_dir:
-            write_bytes(Path(spec.intermediates_dir) / f"{name}.tflite", converted.tflite)
+        spec, name, converted = convert_partition(edge_program, compile_specs)
         # in the TFLite's graph order; the device path rewrites it in the NeutronGraph node's order (npu/compile.py)
         header = Header(
             n_args=converted.n_args,

@@ -7,6 +7,6 @@ that knows nothing of graphs or of the registry.
 """
 
 from .context import ConversionContext, ConversionError
-from .program import ConvertedPartition, convert_program
+from .program import ConvertedPartition, convert_partition, convert_program
 
-__all__ = ["ConversionContext", "ConversionError", "ConvertedPartition", "convert_program"]
+__all__ = ["ConversionContext", "ConversionError", "ConvertedPartition", "convert_partition", "convert_program"]

@@ -139,3 +139,20 @@ def _standalone_activation(ctx: ConversionContext, producer: Node, act: Node) ->
     result = Value(out, v.shape, v.layout, v.quant)
     ctx.bind(producer, result)
     ctx.bind(act, result)
+
+
+def convert_partition(edge_program: ExportedProgram, compile_specs) -> tuple:
+    """The shared front end of every back end's preprocess: (spec, partition tag, ConvertedPartition), with the
+    partition's TFLite written to `intermediates_dir` when set."""
+    from pathlib import Path
+
+    from ..atomic import write_bytes
+    from ..compile_spec import NeutronCompileSpec
+    from ..exported import partition_tag
+
+    spec = NeutronCompileSpec.from_compile_specs(compile_specs)
+    name = partition_tag(edge_program)
+    converted = convert_program(edge_program, CheckContext.for_program(spec, edge_program), name)
+    if spec.intermediates_dir:
+        write_bytes(Path(spec.intermediates_dir) / f"{name}.tflite", converted.tflite)
+    return spec, name, converted

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from pathlib import Path
 from typing import final
 
 from executorch.exir._serialize._named_data_store import NamedDataStore
@@ -19,11 +18,8 @@ from executorch.exir.backend.backend_details import BackendDetails, PreprocessRe
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
 
-from ..atomic import write_bytes
 from ..compile_spec import NeutronCompileSpec
-from ..convert import convert_program
-from ..exported import partition_tag
-from ..ops.registry import CheckContext
+from ..convert import convert_partition
 from ..payload import Header, Payload
 from ..payload import pack as pack_reference
 from ..progress import emit
@@ -63,11 +59,7 @@ class EthosULoweringError(RuntimeError):
 class EthosUBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
-        spec = NeutronCompileSpec.from_compile_specs(compile_specs)
-        name = partition_tag(edge_program)
-        converted = convert_program(edge_program, CheckContext.for_program(spec, edge_program), name)
-        if spec.intermediates_dir:
-            write_bytes(Path(spec.intermediates_dir) / f"{name}.tflite", converted.tflite)
+        spec, name, converted = convert_partition(edge_program, compile_specs)
         n_in = len(converted.input_args)
         if converted.input_args != tuple(range(n_in)) or any(converted.input_formats + converted.output_formats):
             raise EthosULoweringError(
