@@ -31,7 +31,7 @@ def main() -> None:
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     from executorch_neutron import lower
-    from executorch_neutron.payload import unpack
+    from executorch_neutron.neutron.payload import unpack
     from executorch_neutron.runtime import load
     from executorch_neutron.zoo import calibration, mobilenet_v2_like
 

@@ -14,7 +14,7 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 from executorch_neutron import lower
 from executorch_neutron.lowering import LoweringResult
-from executorch_neutron.payload import unpack
+from executorch_neutron.neutron.payload import unpack
 from executorch_neutron.tflite.layout import from_channels_last, to_channels_last
 from executorch_neutron.zoo import calibration
 

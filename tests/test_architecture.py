@@ -14,11 +14,20 @@ def _layers() -> dict[str, int]:
     return {name: rank for rank, line in enumerate(block.splitlines()) for name in line.split()}
 
 
+def _key(parts: list[str], layers: dict[str, int]) -> str:
+    """The layer name of a module path inside the package: `neutron.npu` where the layer list splits a back-end
+    folder into its parts, else the top-level package or module."""
+    if len(parts) > 1 and f"{parts[0]}.{parts[1]}" in layers:
+        return f"{parts[0]}.{parts[1]}"
+    return parts[0]
+
+
 def _imports():
-    """(importing package, imported package, file) for every `from executorch_neutron...` / relative import."""
+    """(importing layer, imported layer, file) for every `from executorch_neutron...` / relative import."""
+    layers = _layers()
     for f in PKG.rglob("*.py"):
         rel = f.relative_to(PKG).parts
-        pkg = rel[0] if len(rel) > 1 else rel[0][:-3]
+        pkg = _key([*rel[:-1], rel[-1][:-3]], layers)
         for node in ast.walk(ast.parse(f.read_text())):
             if not isinstance(node, ast.ImportFrom):
                 continue
@@ -29,9 +38,10 @@ def _imports():
                 parts = mod.split(".")[1:]
             else:
                 parts = list(rel[:-1])[: max(0, len(rel) - node.level)] + (mod.split(".") if mod else [])
-            targets = [parts[0]] if parts else [a.name for a in node.names]
-            for t in targets:
-                if t != pkg and ((PKG / t).is_dir() or (PKG / f"{t}.py").is_file()):
+            for name in (a.name for a in node.names):
+                full = [*parts, name]
+                t = _key(full, layers)
+                if t != pkg and ((PKG / full[0]).is_dir() or (PKG / f"{full[0]}.py").is_file()):
                     yield pkg, t, f.relative_to(ROOT)
 
 

@@ -6,7 +6,7 @@ from executorch.exir._serialize._program import deserialize_pte_binary
 from torch import nn
 
 from executorch_neutron import lower
-from executorch_neutron.backend import BACKEND_ID, NeutronBackend
+from executorch_neutron.neutron.backend import BACKEND_ID, NeutronBackend
 from executorch_neutron.partition import NeutronPartitioner
 
 

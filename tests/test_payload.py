@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from executorch_neutron.payload import MICROCODE_MAGIC, REFERENCE_MAGIC, Header, Payload, PayloadError, pack, unpack
+from executorch_neutron.neutron.payload import MICROCODE_MAGIC, REFERENCE_MAGIC, Header, Payload, PayloadError, pack, unpack
 
 HEADERS = {
     "1in_1out": Header(1, (1,), (1,), (0,), (0,)),

@@ -271,7 +271,7 @@ def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
     """Run every host-reference partition in LiteRT on the quantized model's values at its inputs."""
     from .ethos_u.backend import host_payload
     from .exported import lowered_modules
-    from .payload import unpack
+    from .neutron.payload import unpack
     from .runtime.executor import run_reference_payload
     from .tflite.reader import read_model
 

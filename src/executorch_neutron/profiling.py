@@ -22,7 +22,7 @@ from typing import Sequence
 
 import torch
 
-from .backend import BACKEND_ID
+from .neutron.backend import BACKEND_ID
 
 DELEGATE_CALL = "DELEGATE_CALL"
 _DELEGATE_NAMES = {BACKEND_ID: "Neutron", "XnnpackBackend": "XNNPACK"}  # backend id -> row name

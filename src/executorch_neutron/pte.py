@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .backend import BACKEND_ID
+from .neutron.backend import BACKEND_ID
 from .ethos_u.payload import BACKEND_ID as ETHOS_U_BACKEND_ID
 from .ethos_u.payload import is_payload as is_vela_payload
 
@@ -120,7 +120,7 @@ def _delegate(index: int, delegate, blob: bytes) -> DelegateInfo:
         info.kind = "ethos-u-vela"  # Vela's command stream (ethos_u/payload.py)
     if delegate.id != BACKEND_ID:
         return info
-    from .payload import PayloadError, unpack
+    from .neutron.payload import PayloadError, unpack
 
     try:
         payload = unpack(blob)

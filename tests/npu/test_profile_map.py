@@ -20,7 +20,7 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fake_neutron_sdk as fake  # noqa: E402
 
-from executorch_neutron.npu.profile_map import Kernel, TfliteOp, match_kernel, parse_kernels  # noqa: E402
+from executorch_neutron.neutron.npu.profile_map import Kernel, TfliteOp, match_kernel, parse_kernels  # noqa: E402
 
 KERNEL_TENSORS = """
 Graphs:
@@ -183,8 +183,8 @@ def test_profiling_map_leaves_ambiguous_kernels_unmapped(tmp_path, monkeypatch):
 
 def test_profiling_without_a_kernel_list_warns(tmp_path, monkeypatch, caplog):
     from executorch_neutron.compile_spec import NeutronCompileSpec
-    from executorch_neutron.npu import compile_partition
-    from executorch_neutron.payload import Header
+    from executorch_neutron.neutron.npu import compile_partition
+    from executorch_neutron.neutron.payload import Header
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
     from tflite_fixtures import add_relu_int8

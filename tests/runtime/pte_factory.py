@@ -2,7 +2,7 @@
 
 Run as a script in a SUBPROCESS ONLY (`python pte_factory.py OUT_DIR`): ExecuTorch finds a backend by the
 *class name* of its BackendDetails subclass, so this stand-in `NeutronBackend` must never be imported into a
-process that may also import the real `executorch_neutron.backend.NeutronBackend`.
+process that may also import the real `executorch_neutron.neutron.backend.NeutronBackend`.
 
 The stand-in lowers element-wise graphs (add, sub, mul, relu; constant operands allowed) into a float32 or int8
 TFLite (see tflite_fixtures.py) packed as a host-reference payload. When the compile spec asks for it, 4-D
@@ -33,7 +33,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tflite_fixtures import GraphBuilder  # noqa: E402
 
-from executorch_neutron.payload import Header, Payload, pack  # noqa: E402
+from executorch_neutron.neutron.payload import Header, Payload, pack  # noqa: E402
 
 OPS = {exir_ops.edge.aten.add.Tensor: "add", exir_ops.edge.aten.sub.Tensor: "sub",
        exir_ops.edge.aten.mul.Tensor: "mul", exir_ops.edge.aten.relu.default: "relu"}

@@ -20,8 +20,8 @@ from torch.export import ExportedProgram
 
 from ..compile_spec import NeutronCompileSpec
 from ..convert import convert_partition
-from ..payload import Header, Payload
-from ..payload import pack as pack_reference
+from ..neutron.payload import Header, Payload
+from ..neutron.payload import pack as pack_reference
 from ..progress import emit
 from . import payload
 from .vela_call import compile_tflite

@@ -28,11 +28,11 @@ from torch.fx import Node
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from .. import backend as _backend  # noqa: F401  (defines NeutronBackend for ExecuTorch's lookup)
+from ..neutron import backend as _backend  # noqa: F401  (defines NeutronBackend for ExecuTorch's lookup)
 from .. import qdq
 from ..compile_spec import NeutronCompileSpec
 from ..ops import registry
-from ..backend import BACKEND_ID
+from ..neutron.backend import BACKEND_ID
 from ..ops.args import NodeArgs
 from ..ops.fusion import result_node
 from ..ops.registry import CheckContext

@@ -41,7 +41,7 @@ class PartitionReport:
 
     @property
     def tflite(self) -> bytes:
-        from ..payload import unpack
+        from ..neutron.payload import unpack
 
         return unpack(self.blob).tflite
 
@@ -330,7 +330,7 @@ def _is_qparam(node) -> bool:
 def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
     from .. import qdq
     from ..ops.registry import op_name
-    from ..payload import unpack
+    from ..neutron.payload import unpack
 
     original = lowered.original_module
     graph = original.graph

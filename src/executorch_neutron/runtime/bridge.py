@@ -12,7 +12,7 @@ import atexit
 import ctypes
 import threading
 
-from ..backend import BACKEND_ID
+from ..neutron.backend import BACKEND_ID
 from . import build, ethos_u_reference
 from .errors import HostBuildError
 from .executor import INTERNAL, Arg, ExecutionError, Executor

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..tflite.reader import op_name, read_model, tensor_name
+from ...tflite.reader import op_name, read_model, tensor_name
 
 _BLOCK = re.compile(r'NeutronOperator\s+"?subgraph_(\d+)"?\s*:')
 _SECTION = re.compile(r"Name:\s*subgraph_(\d+)\b")

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..atomic import write_bytes, write_text
-from ..compile_spec import NeutronCompileSpec
+from ...atomic import write_bytes, write_text
+from ...compile_spec import NeutronCompileSpec
 from ..payload import Header, Payload, pack
 from . import profile_map, sdk_adapter
 from .extract import NeutronGraphParts, extract
