@@ -24,29 +24,11 @@ import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from executorch_neutron import lower  # noqa: E402
 from executorch_neutron.zoo import calibration  # noqa: E402
-
-
-class Fn(nn.Module):
-    def __init__(self, fn, *mods):
-        super().__init__()
-        self.fn = fn
-        self.mods = nn.ModuleList(mods)
-
-    def forward(self, *x):
-        return self.fn(self, *x)
-
-
-class Param(nn.Module):
-    def __init__(self, fn, *shape):
-        super().__init__()
-        self.fn = fn
-        self.p = nn.Parameter(torch.randn(*shape))
-
-    def forward(self, a):
-        return self.fn(a, self.p)
+from harness import Fn, Param  # noqa: E402
 
 
 def f(fn, *mods):

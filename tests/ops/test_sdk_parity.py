@@ -8,24 +8,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness import Fn, assert_within_steps, lower_and_run
+from harness import Fn, Param, assert_within_steps, lower_and_run
 from executorch_neutron import lower
 
 
 def f(fn, *mods):
     return lambda: Fn(fn, *mods)
-
-
-class Param(nn.Module):
-    """x <op> a learned parameter of shape `shape` (quantized per tensor as an activation operand)."""
-
-    def __init__(self, fn, *shape):
-        super().__init__()
-        self.fn = fn
-        self.p = nn.Parameter(torch.randn(*shape))
-
-    def forward(self, a):
-        return self.fn(a, self.p)
 
 
 def randn(*shapes):
