@@ -8,24 +8,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness import Fn, assert_within_steps, lower_and_run
+from harness import Fn, Param, assert_within_steps, lower_and_run
 from executorch_neutron import lower
 
 
 def f(fn, *mods):
     return lambda: Fn(fn, *mods)
-
-
-class Param(nn.Module):
-    """x <op> a learned parameter of shape `shape` (quantized per tensor as an activation operand)."""
-
-    def __init__(self, fn, *shape):
-        super().__init__()
-        self.fn = fn
-        self.p = nn.Parameter(torch.randn(*shape))
-
-    def forward(self, a):
-        return self.fn(a, self.p)
 
 
 def randn(*shapes):
@@ -104,6 +92,14 @@ CASES = {
     "nearest_x8": (lambda: nn.Upsample(scale_factor=8), randn((1, 8, 2, 3)), {"aten.upsample_nearest2d.vec": 1}),
     "nearest_2x4": (lambda: nn.Upsample(scale_factor=(2, 4)), randn((1, 16, 3, 2)),
                     {"aten.upsample_nearest2d.vec": 1}),
+    # bilinear upsampling (upsample_bilinear2d_converter.py: each scale 1, 2, 4 or 8; with align_corners
+    # (out - 1) / (in - 1))
+    "bilinear_x8": (lambda: nn.Upsample(scale_factor=8, mode="bilinear"), randn((1, 8, 2, 3)),
+                    {"aten.upsample_bilinear2d.vec": 1}),
+    "bilinear_4x2": (lambda: nn.Upsample(scale_factor=(4, 2), mode="bilinear"), randn((1, 16, 3, 5)),
+                     {"aten.upsample_bilinear2d.vec": 1}),
+    "bilinear_ac_5x9_to_9x17": (lambda: nn.Upsample(size=(9, 17), mode="bilinear", align_corners=True),
+                                randn((1, 8, 5, 9)), {"aten.upsample_bilinear2d.vec": 1}),
     # amax / amin (amax_converter.py, amin_converter.py): shared qparams
     "amax_last_keepdim": (f(lambda s, a: torch.amax(a, -1, keepdim=True)), randn((1, 6, 32)),
                           {"aten.amax.default": 1}),
