@@ -133,14 +133,16 @@ class MobileViTBlock(nn.Module):
         self.project = nn.Sequential(nn.Conv2d(dim, c, 1), nn.BatchNorm2d(c), nn.SiLU())
         self.fuse = nn.Sequential(nn.Conv2d(2 * c, c, 3, padding=1), nn.BatchNorm2d(c), nn.SiLU())
 
-    def forward(self, x):
+    def forward(self, x):  # unfold / fold as timm's MobileVitBlock writes them (rank-4 transposes)
         y = self.local(x)
         b, d, h, w = y.shape
         p = self.p
-        # unfold: [B, D, H, W] -> [B * p * p, H/p * W/p, D]
-        y = y.reshape(b, d, h // p, p, w // p, p).permute(0, 3, 5, 2, 4, 1).reshape(b * p * p, -1, d)
+        nh, nw = h // p, w // p
+        y = y.reshape(b * d * nh, p, nw, p).transpose(1, 2)  # [B*D*nh, nw, p, p]
+        y = y.reshape(b, d, nh * nw, p * p).transpose(1, 3).reshape(b * p * p, nh * nw, d)  # unfold
         y = self.encoder(y)
-        y = y.reshape(b, p, p, h // p, w // p, d).permute(0, 5, 3, 1, 4, 2).reshape(b, d, h, w)  # fold
+        y = y.contiguous().view(b, p * p, nh * nw, d).transpose(1, 3)  # fold: [B, D, N, P]
+        y = y.reshape(b * d * nh, nw, p, p).transpose(1, 2).reshape(b, d, h, w)
         return self.fuse(torch.cat((x, self.project(y)), 1))
 
 

@@ -102,9 +102,24 @@ class ConversionContext:
                 value = self._constant_value(node)
             else:
                 value = self._source_value(src)
+                if qdq.is_q(node) and qdq.is_dq(src):
+                    value = self._requantized(node, value)
             self._values[node] = value
             return value
         raise ConversionError(f"no TFLite value for node {node.name} ({node.op} {node.target})")
+
+    def _requantized(self, q_node: Node, v: Value) -> Value:
+        """A requantization inside the partition (dequantize -> quantize with other parameters): a TFLite QUANTIZE
+        of the int8 tensor to the new scale and zero point (the same tensor when they are equal)."""
+        p = self.qparams(q_node)
+        if p.dtype != torch.int8:
+            raise ConversionError(f"{q_node.name}: requantization to {p.dtype}; Neutron computes int8")
+        quant = quant_from(p)
+        if quant == v.quant:
+            return v
+        out = self.builder.tensor(q_node.name, self.builder.shape_of(v.tensor), np.int8, quant)
+        self.builder.op(schema.BuiltinOperator.QUANTIZE, [v.tensor], [out])
+        return Value(out, v.shape, v.layout, quant)
 
     def _constant_value(self, dq_node: Node) -> Value:
         c = self.quantized_constant(dq_node)

@@ -109,7 +109,8 @@ def _three_d(a, ctx):
     return None if ranks == (3, 3) else f"ranks {ranks}: Neutron supports 3D batched matrix products"
 
 
-@constraint("width and channel dims of both arguments % {num_macs} == 0", hint="pad the matrix sizes to multiples of {num_macs}")
+@constraint("width and channel dims of both arguments % {num_macs} == 0 (documented table; NXP's current release "
+            "does not check them)", hint="pad the matrix sizes to multiples of {num_macs}", profiles={"documented"})
 def _bmm_dims(a, ctx):
     for name in ("self", "mat2"):
         shape = a.shape(name)

@@ -112,6 +112,7 @@ class NeutronPartitioner(Partitioner):
             members.update(u for u in out.users if qdq.is_q(u))
             if out is not node:
                 members.add(out)
+        members |= _requantizations(members)
         partitions = CapabilityBasedPartitioner(
             gm, _Support(members), allows_single_node_partition=True
         ).propose_partitions()
@@ -141,10 +142,24 @@ class NeutronPartitioner(Partitioner):
             log.info(r.message())
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)
 
-
     def _decide(self, graph, ctx: CheckContext) -> dict:
         """Per compute node: None (delegated) or its Rejection; a back end's partitioner adds its own limits."""
         return decide(graph, ctx)
+
+
+def _requantizations(members: set) -> set:
+    """The dequantize -> quantize pairs that requantize an NPU result for an NPU consumer (q1 -> dq -> q2 -> dq2,
+    with q1 and every reader of dq2 and dq in the partition): kept inside it, where the converter writes a TFLite
+    QUANTIZE, instead of splitting the partition around a requantization on the CPU."""
+    found = set()
+    for dq2 in [m for m in members if qdq.is_dq(m)]:
+        q2 = dq2.args[0]
+        dq = q2.args[0] if isinstance(q2, Node) and qdq.is_q(q2) else None
+        if dq is None or not qdq.is_dq(dq) or dq.args[0] not in members:
+            continue
+        if all(u in members for u in q2.users) and all(u in members or u is q2 for u in dq.users):
+            found.update((dq, q2))
+    return found
 
 
 def _reject_shared_dequants(decisions: dict) -> None:

@@ -15,6 +15,7 @@ from .conv1d_to_conv2d import conv1d_to_conv2d
 from .div_to_mul import div_to_mul
 from .gelu_to_sigmoid import gelu_to_sigmoid
 from .hardsigmoid_to_conv import hardsigmoid_to_conv
+from .layer_norm_decompose import layer_norm_decompose
 from .matmul_to_bmm import matmul_to_bmm
 from .max_pool_padding import max_pool_padding
 from .mean1d_to_mean2d import mean1d_to_mean2d
@@ -29,7 +30,8 @@ from .split_to_slices import split_to_slices
 
 ATEN_PASSES = (remove_noops, split_to_slices, sdpa_to_matmul, matmul_to_bmm, sink_batch_reshapes, permute_rank4,
                remove_bn_counters, batch_norm_to_conv, conv1d_to_conv2d, pool1d_to_pool2d, mean1d_to_mean2d,
-               div_to_mul, hardsigmoid_to_conv, silu_to_sigmoid_mul, gelu_to_sigmoid, max_pool_padding)
+               div_to_mul, hardsigmoid_to_conv, silu_to_sigmoid_mul, gelu_to_sigmoid, layer_norm_decompose,
+               max_pool_padding)
 
 
 def run_aten_passes(gm: GraphModule) -> GraphModule:
@@ -39,5 +41,5 @@ def run_aten_passes(gm: GraphModule) -> GraphModule:
 
 
 __all__ = ["ATEN_PASSES", "run_aten_passes", "batch_norm_to_conv", "conv1d_to_conv2d", "div_to_mul", "gelu_to_sigmoid",
-           "hardsigmoid_to_conv", "matmul_to_bmm", "max_pool_padding", "silu_to_sigmoid_mul", "mean1d_to_mean2d",
+           "hardsigmoid_to_conv", "layer_norm_decompose", "matmul_to_bmm", "max_pool_padding", "silu_to_sigmoid_mul", "mean1d_to_mean2d",
            "permute_rank4", "pool1d_to_pool2d", "remove_bn_counters", "remove_noops", "sdpa_to_matmul", "sink_batch_reshapes", "split_to_slices"]

@@ -8,12 +8,15 @@ dropping size-1 dims and merging each run gives the smallest equivalent permutat
 A permutation that only moves size-1 dims is a reshape. Channel shuffle (ShuffleNet: view (N, G, C/G, H, W) ->
 transpose(1, 2) -> view (N, C, H, W)) becomes view (G, C/G, H*W) -> permute -> contiguous copy -> view: delegated
 (the copy is a no-op on the NPU); attention's head split ([B, T, 3, heads, D] -> [3, B, heads, T, D]) and
-nn.MultiheadAttention's transposes of a batch of tokens become rank-4 batch-first transposes.
+nn.MultiheadAttention's transposes of a batch of tokens become rank-4 batch-first transposes. A permutation with
+no such form (the head split of a batch of token groups, [B, T, 3, heads, D] -> [3, B, heads, T, D]) becomes two
+that have one.
 A reshape of a reshape is one reshape of the first input, and a reshape to the input's own shape is dropped,
 so the 5D intermediates vanish. Runs before quantization (after no-op removal)."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import torch
@@ -62,6 +65,37 @@ def accepted(shape: list[int], perm: list[int]) -> bool:
     return len(shape) <= 4 and not (len(shape) >= 3 and perm[0] != 0 and shape[0] != 1)
 
 
+def _runnable(shape: list[int], perm: list[int]) -> tuple[list[int], list[int]] | None:
+    """The (shape, perm) Neutron runs for this permutation (canonical, a leading 1 when the batch would move), or
+    None when there is none."""
+    new_shape, new_perm = canonical(shape, perm)
+    if len(new_shape) < 4 and new_perm and new_perm[0] != 0:  # a leading batch of 1 keeps the batch dim first
+        new_shape, new_perm = [1, *new_shape], [0, *(p + 1 for p in new_perm)]
+    return (new_shape, new_perm) if accepted(new_shape, new_perm) else None
+
+
+def _two_steps(shape: list[int], perm: list[int]) -> tuple[list[int], list[int]] | None:
+    """(q, r) with permute(permute(x, q), r) == permute(x, perm) and both runnable (e.g. attention's head split
+    [B, T, 3, heads, D] -> [3, B, heads, T, D] with B > 1: first [B, 3, heads, T, D], then the 3 in front); the
+    first such q in lexicographic order."""
+    for q in itertools.permutations(range(len(shape))):
+        r = [q.index(d) for d in perm]
+        if _runnable(shape, list(q)) and _runnable([shape[d] for d in q], r):
+            return list(q), r
+    return None
+
+
+def _emit(gm: GraphModule, x, shape: list[int], perm: list[int], node):
+    """permute(x, perm) as reshape -> runnable permute -> contiguous copy -> reshape (inserted before `node`)."""
+    new_shape, new_perm = _runnable(shape, perm)
+    out_shape = [shape[d] for d in perm]
+    r = call(gm, aten.reshape.default, (x, new_shape), node)
+    p = call(gm, aten.permute.default, (r, new_perm), node)
+    c = call(gm, aten.clone.default, (p,), node)  # a contiguous copy: see _copy_before_reshapes
+    c.kwargs = {"memory_format": torch.contiguous_format}
+    return call(gm, aten.reshape.default, (c, out_shape), node)
+
+
 def permute_rank4(gm: GraphModule) -> GraphModule:
     for node in list(gm.graph.nodes):
         if node.op != "call_function" or node.target not in _PERMUTES:
@@ -76,23 +110,19 @@ def permute_rank4(gm: GraphModule) -> GraphModule:
         if new_perm == sorted(new_perm):  # only size-1 dims move: a reshape
             with gm.graph.inserting_before(node):
                 back = call(gm, aten.reshape.default, (x, list(out.shape)), node)
-            node.replace_all_uses_with(back)
-            gm.graph.erase_node(node)
-            continue
-        if accepted(shape, perm):
+        elif accepted(shape, perm):
             _copy_before_reshapes(gm, node)
             continue
-        if len(new_shape) < 4 and new_perm[0] != 0:  # a leading batch of 1 keeps the batch dimension first
-            new_shape, new_perm = [1, *new_shape], [0, *(p + 1 for p in new_perm)]
-        if not accepted(new_shape, new_perm):
-            continue
-        with gm.graph.inserting_before(node):
-            r = call(gm, aten.reshape.default, (x, new_shape), node)
-            p = call(gm, aten.permute.default, (r, new_perm), node)
-            # a contiguous copy: see _copy_before_reshapes
-            c = call(gm, aten.clone.default, (p,), node)
-            c.kwargs = {"memory_format": torch.contiguous_format}
-            back = call(gm, aten.reshape.default, (c, list(out.shape)), node)
+        elif _runnable(shape, perm):
+            with gm.graph.inserting_before(node):
+                back = _emit(gm, x, shape, perm, node)
+        else:
+            steps = _two_steps(shape, perm) if len(shape) <= 6 else None
+            if steps is None:
+                continue
+            q, r = steps
+            with gm.graph.inserting_before(node):
+                back = _emit(gm, _emit(gm, x, shape, q, node), [shape[d] for d in q], r, node)
         node.replace_all_uses_with(back)
         gm.graph.erase_node(node)
     _collapse_reshapes(gm)

@@ -17,13 +17,18 @@ aten = torch.ops.aten
 _IDENTITY = {aten.clone.default, aten.alias.default, aten.detach.default, aten.detach_.default,
              aten.contiguous.default, aten.lift_fresh_copy.default}
 _RESHAPES = {aten.view.default, aten.reshape.default, aten._unsafe_view.default}
+#: dropout in eval, also in place (torchvision's classifiers: Dropout(p, inplace=True)); left in the graph, an
+#: in-place dropout got its own output quantization: a requantization on the CPU between the pool and the linear
+_DROPOUTS = {aten.dropout.default, aten.dropout_.default, aten.feature_dropout.default, aten.feature_dropout_.default,
+             aten.alpha_dropout.default, aten.alpha_dropout_.default, aten.feature_alpha_dropout.default,
+             aten.feature_alpha_dropout_.default}
 
 
 def _is_noop(node) -> bool:
     if node.target in _IDENTITY:
         fmt = node.kwargs.get("memory_format")
         return fmt in (None, torch.preserve_format, torch.contiguous_format)
-    if node.target in (aten.dropout.default, aten.feature_dropout.default):
+    if node.target in _DROPOUTS:
         return not arg(node, "train") or arg(node, "p") == 0
     if node.target in _RESHAPES:
         src, dst = node.args[0].meta.get("val"), node.meta.get("val")

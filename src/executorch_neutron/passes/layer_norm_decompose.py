@@ -1,0 +1,41 @@
+"""ATen pass: layer_norm over the last dim -> mean, sub, mul, mean, add eps, rsqrt, mul (then * weight + bias).
+
+    d = x - mean(x, -1, keepdim)            var = mean(d * d, -1, keepdim)
+    y = d * rsqrt(var + eps) * weight + bias
+
+Written out before annotation, every piece is an int8 op Neutron runs (mean over the last dim, broadcasting sub
+and mul, rsqrt, adds of a scalar and of the [C] bias), each quantized on its own, and PyTorch's quantized model
+computes the same graph. ExecuTorch would otherwise run `native_layer_norm` in float on the CPU (transformers'
+every block). Normalization over more than the last dim is left alone. Runs before quantization.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.fx import GraphModule
+
+from .fx_utils import arg, call, finish
+
+aten = torch.ops.aten
+
+
+def layer_norm_decompose(gm: GraphModule) -> GraphModule:
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target != aten.layer_norm.default:
+            continue
+        x = node.args[0]
+        if len(arg(node, "normalized_shape")) != 1 or x.meta.get("val") is None:
+            continue
+        weight, bias, eps = arg(node, "weight"), arg(node, "bias"), float(arg(node, "eps"))
+        with gm.graph.inserting_before(node):
+            d = call(gm, aten.sub.Tensor, (x, call(gm, aten.mean.dim, (x, [-1], True), node)), node)
+            var = call(gm, aten.mean.dim, (call(gm, aten.mul.Tensor, (d, d), node), [-1], True), node)
+            r = call(gm, aten.rsqrt.default, (call(gm, aten.add.Tensor, (var, eps), node),), node)
+            out = call(gm, aten.mul.Tensor, (d, r), node)
+            if weight is not None:
+                out = call(gm, aten.mul.Tensor, (out, weight), node)
+            if bias is not None:
+                out = call(gm, aten.add.Tensor, (out, bias), node)
+        node.replace_all_uses_with(out)
+        gm.graph.erase_node(node)
+    return finish(gm)
