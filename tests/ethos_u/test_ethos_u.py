@@ -63,6 +63,15 @@ def test_payload_bytes_equal_executorch_arm_vela(name, target, tmp_path):
         expected = vela_compile(tflite, list(report.vela_flags)).processed_bytes
     assert part.blob == expected
     assert part.blob[:16] == b"vela_bin_stream\0" and part.blob[64:68] == b"COP1"  # cmd_data after 2 headers
+    from executorch_neutron.ethos_u.payload import unpack
+
+    blocks = unpack(part.blob)
+    assert list(blocks) == ["vela_bin_stream", "cmd_data", "weight_data", "scratch_size", "inputs", "outputs",
+                            "vela_end_stream"]
+    n_in, *fields = np.frombuffer(blocks["inputs"], "<i4").tolist()  # count, then 6-D shape, elem size, ...
+    assert n_in == 1 and len(fields) == 9 and fields[6] == 1  # one int8 input
+    assert np.prod(fields[:6]) == np.prod(part.input_shapes[0])
+
 
 
 #: the measured cases Vela leaves on the CPU: (module, inputs, edge op kept on the CPU, words of Vela's reason)
