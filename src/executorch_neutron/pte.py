@@ -79,7 +79,9 @@ class PteSummary:
             for d in m.delegates:
                 lines.append(f"  [{d.index}] {d.backend_id}: {d.bytes} bytes"
                              + (f", target {d.compile_specs['target']}" if "target" in d.compile_specs else ""))
-                if d.kind:
+                if d.kind and d.inputs is None:  # an Ethos-U command stream: no Neutron header to show
+                    lines.append(f"      payload {d.kind} (Vela's command stream for the device)")
+                elif d.kind:
                     lines.append(f"      payload {d.kind}: {d.inputs} input(s) formats {d.input_formats}, "
                                  f"{d.outputs} output(s) formats {d.output_formats}")
                 if d.tflite_ops:

@@ -63,6 +63,15 @@ def test_payload_bytes_equal_executorch_arm_vela(name, target, tmp_path):
         expected = vela_compile(tflite, list(report.vela_flags)).processed_bytes
     assert part.blob == expected
     assert part.blob[:16] == b"vela_bin_stream\0" and part.blob[64:68] == b"COP1"  # cmd_data after 2 headers
+    from executorch_neutron.ethos_u.payload import unpack
+
+    blocks = unpack(part.blob)
+    assert list(blocks) == ["vela_bin_stream", "cmd_data", "weight_data", "scratch_size", "inputs", "outputs",
+                            "vela_end_stream"]
+    n_in, *fields = np.frombuffer(blocks["inputs"], "<i4").tolist()  # count, then 6-D shape, elem size, ...
+    assert n_in == 1 and len(fields) == 9 and fields[6] == 1  # one int8 input
+    assert np.prod(fields[:6]) == np.prod(part.input_shapes[0])
+
 
 
 #: the measured cases Vela leaves on the CPU: (module, inputs, edge op kept on the CPU, words of Vela's reason)
@@ -235,3 +244,23 @@ def test_unknown_target_lists_ethos_u_targets():
 
     with pytest.raises(ValueError, match="imx93"):
         NeutronCompileSpec(target="imx94")
+
+
+def test_two_partitions_around_a_cpu_node_run_on_the_host():
+    """A node Vela refuses splits the model: two Ethos-U partitions, the node between them on the CPU; the report
+    sums Vela's estimate over the partitions and the host run still matches PyTorch's quantized model."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, stride=4, padding=1, groups=8),
+                          nn.ReLU(), nn.Conv2d(8, 16, 1)).eval()
+    inputs = (torch.randn(1, 3, 22, 19),)
+    result = lower(model, inputs, [inputs] + zoo.calibration(inputs, 4), target="imx93")
+    report = result.report
+    assert [p.tag for p in report.partitions] == ["ethos_u_0", "ethos_u_1"], str(report)
+    assert {r.op for r in report.rejections} == {"aten.convolution.default", "aten.relu.default"}
+    est = report.to_dict()["ethos_u"]
+    assert est["cycles"] == sum(p["cycles"] for p in est["partitions"]) and len(est["partitions"]) == 2
+    host = run(result.pte, inputs)[0].numpy()
+    with torch.no_grad():
+        ref = result.quantized_model(*inputs).numpy()
+    scale, zp = model_output_qparams(result.quantized_model)[0]
+    assert_within_steps(quantize_np(host, scale, zp), quantize_np(ref, scale, zp), 1, scale)

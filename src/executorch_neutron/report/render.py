@@ -178,6 +178,10 @@ def to_text(report) -> str:
         lines.append(f"    weights {human_bytes(p.weight_bytes)}, largest activation "
                      f"{human_bytes(p.largest_activation_bytes)}")
         lines.append(f"    ops: {ops}")
+        if p.vela:
+            e = p.vela["estimate"]
+            lines.append(f"    Vela's estimate: {e['cycles']:,} cycles = {1e3 * e['inference_seconds']:.3f} ms; SRAM "
+                         f"{human_bytes(e['sram_bytes'])}, off-chip {human_bytes(e['off_chip_bytes'])}")
     if report.requantizations:
         lines += ["", "Requantized on the CPU, between partitions (dequantize -> quantize with new parameters, as in "
                       "the quantized model):"]
