@@ -117,7 +117,7 @@ BAD = {
     "missing_file": (["compile", "nope.py:factory", "-o", "x.pte"], "error: no such file: nope.py"),
     "bad_factory": (["compile", "examples/ds_cnn.py:nope", "-o", "x.pte"], "error: examples/ds_cnn.py has no function"),
     "unknown_target": (["compile", "examples/ds_cnn.py:factory", "--target", "imx8", "-o", "x.pte"],
-                       "error: unknown Neutron target 'imx8'"),
+                       "error: unknown target 'imx8'"),
     "no_calibration": (["compile", "examples/ds_cnn.py:factory", "-o", "x.pte"], "error: no calibration data"),
 }
 
