@@ -105,6 +105,11 @@ class NeutronCompileSpec:
             out.append(CompileSpec(_KEY_PREFIX + f.name, json.dumps(value, sort_keys=True).encode()))
         return out
 
+    @staticmethod
+    def written_by_us(specs: Sequence[CompileSpec]) -> bool:
+        """Whether a CompileSpec list is one `to_compile_specs` wrote (its keys carry our prefix)."""
+        return any(spec.key.startswith(_KEY_PREFIX) for spec in specs)
+
     @classmethod
     def from_compile_specs(cls, specs: Sequence[CompileSpec]) -> "NeutronCompileSpec":
         known = {f.name for f in dataclasses.fields(cls)}

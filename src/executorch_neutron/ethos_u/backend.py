@@ -86,3 +86,31 @@ class EthosUBackend(BackendDetails):
         return PreprocessResult(processed_bytes=blob, debug_handle_map=debug_map,
                                 data_store_output=store.get_named_data_store_output() if store else None,
                                 _delegate_info_meta=meta)
+
+
+_CLAIMED = "_executorch_neutron_claimed"
+
+
+def claim_backend_id() -> None:
+    """Make sure our delegates reach `EthosUBackend.preprocess`, whichever class of that name ExecuTorch picks.
+
+    ExecuTorch finds a delegate's backend by class name among `BackendDetails`' subclasses (the first match in
+    `to_backend`, the last in `lower_all_submodules_to_backend`), and Arm's own class
+    (`executorch.backends.arm.ethosu`, loaded with ExecuTorch's Cortex-M quantizer, e.g. by an `imxrt700cm`
+    lowering earlier in the same process) bears the name Arm's device runtime registers, as ours must. So every
+    other class of that name gets a preprocess that hands compile specs of ours to ours and keeps its own for the
+    rest. Called by EthosUPartitioner before each partitioning (Arm's module may be imported at any time before).
+    """
+    for cls in BackendDetails.__subclasses__():
+        if cls is EthosUBackend or cls.__name__ != EthosUBackend.__name__ or getattr(cls, _CLAIMED, False):
+            continue
+        own = cls.preprocess
+
+        def preprocess(edge_program, compile_specs, _own=own):
+            if NeutronCompileSpec.written_by_us(compile_specs):
+                return EthosUBackend.preprocess(edge_program, compile_specs)
+            return _own(edge_program, compile_specs)
+
+        cls.preprocess = staticmethod(preprocess)
+        setattr(cls, _CLAIMED, True)
+

@@ -15,7 +15,7 @@ from ..compile_spec import NeutronCompileSpec
 from ..ops import registry
 from ..partition import NeutronPartitioner
 from ..partition.support import Rejection, decide
-from .backend import EthosUBackend
+from .backend import EthosUBackend, claim_backend_id
 from .constraints import vela_rejection
 
 
@@ -32,6 +32,10 @@ class EthosUPartitioner(NeutronPartitioner):
             raise ValueError("use_neutron_for_format_conversion=False is not available for Ethos-U targets: the "
                              "Ethos-U runtime does no layout conversion, so the partitions convert NCHW<->NHWC "
                              "on the NPU; leave it True")
+
+    def partition(self, exported_program):
+        claim_backend_id()  # ExecuTorch looks the backend up by name; Arm's class of that name may be loaded
+        return super().partition(exported_program)
 
     def _decide(self, graph, ctx) -> dict:
         return decide(graph, ctx, extra=_vela_limits)
