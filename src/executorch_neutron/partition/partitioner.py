@@ -139,7 +139,6 @@ class NeutronPartitioner(Partitioner):
             log.info(r.message())
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)
 
-
     def _decide(self, graph, ctx: CheckContext) -> dict:
         """Per compute node: None (delegated) or its Rejection; a back end's partitioner adds its own limits."""
         return decide(graph, ctx)

@@ -1,6 +1,6 @@
 """Host run of Ethos-U delegates: there is no Ethos-U simulator here, so each partition runs its reference int8
 TFLite in LiteRT. The reference travels inside the .pte as named data (`embed_reference`, the default), keyed by
-the SHA-256 of the Vela payload. Loading a program registers, for every Ethos-U payload it holds, its reference
+the SHA-256 of the Vela payload; the first run says (once per process) what it executed. Loading a program registers, for every Ethos-U payload it holds, its reference
 or that it has none; the executor resolves a payload through what the most recently loaded program said, so a
 device-only .pte never runs a reference another .pte brought. A payload without a reference fails with a message
 saying the .pte is device-only.
@@ -14,7 +14,7 @@ import threading
 
 log = logging.getLogger("executorch_neutron")
 
-#: the named-data key prefix of a reference (ethos_u/backend.py writes it; keep the two in sync)
+#: the named-data key prefix of a reference (ethos_u/backend.py writes the references under it)
 REFERENCE_PREFIX = "ethos_u_reference/"
 MAGIC = b"vela_bin_stream\0"  # the first block of an Ethos-U payload (ethos_u/payload.py)
 WHAT_RUNS = ("EthosUBackend on the host: each Ethos-U partition ran its reference int8 TFLite in LiteRT (stored in "
