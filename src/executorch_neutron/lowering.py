@@ -246,10 +246,7 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
     timings["export"] = time.perf_counter() - t0
     stages.done()
 
-    try:
-        partitioner = partitioner_for(spec)
-    except ValueError as exc:  # an option the target's back end cannot honour
-        raise LoweringError(str(exc)) from None
+    partitioner = partitioner_for(spec)  # ValueError names an option the target's back end cannot honour
     t0 = time.perf_counter()
     with listening(stages.partition_listener()):
         edge = to_edge_transform_and_lower(exported, partitioner=[partitioner], generate_etrecord=etrecord,
