@@ -128,6 +128,13 @@ def check_reference(env):
     assert out.kind == "host-reference"
 
 
+def check_embed_reference(env):
+    inputs = (torch.randn(1, 3, 6, 10),)
+    with_ref = lower(conv_relu(), inputs, [inputs], target="imx93").pte
+    device_only = lower(conv_relu(), inputs, [inputs], target="imx93", embed_reference=False).pte
+    assert b"ethos_u_reference/" in with_ref and b"ethos_u_reference/" not in device_only
+
+
 def check_custom_delegation_options(env):
     model = lambda: nn.Flatten().eval()  # noqa: E731 - a no-op-only partition
     inputs = (torch.randn(1, 8, 3, 5),)
@@ -157,6 +164,7 @@ EFFECTS = {
     "use_profiling": check_use_profiling,
     "reference": check_reference,
     "custom_delegation_options": check_custom_delegation_options,
+    "embed_reference": check_embed_reference,
     "constraints": check_constraints,
 }
 

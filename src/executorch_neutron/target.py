@@ -3,8 +3,8 @@
 A target is data, not code: one frozen `NeutronTarget` per supported SoC with an eIQ Neutron NPU, one frozen
 `EthosUTarget` per Arm Ethos-U configuration compiled by Vela (`kind` says which back end lowers for it). Facts come
 from NXP's and Arm's public documents (eIQ Neutron SDK and SoC reference manuals, Vela's bundled vela.ini); fields
-marked *inferred* in `notes` are defaults a user can
-override by building their own `NeutronTarget` and passing it where a target name is accepted.
+marked *inferred* in `notes` are defaults a user can override by building their own target and passing it where a
+target name is accepted.
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ TARGETS: dict[str, NeutronTarget] = {
 }
 
 
+
 def _with_cortex_m(base: NeutronTarget, name: str, core: str) -> NeutronTarget:
     """`base` with its Cortex-M core taking the leftovers (same NPU, same converter target)."""
     return replace(base, name=name, cortex_m=core, converter_name=base.converter_target, notes=base.notes + (
@@ -141,18 +142,21 @@ class EthosUTarget:
                 "--output-format=raw")
 
 
-_U55 = ("Ethos_U55_High_End_Embedded", "Shared_Sram", 500e6, 0,
-        "Vela's U55 high-end embedded system (500 MHz, SRAM + flash) with the SRAM shared with the Cortex-M")
-_U65 = ("Ethos_U65_High_End", "Dedicated_Sram_384KB", 1e9, 384 * 1024,
-        "Vela's U65 high-end system (1 GHz, SRAM + DRAM) with a 384 KB SRAM dedicated to the NPU as a cache")
+# Vela system configs and memory modes (sections of Vela's bundled Arm/vela.ini), and what they describe
+_U55 = dict(system_config="Ethos_U55_High_End_Embedded", memory_mode="Shared_Sram", core_clock_hz=500e6, sram_bytes=0)
+_U65 = dict(system_config="Ethos_U65_High_End", memory_mode="Dedicated_Sram_384KB", core_clock_hz=1e9,
+            sram_bytes=384 * 1024)
+_NOTES = {
+    "ethos-u55": "Vela's U55 high-end embedded system (500 MHz, SRAM + flash) with the SRAM shared with the Cortex-M",
+    "ethos-u65": "Vela's U65 high-end system (1 GHz, SRAM + DRAM) with a 384 KB SRAM dedicated to the NPU as a cache",
+}
 
 ETHOS_U_TARGETS: dict[str, EthosUTarget] = {
     t.name: t
     for t in (
         EthosUTarget(
             name="imx93", soc="i.MX 93 applications processor", npu="Arm Ethos-U65-256",
-            accelerator="ethos-u65-256", system_config=_U65[0], memory_mode=_U65[1], core_clock_hz=_U65[2],
-            sram_bytes=_U65[3],            cpu="Cortex-A55 (+ Cortex-M33 that drives the NPU)",
+            accelerator="ethos-u65-256", **_U65, cpu="Cortex-A55 (+ Cortex-M33 that drives the NPU)",
             notes=(
                 "Ethos-U65 with 256 MACs/cycle beside a Cortex-A55 with LPDDR4: Vela's Ethos_U65_High_End (1 GHz, "
                 "AXI0 SRAM, AXI1 DRAM) fits that pairing; Dedicated_Sram_384KB: weights and the tensor arena in "
@@ -163,9 +167,8 @@ ETHOS_U_TARGETS: dict[str, EthosUTarget] = {
         ),
         *(
             EthosUTarget(name=acc, soc="any SoC with this Ethos-U", npu=f"Arm {acc.replace('ethos-u', 'Ethos-U')}",
-                         accelerator=acc, system_config=cfg[0], memory_mode=cfg[1], core_clock_hz=cfg[2],
-                         sram_bytes=cfg[3], cpu="the SoC's CPU", notes=(cfg[4],))
-            for acc, cfg in (("ethos-u55-128", _U55), ("ethos-u55-256", _U55), ("ethos-u65-256", _U65))
+                         accelerator=acc, **config, cpu="the SoC's CPU", notes=(_NOTES[acc[:9]],))
+            for acc, config in (("ethos-u55-128", _U55), ("ethos-u55-256", _U55), ("ethos-u65-256", _U65))
         ),
     )
 }

@@ -1,6 +1,6 @@
 """Host run of Ethos-U delegates: there is no Ethos-U simulator here, so each partition runs its reference int8
 TFLite in LiteRT. The reference travels inside the .pte as named data (`embed_reference`, the default), keyed by
-the SHA-256 of the Vela payload. Loading a program registers, for every Ethos-U payload it holds, its reference
+the SHA-256 of the Vela payload; the first run says (once per process) what it executed. Loading a program registers, for every Ethos-U payload it holds, its reference
 or that it has none; the executor resolves a payload through what the most recently loaded program said, so a
 device-only .pte never runs a reference another .pte brought. A payload without a reference fails with a message
 saying the .pte is device-only.
