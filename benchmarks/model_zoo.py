@@ -68,13 +68,18 @@ def main() -> None:
     p.add_argument("--families", nargs="*", default=list(families), choices=list(families))
     p.add_argument("--samples", type=int, default=4, help="inputs compared per family")
     args = p.parse_args()
+    print_table(families, args.families, args.samples)
+
+
+def print_table(factories: dict, names, samples: int, first: str = "family", **spec) -> None:
+    """Measure and print one row per name (quiet logs): the table of this script and of benchmarks/transformers.py."""
     logging.basicConfig(level=logging.ERROR)
     logging.getLogger("executorch_neutron").setLevel(logging.ERROR)
-    print("| family | partitions | CPU compute nodes | nodes on NPU | MACs on NPU | max steps vs quantized PyTorch "
+    print(f"| {first} | partitions | CPU compute nodes | nodes on NPU | MACs on NPU | max steps vs quantized PyTorch "
           "| SQNR vs float: ours / quantized PyTorch | lowering |")
     print("|---|---|---|---|---|---|---|---|")
-    for name in args.families:
-        print(_row(measure(name, families[name], args.samples)), flush=True)
+    for name in names:
+        print(_row(measure(name, factories[name], samples, **spec)), flush=True)
 
 
 if __name__ == "__main__":

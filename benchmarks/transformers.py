@@ -12,7 +12,6 @@ seconds. Prints figures, never asserts.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 
@@ -21,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
 def main() -> None:
-    from model_zoo import _row, measure
+    from model_zoo import print_table
     from models.transformer_blocks import BLOCKS, MODELS
 
     cases = {**BLOCKS, **MODELS}
@@ -30,14 +29,7 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=4, help="inputs compared per case")
     p.add_argument("--constraints", default="sdk-current", help="constraint profile")
     args = p.parse_args()
-    logging.basicConfig(level=logging.ERROR)
-    logging.getLogger("executorch_neutron").setLevel(logging.ERROR)
-    print("| case | partitions | CPU compute nodes | nodes on NPU | MACs on NPU | max steps vs quantized PyTorch "
-          "| SQNR vs float: ours / quantized PyTorch | lowering |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name in args.cases:
-        print(_row(measure(name, cases[name], args.samples, constraints=args.constraints)), flush=True)
-
+    print_table(cases, args.cases, args.samples, "case", constraints=args.constraints)
 
 if __name__ == "__main__":
     main()

@@ -148,3 +148,33 @@ def assert_within_steps(out: np.ndarray, ref: np.ndarray, steps_allowed: int = 1
         f"max error {worst} quantization steps (scale {scale}) > {steps_allowed}; "
         f"{(d <= 1).mean() * 100:.2f}% of elements within 1 step"
     )
+
+
+@dataclass
+class PteComparison:
+    """The .pte on ExecuTorch's runtime + host NeutronBackend vs PyTorch's quantized model and the float model."""
+
+    steps: np.ndarray  # |pte - quantized PyTorch| per output element, in output steps (samples stacked)
+    sqnr_db: float  # .pte vs float
+    quantized_sqnr_db: float  # PyTorch's quantized model vs float
+    agreement_db: float  # .pte vs PyTorch's quantized model
+
+    @property
+    def within1(self) -> float:
+        return float((self.steps <= 1).mean())
+
+
+def compare_pte(r: RunResult, model, samples) -> PteComparison:
+    """Run the .pte of `r` on the host runtime over `samples` (input tuples) and compare its first output."""
+    from executorch_neutron.numerics import sqnr
+    from executorch_neutron.runtime import run
+
+    ours, ref, flt = [], [], []
+    with torch.no_grad():
+        for x in samples:
+            ours.append(quantize_np(run(r.result.pte, x)[0].numpy(), r.output_scale, r.output_zero_point))
+            ref.append(quantize_np(r.result.quantized_model(*x).numpy(), r.output_scale, r.output_zero_point))
+            flt.append(model(*x).numpy())
+    ours, ref, flt = np.stack(ours), np.stack(ref), np.stack(flt)
+    deq = lambda q: (q.astype(np.float64) - r.output_zero_point) * r.output_scale  # noqa: E731
+    return PteComparison(steps(ours, ref), sqnr(flt, deq(ours)), sqnr(flt, deq(ref)), sqnr(deq(ref), deq(ours)))

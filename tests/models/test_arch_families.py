@@ -13,10 +13,8 @@ import torch
 from torch import nn
 
 from models import arch_blocks
-from executorch_neutron.numerics import sqnr
-from executorch_neutron.runtime import run
 from executorch_neutron.zoo import calibration
-from harness import lower_and_run, quantize_np, steps
+from harness import compare_pte, lower_and_run, steps
 
 # family -> delegated ops that show the family's defining block on the NPU (counted from the model's structure)
 SIGNATURE = {
@@ -47,17 +45,8 @@ def test_family_runs_on_the_npu_in_one_partition(name):
         assert delegated.get(op) == count, f"{op}: {delegated.get(op)} delegated, expected {count}\n{delegated}"
 
     # the .pte on ExecuTorch's runtime + host NeutronBackend vs PyTorch's quantized model and the float model
-    ours, ref, flt = [], [], []
-    with torch.no_grad():
-        for x in calib[1:5]:
-            ours.append(quantize_np(run(r.result.pte, x)[0].numpy(), r.output_scale, r.output_zero_point))
-            ref.append(quantize_np(r.result.quantized_model(*x).numpy(), r.output_scale, r.output_zero_point))
-            flt.append(model(*x).numpy())
-    d = steps(torch.tensor(ours).numpy(), torch.tensor(ref).numpy())
-    within1 = float((d <= 1).mean())
-    deq = lambda q: (q.astype("float64") - r.output_zero_point) * r.output_scale  # noqa: E731
-    ours_db = sqnr(torch.tensor(flt).numpy(), deq(torch.tensor(ours).numpy()))
-    ref_db = sqnr(torch.tensor(flt).numpy(), deq(torch.tensor(ref).numpy()))
+    c = compare_pte(r, model, calib[1:5])
+    d, within1, ours_db, ref_db = c.steps, c.within1, c.sqnr_db, c.quantized_sqnr_db
     print(f"{name}: max {int(d.max())} steps, {100 * within1:.1f}% within 1 step; SQNR vs float {ours_db:.1f} dB "
           f"(quantized PyTorch {ref_db:.1f} dB)")
     assert d.max() <= 3 and within1 >= 0.95, f"max {d.max()} steps, {within1:.3f} within 1 step"

@@ -19,15 +19,11 @@ PyTorch's quantized model's (measured: 28.6 / 28.8, 34.7 / 31.9, 34.7 / 34.7 dB)
 of the same size as quantization's own, not an error of a converted op.
 """
 
-import numpy as np
 import pytest
-import torch
 
 from models.transformer_blocks import BLOCKS, MODELS
-from executorch_neutron.numerics import sqnr
-from executorch_neutron.runtime import run
 from executorch_neutron.zoo import calibration
-from harness import assert_within_steps, lower_and_run, quantize_np, steps
+from harness import assert_within_steps, compare_pte, lower_and_run
 
 BLOCK_STEPS = {"layer_norm": 3, "gelu_tanh": 1, "gelu_exact": 1, "mlp": 1, "attention_matmul": 2, "mha_matmul": 2,
                "mha_module": 2, "attention_sdpa": 2, "encoder_layer": 2}
@@ -56,17 +52,9 @@ def test_small_transformer_runs_on_the_npu(name):
     calib = [inputs] + calibration(inputs, 8)
     r = lower_and_run(model, inputs, calib, constraints="sdk-current")
     _check_all_on_npu(r)
-    ours, ref, flt = [], [], []
-    with torch.no_grad():
-        for x in calib[1:5]:
-            ours.append(quantize_np(run(r.result.pte, x)[0].numpy(), r.output_scale, r.output_zero_point))
-            ref.append(quantize_np(r.result.quantized_model(*x).numpy(), r.output_scale, r.output_zero_point))
-            flt.append(model(*x).numpy())
-    ours, ref, flt = np.stack(ours), np.stack(ref), np.stack(flt)
-    d = steps(ours, ref)
-    deq = lambda q: (q.astype("float64") - r.output_zero_point) * r.output_scale  # noqa: E731
-    ours_db, ref_db, agree_db = sqnr(flt, deq(ours)), sqnr(flt, deq(ref)), sqnr(deq(ref), deq(ours))
-    print(f"{name}: max {int(d.max())} steps, mean {d.mean():.2f}; SQNR vs float {ours_db:.1f} dB (quantized "
-          f"PyTorch {ref_db:.1f} dB); .pte vs quantized PyTorch {agree_db:.1f} dB")
-    assert agree_db >= AGREEMENT_DB, f"{agree_db:.1f} dB vs quantized PyTorch (max {d.max()} steps)"
-    assert ours_db >= ref_db - 1.0, f"SQNR {ours_db:.1f} dB vs quantized PyTorch {ref_db:.1f} dB"
+    c = compare_pte(r, model, calib[1:5])
+    print(f"{name}: max {int(c.steps.max())} steps, mean {c.steps.mean():.2f}; SQNR vs float {c.sqnr_db:.1f} dB "
+          f"(quantized PyTorch {c.quantized_sqnr_db:.1f} dB); .pte vs quantized PyTorch {c.agreement_db:.1f} dB")
+    assert c.agreement_db >= AGREEMENT_DB, f"{c.agreement_db:.1f} dB vs quantized PyTorch (max {c.steps.max()} steps)"
+    assert c.sqnr_db >= c.quantized_sqnr_db - 1.0, (
+        f"SQNR {c.sqnr_db:.1f} dB vs quantized PyTorch {c.quantized_sqnr_db:.1f} dB")

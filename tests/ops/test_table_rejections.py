@@ -79,11 +79,10 @@ CASES = {
     "mean_dims": (f(lambda s, a: a.mean(dim=1, keepdim=True)), x(1, 8, 4, 6), "aten.mean.dim", "[-1, -2]"),
     "mean_rank": (f(lambda s, a: a.mean(dim=(-1, -2))), x(8, 4, 6), "aten.mean.dim", "4D"),
     "mean_rank3_channels": (f(lambda s, a: a.mean(dim=1)), x(1, 8, 6), "aten.mean.dim", "4D"),
-    # no two dims stay adjacent, so passes/permute_rank4.py cannot merge it into a rank-4 permutation
-    "permute_rank5": (f(lambda s, a: torch.relu(a).permute(0, 2, 1, 4, 3) * 2.0), x(1, 2, 3, 4, 6),
-                      "aten.permute_copy.default", "rank 5"),
-    "permute_batch": (f(lambda s, a: torch.relu(a).permute(1, 0, 2, 3) * 2.0), x(2, 8, 4, 6),
-                      "aten.permute_copy.default", "batch"),
+    # reversing 6 dims keeps no two adjacent: passes/permute_rank4.py finds no rank-4 batch-first form, in one
+    # permutation or two (a rank-5 one or one that moves the batch dim is rewritten and delegated)
+    "permute_rank6": (f(lambda s, a: torch.relu(a).permute(5, 4, 3, 2, 1, 0) * 2.0), x(2, 3, 5, 4, 7, 6),
+                      "aten.permute_copy.default", "rank 6"),
     "prelu_channels": (lambda: nn.PReLU(6), x(1, 6, 4, 5), "aten.prelu.default", "channels 6"),
     "prelu_rows": (lambda: nn.PReLU(8), x(1, 8, 80, 64), "aten.prelu.default", "4096"),
     "prelu_rank": (lambda: nn.PReLU(8), x(2, 8, 5), "aten.prelu.default", "rank 3"),
@@ -153,7 +152,7 @@ def test_allow_noop_partitions_option():
 
 
 def test_allow_any_permutation_option():
-    r, rej = rejections(CASES["permute_batch"][0], CASES["permute_batch"][1],
+    r, rej = rejections(CASES["permute_rank6"][0], CASES["permute_rank6"][1],
                         custom_delegation_options=("allow_any_permutation",))
     assert r.report.delegated_ops.get("aten.permute_copy.default") == 1, str(r.report)
 

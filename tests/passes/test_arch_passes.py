@@ -11,7 +11,7 @@ from executorch_neutron.passes import (hardsigmoid_to_conv, max_pool_padding, pe
 from executorch_neutron.passes.permute_rank4 import merged
 from executorch_neutron.zoo import warm_up_batch_norm
 
-from harness import Fn
+from harness import Fn, assert_within_steps, lower_and_run
 
 aten = torch.ops.aten
 
@@ -127,3 +127,20 @@ def test_remove_noops_keeps_views_legal_after_dropping_a_copy():
     gm = remove_noops(torch.export.export(Fn(_shuffle), (x,), strict=False).module())
     assert aten.contiguous.default not in targets(gm)
     torch.testing.assert_close(gm(x), _shuffle(None, x))
+
+
+PERMUTATIONS = {  # name: (input shape, permutation) with no rank-4 batch-first form of their own
+    "rank5_no_adjacent_dims": ((1, 2, 3, 4, 6), (0, 2, 1, 4, 3)),
+    "batch_moves": ((2, 8, 4, 6), (1, 0, 2, 3)),
+    "batched_head_split": ((4, 6, 3, 2, 8), (2, 0, 3, 1, 4)),  # [B, T, 3, heads, D] -> [3, B, heads, T, D]
+}
+
+
+@pytest.mark.parametrize("case", PERMUTATIONS.values(), ids=PERMUTATIONS.keys())
+def test_permutation_without_a_direct_form_is_delegated(case):
+    """Rewritten into one or two runnable transposes between reshapes: all on the NPU, exact (1 step: the mul)."""
+    shape, perm = case
+    torch.manual_seed(0)
+    r = lower_and_run(Fn(lambda s, a: torch.relu(a).permute(*perm) * 2.0), (torch.randn(*shape),))
+    assert r.rejections == [], str(r.result.report)
+    assert_within_steps(r.output, r.reference, 1, r.output_scale)
