@@ -112,7 +112,8 @@ def test_matmul_macs():
 
 class FixedOutputsIntoCat(nn.Module):
     """cat(softmax(y), tanh(y)): LiteRT fixes softmax at scale 1/256 zero point -128 and tanh at 1/128, 0; cat
-    shares one set of parameters, so the quantized model requantizes the tanh output (on the CPU)."""
+    shares one set of parameters, so the quantized model requantizes the tanh output. The tanh output is also a
+    model output, so that requantization cannot move inside the partition (it stays on the CPU)."""
 
     def __init__(self):
         super().__init__()
@@ -120,7 +121,8 @@ class FixedOutputsIntoCat(nn.Module):
 
     def forward(self, x):
         y = self.fc(x)
-        return torch.cat([torch.softmax(y, -1), torch.tanh(y)], -1)
+        t = torch.tanh(y)
+        return torch.cat([torch.softmax(y, -1), t], -1), t
 
 
 def test_requantization_between_partitions_is_reported():
