@@ -3,9 +3,9 @@ cortex_m::* kernels, and the .pte runs on the host (our host kernels) within 1 o
 model (`convert_pt2e` of the one composed quantizer) per op.
 
 Leftovers come from Neutron's own constraints (a 10-class softmax under the documented operator table,
-`constraints="documented"`; gelu: no Neutron kernel; a stride-3 transposed convolution) or from
+`constraints="documented"`; sqrt: no Neutron kernel; a stride-3 transposed convolution) or from
 `operators_not_to_delegate`, the user's way to keep an op off the NPU (a residual add, a mul, a max pool, a
-sigmoid). What the Cortex-M backend cannot take (layer_norm; a linear with per-channel weights) stays float and
+sigmoid). What the Cortex-M backend cannot take (sin; a linear with per-channel weights) stays float and
 the report says why.
 """
 
@@ -29,8 +29,8 @@ def _softmax_head():
               nn.Conv2d(3, 16, 3), nn.Linear(16, 10)), (torch.randn(1, 3, 9, 7),), {"constraints": "documented"}
 
 
-def _gelu_mlp():
-    return Fn(lambda s, x: s.mods[1](F.gelu(s.mods[0](x))), nn.Linear(12, 24), nn.Linear(24, 8)), \
+def _sqrt_mlp():  # (GELU now runs on the NPU: passes/gelu_to_sigmoid.py)
+    return Fn(lambda s, x: s.mods[1](torch.sqrt(torch.relu(s.mods[0](x)))), nn.Linear(12, 24), nn.Linear(24, 8)), \
         (torch.randn(2, 12),), {}
 
 
@@ -77,7 +77,7 @@ def _upsample_stride3():
 # name -> (factory, CPU op, the cortex_m kernel it must become)
 INT8_LEFTOVERS = {
     "softmax_10_classes": (_softmax_head, "aten._softmax.default", "cortex_m.softmax"),
-    "gelu": (_gelu_mlp, "aten.gelu.default", "cortex_m.quantized_activation"),
+    "sqrt": (_sqrt_mlp, "aten.sqrt.default", "cortex_m.quantized_activation"),
     "residual_add": (_residual_add, "aten.add.Tensor", "cortex_m.quantized_add"),
     "gated_mul": (_gated_mul, "aten.mul.Tensor", "cortex_m.quantized_mul"),
     "max_pool": (_max_pool, "aten.max_pool2d_with_indices.default", "cortex_m.quantized_max_pool2d"),
@@ -127,17 +127,17 @@ def test_leftover_becomes_cortex_m_int8_kernel(case):
 
 
 def test_report_shows_three_groups_with_reasons():
-    """layer_norm: no Cortex-M int8 kernel; linear with per-channel weights: refused by the Cortex-M passes."""
-    model = Fn(lambda s, x: torch.softmax(s.mods[2](s.mods[1](s.mods[0](x))), -1),
-               nn.Linear(16, 24), nn.LayerNorm(24), nn.Linear(24, 10))
+    """sin: no Cortex-M int8 kernel (and no Neutron one); linear with per-channel weights: refused by the Cortex-M passes."""
+    model = Fn(lambda s, x: torch.softmax(s.mods[1](torch.sin(s.mods[0](x))), -1),
+               nn.Linear(16, 24), nn.Linear(24, 10))
     result, steps = _lower_and_run(lambda: (model, (torch.randn(2, 16),),
                                             {"operators_not_to_delegate": ("aten.linear.default",),
                                              "constraints": "documented"}))
     report = result.report
     assert {r.op for r in report.cortex_m_rejections} == {"aten._softmax.default"}
     floats = {r.op: report.float_reason(r) for r in report.float_rejections}
-    assert set(floats) == {"aten.native_layer_norm.default", "aten.linear.default"}
-    assert "no int8 cortex-m33 kernel" in floats["aten.native_layer_norm.default"]
+    assert set(floats) == {"aten.sin.default", "aten.linear.default"}
+    assert "no int8 cortex-m33 kernel" in floats["aten.sin.default"]
     assert "refused it" in floats["aten.linear.default"] and "weight" in floats["aten.linear.default"]
     text = str(report)
     assert "On the cortex-m33, int8" in text and "On the CPU, float" in text and "as int8 cortex-m33 kernels" in text
@@ -155,22 +155,22 @@ def test_imxrt700_keeps_the_same_leftovers_float():
 
 
 def test_one_set_of_qparams_at_npu_cortex_m_boundaries():
-    """Neutron annotates conv+relu, Cortex-M the gelu after it: the tensor between them is quantized once."""
+    """Neutron annotates conv+relu, Cortex-M the sqrt after it: the tensor between them is quantized once."""
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     from executorch_neutron.quantizer import NeutronCortexMQuantizer
     from executorch_neutron.quantizer.composed import QUANTIZED_BY
 
-    model = Fn(lambda s, x: F.gelu(torch.relu(s.mods[0](x))), nn.Conv2d(3, 8, 3)).eval()
+    model = Fn(lambda s, x: torch.sqrt(torch.relu(s.mods[0](x))), nn.Conv2d(3, 8, 3)).eval()
     x = torch.randn(1, 3, 7, 6)
     prepared = prepare_pt2e(torch.export.export(model, (x,), strict=False).module(), NeutronCortexMQuantizer())
     by = {n.name: n.meta.get(QUANTIZED_BY) for n in prepared.graph.nodes if n.op == "call_function"}
-    assert by.get("gelu") == "cortex_m" and by.get("conv2d") is None  # Neutron took the conv, Cortex-M the gelu
+    assert by.get("sqrt") == "cortex_m" and by.get("conv2d") is None  # Neutron took the conv, Cortex-M the sqrt
     prepared(x)
     quantized = convert_pt2e(prepared)
     q_nodes = [n for n in quantized.graph.nodes if "quantize_per_tensor" in str(n.target)
                and "dequantize" not in str(n.target)]
-    assert len(q_nodes) == 3  # model input, relu output (= gelu input), gelu output: no requantization
+    assert len(q_nodes) == 3  # model input, relu output (= sqrt input), sqrt output: no requantization
 
 
 def test_same_model_same_bytes():
@@ -194,7 +194,8 @@ def _ds_cnn_softmax():
 
 def _transformer_ffn():
     return Fn(lambda s, x: torch.softmax(s.mods[2](x + s.mods[1](F.gelu(s.mods[0](x)))), -1),
-              nn.Linear(32, 64), nn.Linear(64, 32), nn.Linear(32, 10)), (torch.randn(4, 32),), {}
+              nn.Linear(32, 64), nn.Linear(64, 32), nn.Linear(32, 10)), (torch.randn(4, 32),), \
+        {"constraints": "documented"}  # the 10-class softmax for the Cortex-M (GELU runs on the NPU)
 
 
 MODELS = {"ds_cnn_12_class_softmax": _ds_cnn_softmax, "transformer_ffn_gelu_softmax": _transformer_ffn}
