@@ -154,7 +154,7 @@ LEFTOVERS = '''
 import torch
 from torch import nn
 
-class Sqrt(nn.Module):
+class Sqrt(nn.Module):  # no Neutron kernel; a Cortex-M lookup table
     def forward(self, x):
         return torch.sqrt(x)
 

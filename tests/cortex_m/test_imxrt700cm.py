@@ -29,7 +29,7 @@ def _softmax_head():
               nn.Conv2d(3, 16, 3), nn.Linear(16, 10)), (torch.randn(1, 3, 9, 7),), {"constraints": "documented"}
 
 
-def _sqrt_mlp():
+def _sqrt_mlp():  # (GELU now runs on the NPU: passes/gelu_to_sigmoid.py)
     return Fn(lambda s, x: s.mods[1](torch.sqrt(torch.relu(s.mods[0](x)))), nn.Linear(12, 24), nn.Linear(24, 8)), \
         (torch.randn(2, 12),), {}
 
@@ -127,7 +127,7 @@ def test_leftover_becomes_cortex_m_int8_kernel(case):
 
 
 def test_report_shows_three_groups_with_reasons():
-    """sin: no Cortex-M int8 kernel; linear with per-channel weights: refused by the Cortex-M passes."""
+    """sin: no Cortex-M int8 kernel (and no Neutron one); linear with per-channel weights: refused by the Cortex-M passes."""
     model = Fn(lambda s, x: torch.softmax(s.mods[1](torch.sin(s.mods[0](x))), -1),
                nn.Linear(16, 24), nn.Linear(24, 10))
     result, steps = _lower_and_run(lambda: (model, (torch.randn(2, 16),),
@@ -195,7 +195,7 @@ def _ds_cnn_softmax():
 def _transformer_ffn():
     return Fn(lambda s, x: torch.softmax(s.mods[2](x + s.mods[1](F.gelu(s.mods[0](x)))), -1),
               nn.Linear(32, 64), nn.Linear(64, 32), nn.Linear(32, 10)), (torch.randn(4, 32),), \
-        {"constraints": "documented"}  # the gelu runs on the NPU (as x * sigmoid(...)), the softmax on the Cortex-M
+        {"constraints": "documented"}  # the 10-class softmax for the Cortex-M (GELU runs on the NPU)
 
 
 MODELS = {"ds_cnn_12_class_softmax": _ds_cnn_softmax, "transformer_ffn_gelu_softmax": _transformer_ffn}

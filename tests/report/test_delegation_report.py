@@ -112,23 +112,32 @@ def test_matmul_macs():
 
 class FixedOutputsIntoCat(nn.Module):
     """cat(softmax(y), tanh(y)): LiteRT fixes softmax at scale 1/256 zero point -128 and tanh at 1/128, 0; cat
-    shares one set of parameters, so the quantized model requantizes the tanh output. The tanh output is also a
-    model output, so that requantization cannot move inside the partition (it stays on the CPU)."""
+    shares one set of parameters, so the quantized model requantizes the tanh output. With `tanh_out`, the tanh
+    result is also a model output: its dequantize is read outside the NPU, so the requantization runs on the CPU."""
 
-    def __init__(self):
+    def __init__(self, tanh_out=False):
         super().__init__()
-        self.fc = nn.Linear(16, 16)
+        self.fc, self.tanh_out = nn.Linear(16, 16), tanh_out
 
     def forward(self, x):
         y = self.fc(x)
         t = torch.tanh(y)
-        return torch.cat([torch.softmax(y, -1), t], -1), t
+        cat = torch.cat([torch.softmax(y, -1), t], -1)
+        return (cat, t) if self.tanh_out else cat
+
+
+def test_requantization_between_npu_ops_stays_in_the_partition():
+    torch.manual_seed(0)
+    samples = [(torch.randn(2, 16),) for _ in range(4)]
+    report = lower(FixedOutputsIntoCat().eval(), samples[0], samples).report
+    assert report.rejections == [] and len(report.partitions) == 1, str(report)
+    assert report.requantizations == []
 
 
 def test_requantization_between_partitions_is_reported():
     torch.manual_seed(0)
     samples = [(torch.randn(2, 16),) for _ in range(4)]
-    report = lower(FixedOutputsIntoCat().eval(), samples[0], samples).report
+    report = lower(FixedOutputsIntoCat(tanh_out=True).eval(), samples[0], samples).report
     assert report.rejections == [] and len(report.partitions) == 2  # nothing rejected, yet two partitions: why?
     (r,) = report.requantizations
     assert (r.from_scale, r.from_zero_point, r.to_scale, r.to_zero_point) == (1 / 128, 0, 1 / 256, -128)
