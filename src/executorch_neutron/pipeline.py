@@ -86,10 +86,7 @@ def assemble(spec: NeutronCompileSpec, quantizer=None, **quantizer_options) -> P
     from .cortex_m.stage import edge_compile_config
     from .quantizer import quantizer_for
 
-    try:
-        partitioner = partitioner_for(spec)
-    except ValueError as exc:  # an option the target's back end cannot honour
-        raise LoweringError(str(exc)) from None
+    partitioner = partitioner_for(spec)  # a ValueError names an option the target's back end cannot honour
     return Pipeline(
         spec=spec,
         quantizer=quantizer if quantizer is not None else quantizer_for(spec.target, **quantizer_options),

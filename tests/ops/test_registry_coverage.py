@@ -1,7 +1,8 @@
 """Every operator registry entry has at least one delegated case and one rejected case in the table tests.
 
-The tables are tests/ops/test_foundation_ops.py and test_table_ops.py (delegated, compared with PyTorch's
-quantized model) and test_table_rejections.py (rejected, with the reason); this file adds the cases those tables
+The tables are tests/ops/test_foundation_ops.py, test_table_ops.py and test_sdk_parity.py (delegated, compared with
+PyTorch's quantized model) and test_table_rejections.py and test_sdk_parity.py (rejected, with the reason); this
+file adds the cases those tables
 lack, in the same two forms, and checks that the union covers the registry. A rejection may come from an entry's
 own constraint or from the partitioner's checks every entry goes through (a 0-d tensor, constant-only inputs).
 """
@@ -118,11 +119,15 @@ def test_rejected_case(case):
     assert op not in r.report.delegated_ops
 
 
-def _table(name: str) -> dict:
+def _module(name: str):
     spec = importlib.util.spec_from_file_location(f"_coverage_{name}", HERE / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.CASES
+    return module
+
+
+def _table(name: str) -> dict:
+    return _module(name).CASES
 
 
 def _entries() -> list[tuple[str, ...]]:
@@ -135,11 +140,16 @@ def _entries() -> list[tuple[str, ...]]:
 
 
 def test_every_registry_entry_has_a_delegated_and_a_rejected_case():
+    parity = _module("test_sdk_parity")  # sdk-current: delegated cases, refusals, and what `documented` refuses
     delegated = set()
-    for cases in (_table("test_foundation_ops"), _table("test_table_ops"), DELEGATED):
+    for cases in (_table("test_foundation_ops"), _table("test_table_ops"), parity.CASES, DELEGATED):
         for case in cases.values():
             delegated |= set(case[2] or ())
-    rejected = {case[2] for case in list(_table("test_table_rejections").values()) + list(REJECTED.values())}
+    rejected = {case[2] for case in list(_table("test_table_rejections").values()) + list(REJECTED.values())
+                + list(parity.REFUSED.values())}
+    rejected |= {next(iter(parity.CASES[name][2])) for name in parity.DOCUMENTED_REFUSES}
     entries = [names for names in _entries() if not set(names) & set(UNREACHABLE)]
-    assert not [n for n in entries if not set(n) & delegated], "entries without a delegated case"
-    assert not [n for n in entries if not set(n) & rejected], "entries without a rejected case"
+    missing = [n for n in entries if not set(n) & delegated]
+    assert not missing, f"entries without a delegated case: {missing}"
+    missing = [n for n in entries if not set(n) & rejected]
+    assert not missing, f"entries without a rejected case: {missing}"
