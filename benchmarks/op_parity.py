@@ -24,29 +24,11 @@ import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from executorch_neutron import lower  # noqa: E402
 from executorch_neutron.zoo import calibration  # noqa: E402
-
-
-class Fn(nn.Module):
-    def __init__(self, fn, *mods):
-        super().__init__()
-        self.fn = fn
-        self.mods = nn.ModuleList(mods)
-
-    def forward(self, *x):
-        return self.fn(self, *x)
-
-
-class Param(nn.Module):
-    def __init__(self, fn, *shape):
-        super().__init__()
-        self.fn = fn
-        self.p = nn.Parameter(torch.randn(*shape))
-
-    def forward(self, a):
-        return self.fn(a, self.p)
+from harness import Fn, Param  # noqa: E402
 
 
 def f(fn, *mods):
@@ -166,6 +148,12 @@ CASES = {
                            "upsample_nearest2d_converter.py", ""),
     "nearest_x3": (m(nn.Upsample(scale_factor=3)), [(1, 8, 3, 4)], R, False, "upsample_nearest2d_converter.py",
                    "scale 3"),
+    "bilinear_x8": (m(nn.Upsample(scale_factor=8, mode="bilinear")), [(1, 8, 2, 3)], R, True,
+                    "upsample_bilinear2d_converter.py", ""),
+    "bilinear_ac_5x9_to_9x17": (m(nn.Upsample(size=(9, 17), mode="bilinear", align_corners=True)), [(1, 8, 5, 9)],
+                                R, True, "upsample_bilinear2d_converter.py", "align_corners: (out-1)/(in-1) = 2"),
+    "bilinear_x3": (m(nn.Upsample(scale_factor=3, mode="bilinear")), [(1, 8, 3, 4)], R, False,
+                    "upsample_bilinear2d_converter.py", "scale 3"),
     # data movement
     "cat_4_8": (f(lambda s, a, b: torch.cat([a, b], 1)), [(1, 4, 3, 5), (1, 8, 3, 5)], R, True,
                 "cat_converter.py", ""),

@@ -31,6 +31,18 @@ class Fn(torch.nn.Module):
         return self.fn(self, *x)
 
 
+class Param(torch.nn.Module):
+    """x <op> a learned parameter of shape `shape` (quantized per tensor as an activation operand)."""
+
+    def __init__(self, fn, *shape):
+        super().__init__()
+        self.fn = fn
+        self.p = torch.nn.Parameter(torch.randn(*shape))
+
+    def forward(self, a):
+        return self.fn(a, self.p)
+
+
 def run_tflite(tflite: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Run a TFLite flatbuffer with LiteRT's reference kernels on already-quantized, physically laid-out inputs."""
     it = Interpreter(model_content=tflite, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)

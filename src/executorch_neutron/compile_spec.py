@@ -21,8 +21,9 @@ _KEY_PREFIX = "neutron."
 CONSTRAINT_PROFILES: dict[str, str] = {
     "documented": "the operator table of NXP's documentation (the most defensive)",
     "sdk-current": ("what NXP's current eIQ Neutron SDK release (as in ExecuTorch 1.5.1) delegates: softmax, "
-                    "max_pool2d, resize and mul without channel- or size-multiple rules, mean over any dims, "
-                    "clamp with any bounds, sub"),
+                    "max_pool2d, resize, prelu and mul without channel- or size-multiple rules, broadcasting "
+                    "add/sub/mul, mean/sum/amax/amin over any dims, clamp with any bounds, sub, maximum, minimum, "
+                    "exp, log, rsqrt, padding of any dim and reflection padding"),
 }
 DEFAULT_PROFILE = "sdk-current"
 

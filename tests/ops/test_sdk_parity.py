@@ -8,24 +8,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness import Fn, assert_within_steps, lower_and_run
+from harness import Fn, Param, assert_within_steps, lower_and_run
 from executorch_neutron import lower
 
 
 def f(fn, *mods):
     return lambda: Fn(fn, *mods)
-
-
-class Param(nn.Module):
-    """x <op> a learned parameter of shape `shape` (quantized per tensor as an activation operand)."""
-
-    def __init__(self, fn, *shape):
-        super().__init__()
-        self.fn = fn
-        self.p = nn.Parameter(torch.randn(*shape))
-
-    def forward(self, a):
-        return self.fn(a, self.p)
 
 
 def randn(*shapes):
@@ -88,6 +76,12 @@ CASES = {
                      {"aten.constant_pad_nd.default": 1}),
     "pad_channels_and_w_rank3": (f(lambda s, a: F.pad(a, (1, 2, 3, 0))), randn((1, 5, 12)),
                                  {"aten.constant_pad_nd.default": 1}),
+    # reflection padding (pad_converter.py: mode reflect; NXP needs preserve_ops=[aten.pad.default], we keep
+    # aten.pad from decomposition when the NPU takes it)
+    "pad_reflect_hw": (f(lambda s, a: F.pad(a, (1, 1, 2, 2), mode="reflect")), randn((1, 8, 5, 6)),
+                       {"aten.pad.default": 1}),
+    "pad_reflect_rank3": (f(lambda s, a: F.pad(a, (1, 2), mode="reflect")), randn((1, 16, 10)),
+                          {"aten.pad.default": 1}),
     # prelu (prelu_converter.py: no channel or size rule; rank 3 with one slope)
     "prelu_6_channels": (lambda: nn.PReLU(6, 0.1), randn((1, 6, 4, 5)), {"aten.prelu.default": 1}),
     "prelu_rows_5120": (lambda: nn.PReLU(8, 0.1), randn((1, 8, 80, 64)), {"aten.prelu.default": 1}),
@@ -98,6 +92,14 @@ CASES = {
     "nearest_x8": (lambda: nn.Upsample(scale_factor=8), randn((1, 8, 2, 3)), {"aten.upsample_nearest2d.vec": 1}),
     "nearest_2x4": (lambda: nn.Upsample(scale_factor=(2, 4)), randn((1, 16, 3, 2)),
                     {"aten.upsample_nearest2d.vec": 1}),
+    # bilinear upsampling (upsample_bilinear2d_converter.py: each scale 1, 2, 4 or 8; with align_corners
+    # (out - 1) / (in - 1))
+    "bilinear_x8": (lambda: nn.Upsample(scale_factor=8, mode="bilinear"), randn((1, 8, 2, 3)),
+                    {"aten.upsample_bilinear2d.vec": 1}),
+    "bilinear_4x2": (lambda: nn.Upsample(scale_factor=(4, 2), mode="bilinear"), randn((1, 16, 3, 5)),
+                     {"aten.upsample_bilinear2d.vec": 1}),
+    "bilinear_ac_5x9_to_9x17": (lambda: nn.Upsample(size=(9, 17), mode="bilinear", align_corners=True),
+                                randn((1, 8, 5, 9)), {"aten.upsample_bilinear2d.vec": 1}),
     # amax / amin (amax_converter.py, amin_converter.py): shared qparams
     "amax_last_keepdim": (f(lambda s, a: torch.amax(a, -1, keepdim=True)), randn((1, 6, 32)),
                           {"aten.amax.default": 1}),
@@ -134,6 +136,8 @@ REFUSED = {
                            "both broadcast"),
     "mul_both_broadcast_ranks": (f(lambda s, a, b: a * b), randn((1, 8, 1), (5,)), "aten.mul.Tensor",
                                  "both broadcast"),
+    "pad_replicate": (f(lambda s, a: F.pad(a, (1, 1, 2, 2), mode="replicate")), randn((1, 8, 5, 6)),
+                      "aten.pad.default", "pad mode 'replicate'"),
 }
 
 
@@ -159,3 +163,14 @@ def test_documented_profile_refuses_with_its_reason(name):
     op = next(iter(expected_ops))
     mine = [j for j in report.rejections if j.op == op]
     assert mine and DOCUMENTED_REFUSES[name] in mine[0].reason, str(report)
+
+
+@pytest.mark.parametrize("profile", ["documented", "sdk-current"])
+def test_scalar_constant_operand_is_delegated_in_both_profiles(profile):
+    """`x + 1.0`: SUPPORTED_OPS.md says scalars are accepted, and the check agrees (it used to say shapes differ)."""
+    make, inputs_of, _ = CASES["add_scalar"]
+    g = torch.Generator().manual_seed(0)
+    inputs = inputs_of(g)
+    r = lower_and_run(make().eval(), inputs, calib=[inputs] + [inputs_of(g) for _ in range(4)], constraints=profile)
+    assert r.delegated_ops == {"aten.add.Tensor": 1}, str(r.result.report)
+    assert_within_steps(r.output, r.reference, 1, r.output_scale)

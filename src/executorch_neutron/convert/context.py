@@ -76,7 +76,10 @@ class ConversionContext:
         if key not in self._relayout:
             shape = (1,) * (rank - len(v.shape)) + tuple(v.shape)
             if qdq.is_qdq(node) and self.constant_tensor(node.args[0]) is not None:
-                data = self.quantized_constant(node).data.reshape(shape).astype(np.int8)
+                c = self.quantized_constant(node)
+                if not c.quant.is_per_tensor:
+                    raise ConversionError(f"{node.name}: per-channel constant used as an activation operand")
+                data = c.data.reshape(shape).astype(np.int8)
                 out = Value(self.builder.constant(f"{node.name}_rank{rank}", data, v.quant), shape, Layout.NATURAL,
                             v.quant)
             else:

@@ -97,7 +97,7 @@ def _pool(ctx, a, builtin, explicit_padding: bool = False):
     b.op(builtin, [src], [out.tensor], opts)
 
 
-@constraint("padding expressible as SAME padding (or counted in the average: an explicit pad)")
+@constraint("padding expressible as SAME padding (an average pool that counts its padding: an explicit PAD)")
 def _same_padding(a, ctx):
     k = _pair(a["kernel_size"])
     s = _pair(a["stride"], k)

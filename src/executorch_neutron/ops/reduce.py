@@ -1,5 +1,5 @@
-"""Reductions over listed dims: sum.dim_IntList -> TFLite MEAN then MUL by the count, amax / amin -> REDUCE_MAX / REDUCE_MIN, and the
-general (not spatial) case of mean.dim -> MEAN.
+"""Reductions over listed dims: sum.dim_IntList -> TFLite MEAN then MUL by the count, amax / amin -> REDUCE_MAX /
+REDUCE_MIN, and the general (not spatial) case of mean.dim -> MEAN.
 
 The value is reduced in PyTorch's dimension order (a rank-4 channels-last value is transposed back first), so the
 axes are PyTorch's and a keepdim=False result needs no layout bookkeeping. The spatial mean of a rank-4 tensor is

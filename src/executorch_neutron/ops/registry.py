@@ -132,6 +132,9 @@ class OpEntry:
     preserve: str | None = None  # one of PRESERVE_MODES
     fuses_activation: bool = False  # absorbs a following bounded activation (see fusion.py)
     profiles: frozenset[str] = ALL_PROFILES
+    #: which nodes of a preserved ATen op are this entry's at all (others decompose silently, no rejection:
+    #: aten.pad in constant mode becomes constant_pad_nd)
+    preserve_when: Callable[[NodeArgs], bool] | None = None
 
     def check(self, node: Node, ctx: CheckContext) -> tuple[str, str | None] | None:
         """None when every constraint holds, else (reason, hint) of the first that does not."""
@@ -155,7 +158,7 @@ REGISTRY: dict[object, OpEntry] = {}
 
 
 def register(*targets, constraints=(), noop=False, quantize=None, preserve=None, fuses_activation=False,
-             profiles=ALL_PROFILES):
+             profiles=ALL_PROFILES, preserve_when=None):
     """Decorator registering a converter `fn(ctx, args)` for edge ops `targets` with their constraints.
 
     quantize: {annotation family: ATen ops} for the ATen ops NeutronQuantizer annotates that become these edge ops.
@@ -178,6 +181,7 @@ def register(*targets, constraints=(), noop=False, quantize=None, preserve=None,
             preserve=preserve,
             fuses_activation=fuses_activation,
             profiles=frozenset(profiles),
+            preserve_when=preserve_when,
         )
         for t in targets:
             if t in REGISTRY:

@@ -31,14 +31,35 @@ def _up_channels(a, ctx):
     return None if c % ctx.num_macs == 0 else f"channels {c} not a multiple of {ctx.num_macs}"
 
 
-@constraint("H and W scales each 1, 2, 4 or 8", profiles={"sdk-current"})
-def _nearest_scales(a, ctx):
+SDK_SCALES = (1.0, 2.0, 4.0, 8.0)
+
+
+def _sdk_scales_reason(a, align_corners: bool = False) -> str | None:
+    """None when H and W scales are each one of SDK_SCALES (with align_corners: (out - 1) / (in - 1))."""
     if len(a.shape("input")) != 4:
         return f"rank {len(a.shape('input'))}: upsampling needs a rank-4 input"
-    sh, sw = _scales(a)
-    if sh not in (1.0, 2.0, 4.0, 8.0) or sw not in (1.0, 2.0, 4.0, 8.0):
+    if align_corners:
+        (h, w), (oh, ow) = a.shape("input")[2:], a.out_shape[2:]
+        if 1 in (h, w):
+            return "align_corners with an input of size 1"
+        sh, sw = (oh - 1) / (h - 1), (ow - 1) / (w - 1)
+    else:
+        sh, sw = _scales(a)
+    if sh not in SDK_SCALES or sw not in SDK_SCALES:
         return f"scales H {sh:g}, W {sw:g}: Neutron upsamples by 1, 2, 4 or 8"
     return None
+
+
+@constraint("H and W scales each 1, 2, 4 or 8", profiles={"sdk-current"})
+def _nearest_scales(a, ctx):
+    return _sdk_scales_reason(a)
+
+
+@constraint("H and W scales each 1, 2, 4 or 8 (with align_corners: (out - 1) / (in - 1)), or H scale == W scale, "
+            "2 or 4", profiles={"sdk-current"})
+def _bilinear_scales(a, ctx):
+    reason = _sdk_scales_reason(a, bool(a["align_corners"]))
+    return None if reason is None or _up_scale.check(a, ctx) is None else reason
 
 
 @constraint("H scale == W scale, 2 or 4")
@@ -59,7 +80,8 @@ def _resize(ctx, a, builtin, opts_name, **fields):
     b.op(builtin, [x.tensor, size], [out.tensor], options(opts_name, **fields))
 
 
-@register(_aten.upsample_bilinear2d.vec, constraints=(_up_channels, _up_scale, shared_quantization()),
+@register(_aten.upsample_bilinear2d.vec, constraints=(_up_channels, documented_only(_up_scale), _bilinear_scales,
+                                                     shared_quantization()),
           preserve="if_delegated",
           quantize={"shared": (A.upsample_bilinear2d.vec, A.upsample_bilinear2d.default)})
 def convert_upsample_bilinear(ctx, a):

@@ -1,4 +1,5 @@
-"""Data movement: view / squeeze / unsqueeze (reshape), permute_copy, slice_copy, cat, constant_pad_nd, clone.
+"""Data movement: view / squeeze / unsqueeze (reshape), permute_copy, slice_copy, cat, constant_pad_nd, reflection
+padding (pad), clone.
 
 Reshape and permute are defined on PyTorch's order, so their input is taken in natural layout (the context
 inserts the transpose, or a reshape when only size-1 dims move) and a rank-4 result is handed on as it is.
@@ -148,18 +149,38 @@ def convert_constant_pad(ctx, a):
     """Constant padding (of any dims), with the pad value quantized to the input's parameters."""
     b = ctx.builder
     x = ctx.value(a["self"])
+    scale, zp = x.quant.scale[0], x.quant.zero_point[0]
+    value = int(np.clip(np.round(float(a["value"] or 0.0) / scale) + zp, -128, 127))
+    pt = _paddings(ctx, a, x)
+    vt = b.constant(a.node.name + "_value", np.asarray(value, dtype=np.int8), x.quant)
+    out = ctx.emit_output(a.node, x.layout, quant=x.quant)
+    b.op(schema.BuiltinOperator.PADV2, [x.tensor, pt, vt], [out.tensor], options("PadV2OptionsT"))
+
+
+def _paddings(ctx, a, x):
+    """The TFLite [rank, 2] paddings tensor of PyTorch's `pad` list (last dim first) for value `x`'s layout."""
     rank = len(x.shape)
     pad = list(a["pad"])
     logical = np.zeros((rank, 2), dtype=np.int32)
     for i in range(len(pad) // 2):
         logical[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
-    paddings = logical[list(to_physical_perm(rank, x.layout))]
-    scale, zp = x.quant.scale[0], x.quant.zero_point[0]
-    value = int(np.clip(np.round(float(a["value"] or 0.0) / scale) + zp, -128, 127))
-    pt = b.constant(a.node.name + "_paddings", paddings)
-    vt = b.constant(a.node.name + "_value", np.asarray(value, dtype=np.int8), x.quant)
+    return ctx.builder.constant(a.node.name + "_paddings", logical[list(to_physical_perm(rank, x.layout))])
+
+
+@constraint("mode reflect (constant padding arrives as constant_pad_nd; replicate and circular stay on the CPU)")
+def _reflect(a, ctx):
+    return None if a["mode"] == "reflect" else f"pad mode {a['mode']!r}: Neutron pads by reflection or a constant"
+
+
+@register(_aten.pad.default, constraints=(_reflect, _pad_any, shared_quantization()), preserve="if_delegated",
+          profiles={"sdk-current"}, preserve_when=lambda a: a["mode"] != "constant")
+def convert_reflection_pad(ctx, a):
+    """Reflection padding (of any dims): MIRROR_PAD in REFLECT mode (kept from decomposition by the partitioner
+    when the NPU takes it)."""
+    x = ctx.value(a["self"])
     out = ctx.emit_output(a.node, x.layout, quant=x.quant)
-    b.op(schema.BuiltinOperator.PADV2, [x.tensor, pt, vt], [out.tensor], options("PadV2OptionsT"))
+    ctx.builder.op(schema.BuiltinOperator.MIRROR_PAD, [x.tensor, _paddings(ctx, a, x)], [out.tensor],
+                   options("MirrorPadOptionsT", mode=schema.MirrorPadMode.REFLECT))
 
 
 

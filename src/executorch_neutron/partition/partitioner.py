@@ -32,6 +32,7 @@ from .. import backend as _backend  # noqa: F401  (defines NeutronBackend for Ex
 from .. import qdq
 from ..compile_spec import NeutronCompileSpec
 from ..ops import registry
+from ..ops.args import NodeArgs
 from ..ops.fusion import result_node
 from ..ops.registry import CheckContext
 from ..progress import emit
@@ -71,6 +72,9 @@ class NeutronPartitioner(Partitioner):
         def keep(node: Node) -> bool:
             if node.target not in always + if_delegated:
                 return False
+            entry = registry.lookup_aten(node.target)
+            if entry.preserve_when is not None and not entry.preserve_when(NodeArgs(node)):
+                return False  # not this entry's node: it decomposes into ops judged on their own
             if node.target in always:  # the CPU has a kernel too (linear.out): keep even when excluded
                 weight = node.args[1] if len(node.args) > 1 else None
                 return isinstance(weight, Node) and weight.target in aten_dq
