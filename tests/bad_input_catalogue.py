@@ -247,6 +247,19 @@ CASES: dict[str, Case] = {
         "--calibration and --random-calibration exclude each other",
         argv=("compile", "{d}/model.py:factory", "--calibration", "{d}/cal", "--random-calibration", "-o",
               "{d}/out.pte")),
+    "bundled_calibration_and_random_calibration": Case(
+        "`--random-calibration` for a factory that returns its own calibration samples", "pass one of them", 2,
+        "the factory's calibration samples and --random-calibration exclude each other",
+        argv=("compile", "{d}/model.py:bundled", "--random-calibration", "-o", "{d}/out.pte")),
+    "calibration_dir_and_bundled_calibration": Case(
+        "`--calibration DIR` for a factory that returns its own calibration samples", "pass one of them", 2,
+        "--calibration and the factory's calibration samples exclude each other",
+        argv=("compile", "{d}/model.py:bundled", "--calibration", "{d}/cal", "-o", "{d}/out.pte")),
+    "report_named_like_an_intermediate": Case(
+        "`--report DIR/neutron_0.tflite --intermediates DIR`: a partition's TFLite would replace the report",
+        "choose another output path", 2, "partition files named like neutron_0.tflite",
+        argv=("compile", "{d}/model.py:factory", "--random-calibration", "--intermediates", "{d}",
+              "--report", "{d}/neutron_0.tflite", "-o", "{d}/out.pte")),
     "buffer_written_by_index": Case(
         "a model whose forward() writes a buffer through indexing (`self.stat[0] = ...`)",
         "keep that state outside the model", 2, "updates buffer(s) stat",
@@ -426,6 +439,9 @@ def scalar_input():
 def index_buffer():
     return IndexBuffer().eval(), (torch.randn(1, 3, 6, 5),)
 
+
+def bundled():
+    return Net().eval(), (torch.randn(1, 3, 6, 5),), [torch.randn(1, 3, 6, 5), torch.randn(1, 3, 6, 5)]
 
 def bundled_wrong_shape():
     return Net().eval(), (torch.randn(1, 3, 6, 5),), [torch.randn(1, 3, 6, 5), torch.randn(1, 3, 5, 5)]

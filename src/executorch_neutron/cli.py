@@ -13,10 +13,11 @@ import contextlib
 import functools
 import io
 import logging
+import re
 import sys
 from pathlib import Path
 
-from .atomic import check_distinct, replacing
+from .atomic import PathCollision, check_distinct, replacing
 from .loading import (EXIT_BAD_INPUT, MODEL_HELP, UserError, check_finite, check_inputs_fit, load_model, load_samples,
                       load_tensor, model_file, random_samples)
 
@@ -37,12 +38,35 @@ def _check_paths(args, outputs: list, inputs: list = ()) -> None:
         read.append(("the program", args.pte))
     read += [("--input", f) for f in getattr(args, "input", None) or []]
     check_distinct(read, outputs)
+    _check_intermediates(getattr(args, "intermediates", None), read + list(outputs))
+
+
+_TFLITE_OF_A_PARTITION = re.compile(r"[a-z_]+_\d+\.tflite")
+
+
+def _check_intermediates(directory, named: list) -> None:
+    """--intermediates DIR receives one `<partition tag>.tflite` per partition (neutron_0.tflite, ...), named only
+    after partitioning: an input or output of the command that could be one of them is refused up front."""
+    if not directory:
+        return
+    d = Path(directory).resolve()
+    for label, path in named:
+        if path is not None and Path(path).resolve().parent == d and _TFLITE_OF_A_PARTITION.fullmatch(Path(path).name):
+            raise PathCollision(f"--intermediates {directory} receives partition files named like {Path(path).name}, "
+                                f"which is {label} {path}: writing it would destroy that file")
 
 
 def _calibration(args, inputs, bundled):
-    if args.calibration and getattr(args, "random_calibration", False):
-        raise UserError("--calibration and --random-calibration exclude each other",
-                        "pass --calibration DIR for real samples, or --random-calibration alone to try the flow")
+    """The calibration samples of a command: from exactly one source (--calibration DIR, the factory's third item,
+    or --random-calibration); two sources are refused instead of silently ignoring one."""
+    sources = [name for name, given in (("--calibration", args.calibration),
+                                        ("the factory's calibration samples", bundled is not None),
+                                        ("--random-calibration", getattr(args, "random_calibration", False)))
+               if given]
+    if len(sources) > 1:
+        raise UserError(f"{' and '.join(sources)} exclude each other",
+                        "give one source of calibration data: --calibration DIR, the factory's third item, or "
+                        "--random-calibration alone to try the flow")
     if args.calibration:
         return load_samples(Path(args.calibration), inputs)
     if bundled is not None:
