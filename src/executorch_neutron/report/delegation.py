@@ -225,11 +225,16 @@ class DelegationReport:
         )
 
     # --- rendering ----------------------------------------------------------------------------------------
-    def summary_line(self) -> str:
-        n, total = self.num_delegated, self.num_compute
+    @property
+    def npu_family(self) -> str:
+        """'Neutron' or 'Ethos-U': the NPU family of the report's target (its back end)."""
         from ..target import get_target
 
-        npu = "Ethos-U NPU (Vela)" if get_target(self.target).kind == "ethos-u" else "Neutron NPU"
+        return "Ethos-U" if get_target(self.target).kind == "ethos-u" else "Neutron"
+
+    def summary_line(self) -> str:
+        n, total = self.num_delegated, self.num_compute
+        npu = "Ethos-U NPU (Vela)" if self.npu_family == "Ethos-U" else "Neutron NPU"
         head = (f"{n} of {total} compute nodes ({100.0 * self.node_share:.1f}%) on the {npu} in "
                 f"{len(self.partitions)} partition(s); ")
         if self.cortex_m_core is None:

@@ -66,8 +66,8 @@ def to_html(report) -> str:
     pct = min(100.0, max(0.5, 100 * mem.share))  # a sliver stays visible
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>Neutron delegation report: {escape(report.target)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>Neutron delegation report</h1><div class='note'>target <code>{escape(report.target)}</code>, constraints "
+        f"<title>{report.npu_family} delegation report: {escape(report.target)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{report.npu_family} delegation report</h1><div class='note'>target <code>{escape(report.target)}</code>, constraints "
         f"<code>{escape(report.constraints)}</code></div>",
         "<div class='cards'>",
         _card(f"{100 * report.node_share:.1f}%", f"compute nodes on the NPU ({report.num_delegated} of "
@@ -77,10 +77,14 @@ def to_html(report) -> str:
         _card(str(len(report.partitions)), "partitions"),
         _card(human_bytes(report.model_bytes), "model size"),
         "</div>",
-        f"<p>Memory (estimate): {escape(human_bytes(mem.total_bytes))} of {escape(human_bytes(mem.sram_bytes))} SRAM "
-        f"<span class='bar{' over' if not mem.fits else ''}'><i style='width:{pct:.1f}%'></i></span> "
-        f"{'fits' if mem.fits else '<b class=cpu>does not fit</b>'} &mdash; weights "
-        f"{escape(human_bytes(mem.weight_bytes))}, activations {escape(human_bytes(mem.activation_bytes))}</p>",
+        (f"<p>Memory (estimate): {escape(human_bytes(mem.total_bytes))} of {escape(human_bytes(mem.sram_bytes))} SRAM "
+         f"<span class='bar{' over' if not mem.fits else ''}'><i style='width:{pct:.1f}%'></i></span> "
+         f"{'fits' if mem.fits else '<b class=cpu>does not fit</b>'} &mdash; weights "
+         f"{escape(human_bytes(mem.weight_bytes))}, activations {escape(human_bytes(mem.activation_bytes))}</p>"
+         if mem.sram_bytes else
+         f"<p>Memory (estimate): {escape(human_bytes(mem.total_bytes))} &mdash; weights "
+         f"{escape(human_bytes(mem.weight_bytes))}, activations {escape(human_bytes(mem.activation_bytes))} (this "
+         f"target sets no SRAM size)</p>"),
         "<h2>Partitions</h2><table><tr><th>partition</th><th>nodes</th><th>MACs</th><th>inputs</th><th>outputs</th>"
         "<th>weights</th><th>largest activation</th><th>payload</th><th>ops</th></tr>",
     ]

@@ -163,12 +163,14 @@ def _totals_lines(report) -> list[str]:
                                                             " (delegate payloads + CPU constants)"),
         f"memory (estimate): {human_bytes(mem.total_bytes)} of {human_bytes(mem.sram_bytes)} SRAM "
         f"({100 * mem.share:.1f}%, {verdict}): weights {human_bytes(mem.weight_bytes)} + activations "
-        f"{human_bytes(mem.activation_bytes)}",
+        f"{human_bytes(mem.activation_bytes)}" if mem.sram_bytes else
+        f"memory (estimate): {human_bytes(mem.total_bytes)}: weights {human_bytes(mem.weight_bytes)} + activations "
+        f"{human_bytes(mem.activation_bytes)} (this target sets no SRAM size)",
     ] + ethos_u_lines(report)
 
 
 def to_text(report) -> str:
-    lines = [f"Neutron delegation report (target {report.target}, constraints {report.constraints})",
+    lines = [f"{report.npu_family} delegation report (target {report.target}, constraints {report.constraints})",
              *_totals_lines(report), ""]
     for p in report.partitions:
         ops = ", ".join(f"{op} x{c}" for op, c in sorted(p.ops.items()))
@@ -207,7 +209,8 @@ def _md_escape(text) -> str:
 
 
 def to_markdown(report) -> str:
-    out = [f"# Neutron delegation report (target `{report.target}`, constraints `{report.constraints}`)", ""]
+    out = [f"# {report.npu_family} delegation report (target `{report.target}`, constraints `{report.constraints}`)",
+           ""]
     out += [f"- {_md_escape(line)}" for line in _totals_lines(report)]
     out += ["", "## Partitions", "",
             "| partition | nodes | MACs | inputs | outputs | weights | largest activation | payload |",
