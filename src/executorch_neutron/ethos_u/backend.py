@@ -22,6 +22,7 @@ from ..compile_spec import NeutronCompileSpec
 from ..convert import convert_partition
 from ..neutron.payload import Header, Payload
 from ..neutron.payload import pack as pack_reference
+from ..neutron.npu.profile_map import handle_map
 from ..progress import emit
 from . import payload
 from .vela_call import compile_tflite
@@ -78,8 +79,8 @@ class EthosUBackend(BackendDetails):
                             output_args=tuple(range(len(converted.output_formats))), version=0)
             store = NamedDataStore()
             store.add_named_data(reference_key(blob), pack_reference(Payload.reference(header, converted.tflite)))
-        debug_map = {i: handles for i, handles in enumerate(converted.debug_handles)}
-        debug_map[len(debug_map)] = ()
+        # one entry per TFLite operator (what the host runs) plus the profile-dump entry, as for Neutron
+        debug_map = handle_map(converted.debug_handles)
         emit("partition", name=name)
         meta = {"vela_flags": flags, "estimate": out.estimate.to_dict(), "embed_reference": spec.embed_reference,
                 "vela_seconds": vela_seconds}  # not in the .pte: the report's Python object only
