@@ -1,11 +1,14 @@
 """Every row of the documented Neutron operator table: supported cases lowered and run in LiteRT, compared with
 PyTorch's quantized model within 1 output quantization step. Shapes use distinct N/C/H/W extents."""
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from executorch_neutron.neutron.payload import unpack
+from executorch_neutron.tflite.reader import op_name, read_model
 from harness import Fn, assert_within_steps, lower_and_run
 
 
@@ -160,3 +163,31 @@ def test_conv1d_without_the_rewrite_pass(case, monkeypatch):
     assert r.delegated_ops.get("aten.convolution.default") == 1, str(r.result.report)
     assert not r.rejections
     assert_within_steps(r.output, r.reference, 1, r.output_scale)
+
+
+SOFTMAX_CHUNKED = {  # (shape, SOFTMAX ops in the TFLite)
+    "rows": ((4100, 8), 2),  # 4096 rows + 4
+    "elements": ((520, 1024), 2),  # 512 rows of 1024 (524288 elements) + 8
+    "attention": ((2, 4, 640, 256), 3),  # 5120 rows of 256: 2048 + 2048 + 1024
+}
+
+
+@pytest.mark.parametrize("case", SOFTMAX_CHUNKED.values(), ids=SOFTMAX_CHUNKED.keys())
+def test_large_softmax_is_chunked_within_one_softmax_limits(case):
+    """A softmax larger than one Neutron SOFTMAX takes (4096 rows, 524288 elements) is delegated as row chunks:
+    within 1 step of PyTorch's quantized model, every SOFTMAX within the limits, together covering every row."""
+    shape, count = case
+    torch.manual_seed(0)
+    r = lower_and_run(nn.Softmax(-1).eval(), x(*shape))
+    assert r.delegated_ops == {"aten._softmax.default": 1} and not r.rejections, str(r.result.report)
+    assert_within_steps(r.output, r.reference, 1, r.output_scale)
+    model = read_model(unpack(r.result.report.partitions[0].blob).tflite)
+    sub = model.subgraphs[0]
+    softmaxes = [op for op in sub.operators if op_name(model, op) == "SOFTMAX"]
+    assert len(softmaxes) == count
+    rows = []
+    for op in softmaxes:
+        s = list(sub.tensors[op.inputs[0]].shape)
+        assert s[-1] == shape[-1] and s[0] <= 4096 and s[0] * s[-1] <= 524288, s
+        rows.append(s[0])
+    assert sum(rows) == int(np.prod(shape[:-1]))

@@ -92,8 +92,6 @@ CASES = {
     "slice_step": (f(lambda s, a: torch.relu(a)[:, :, ::2] * 2.0), x(1, 8, 6, 4), "aten.slice_copy.Tensor", "step 2"),
     "softmax_channels": (lambda: nn.Softmax(-1), x(2, 12), "aten._softmax.default", "12 channels"),
     "softmax_2048": (lambda: nn.Softmax(-1), x(1, 2048), "aten._softmax.default", "below 2048"),
-    "softmax_rows": (lambda: nn.Softmax(-1), x(4100, 8), "aten._softmax.default", "rows"),
-    "softmax_flat": (lambda: nn.Softmax(-1), x(520, 1024), "aten._softmax.default", "524288"),
     "softmax_rank1": (lambda: nn.Softmax(-1), x(16), "aten._softmax.default", "rank 1"),
     "upsample_channels": (lambda: nn.Upsample(scale_factor=2), x(1, 6, 3, 4), "aten.upsample_nearest2d.vec",
                           "channels 6"),

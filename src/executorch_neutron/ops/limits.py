@@ -10,9 +10,9 @@ CONV_WEIGHT_SLOTS = 65535
 SOFTMAX_CHANNELS_BELOW = 2048
 #: Softmax (sdk-current profile): at most this many channels.
 SOFTMAX_CHANNELS_SDK = 2040
-#: Softmax and PReLU: rows (flat size / channels) at most.
+#: Softmax (one SOFTMAX op; a larger softmax is computed in row chunks) and PReLU: rows (flat size / channels) at most.
 ROWS = 4096
-#: Softmax: elements (flat size) at most.
+#: Softmax: elements (flat size) of one SOFTMAX op at most.
 SOFTMAX_ELEMENTS = 524288
 #: Transposed convolution: stride at most (and at most the kernel).
 TRANSPOSED_CONV_STRIDE = 2

@@ -2,12 +2,18 @@
 a rank-4 value is made the physical last axis by keeping it in PyTorch's order).
 
 Output quantization is fixed by LiteRT: scale 1/256, zero point -128.
+
+A softmax larger than one Neutron SOFTMAX takes (more than `ROWS` rows or `SOFTMAX_ELEMENTS` elements; MobileViT's
+attention at 256 px has 4096 rows of 256) is computed in row chunks: RESHAPE to [rows, channels], a STRIDED_SLICE
+and a SOFTMAX per chunk of as many rows as one SOFTMAX takes, CONCATENATION and RESHAPE back. Rows are independent and
+every chunk has the fixed output quantization, so the result equals one softmax. It stays one node in the graph.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
@@ -73,20 +79,44 @@ def _channels_sdk(a, ctx):
     return None if c <= SOFTMAX_CHANNELS_SDK else f"{c} channels: Neutron's softmax takes at most {SOFTMAX_CHANNELS_SDK}"
 
 
-@constraint(f"flat size / channels <= {ROWS} and flat size <= {SOFTMAX_ELEMENTS}")
-def _sizes(a, ctx):
-    c, flat = _channels_and_flat(a)
-    if flat // c > ROWS or flat > SOFTMAX_ELEMENTS:
-        return (f"flat size {flat} ({flat // c} rows): Neutron needs <= {ROWS} rows and <= {SOFTMAX_ELEMENTS} "
-                f"elements")
-    return None
+def _chunk_rows(channels: int, rows: int) -> int:
+    """Rows per chunk: as many as one SOFTMAX takes (<= ROWS rows and <= SOFTMAX_ELEMENTS elements)."""
+    return max(1, min(rows, ROWS, SOFTMAX_ELEMENTS // channels))
 
 
-@register(_aten._softmax.default, constraints=(_dim, _dim_sdk, _channels, _channels_sdk, _sizes, fixed_output(*SIGMOID_SOFTMAX_QPARAMS)),
+@register(_aten._softmax.default, constraints=(_dim, _dim_sdk, _channels, _channels_sdk, fixed_output(*SIGMOID_SOFTMAX_QPARAMS)),
           quantize={"fixed_sigmoid_softmax": (A.softmax.int, A._softmax.default)})
 def convert_softmax(ctx, a):
     """Softmax over the channels or the last dim (SOFTMAX works on the physical last axis)."""
     layout = _layout(a)
     x = ctx.value(a["self"], layout)
     out = ctx.emit_output(a.node, layout)
-    ctx.builder.op(schema.BuiltinOperator.SOFTMAX, [x.tensor], [out.tensor], options("SoftmaxOptionsT", beta=1.0))
+    c, flat = _channels_and_flat(a)
+    if _chunk_rows(c, flat // c) == flat // c:
+        ctx.builder.op(schema.BuiltinOperator.SOFTMAX, [x.tensor], [out.tensor], options("SoftmaxOptionsT", beta=1.0))
+    else:
+        _chunked(ctx, a.node.name, x, out, c, flat // c)
+
+
+def _chunked(ctx, name, x, out, channels, rows):
+    """SOFTMAX over row chunks (STRIDED_SLICE of the [rows, channels] view of `x`), concatenated into `out`."""
+    b = ctx.builder
+    quant_out = out.quant
+    step = _chunk_rows(channels, rows)
+    flat_in = b.tensor(f"{name}_rows", (rows, channels), np.int8, x.quant)
+    b.op(schema.BuiltinOperator.RESHAPE, [x.tensor, b.int32_vector(f"{name}_rows_shape", [rows, channels])],
+         [flat_in], options("ReshapeOptionsT", newShape=[rows, channels]))
+    outs = []
+    for i, start in enumerate(range(0, rows, step)):
+        shape = (min(step, rows - start), channels)
+        piece = b.tensor(f"{name}_in{i}", shape, np.int8, x.quant)
+        b.op(schema.BuiltinOperator.STRIDED_SLICE, [flat_in, b.int32_vector(f"{name}_begin{i}", [start, 0]),
+             b.int32_vector(f"{name}_end{i}", [start + shape[0], channels]),
+             b.int32_vector(f"{name}_strides{i}", [1, 1])], [piece], options("StridedSliceOptionsT"))
+        outs.append(b.tensor(f"{name}_out{i}", shape, np.int8, quant_out))
+        b.op(schema.BuiltinOperator.SOFTMAX, [piece], [outs[-1]], options("SoftmaxOptionsT", beta=1.0))
+    joined = b.tensor(f"{name}_joined", (rows, channels), np.int8, quant_out)
+    b.op(schema.BuiltinOperator.CONCATENATION, outs, [joined], options("ConcatenationOptionsT", axis=0))
+    shape = b.shape_of(out.tensor)
+    b.op(schema.BuiltinOperator.RESHAPE, [joined, b.int32_vector(f"{name}_out_shape", shape)], [out.tensor],
+         options("ReshapeOptionsT", newShape=list(shape)))
