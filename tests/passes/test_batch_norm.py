@@ -70,6 +70,10 @@ STANDALONE = {  # name: (model, input shape, whether the batch norm reads a comp
     "add_bn2d": (lambda: trained(AddThenNorm(8), (2, 8, 7, 5)), (1, 8, 7, 5), True),
     "input_bn1d": (lambda: trained(nn.Sequential(nn.BatchNorm1d(24), nn.Conv1d(24, 8, 3)), (2, 24, 13)),
                    (1, 24, 13), False),
+    # EfficientViT's classifier head: pooled features [N, C] -> BatchNorm1d -> Linear (a rank-2 batch norm)
+    "pooled_bn1d_linear": (lambda: trained(nn.Sequential(nn.Conv2d(8, 12, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                                         nn.BatchNorm1d(12), nn.Linear(12, 10)), (2, 8, 9, 7)),
+                           (1, 8, 9, 7), True),
 }
 
 

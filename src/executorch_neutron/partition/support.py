@@ -17,6 +17,7 @@ from .. import qdq
 from ..ops import registry
 from ..ops.fusion import fused_activation, result_node
 from ..ops.registry import CheckContext
+from ..passes.fold_constants import FOLD_MAX_ELEMENTS
 
 
 NOT_INT8 = "not quantized to int8"
@@ -186,7 +187,9 @@ def _decide_one(node: Node, ctx: CheckContext, lookup=registry.lookup) -> Reject
     if not _static(node):
         return reject("dynamic shape: Neutron needs static shapes", "export with static shapes")
     if _constant_only(node, ctx):
-        return reject("it computes on constants only (nothing to run per inference): fold it before export")
+        return reject("it computes on constants only (nothing to run per inference) and was not folded (QAT keeps "
+                      f"computations on parameters; results over {FOLD_MAX_ELEMENTS:,} elements are not folded): fold it "
+                      "before export")
     reason = _int8_reason(node, ctx)
     if reason:
         return reject(f"{NOT_INT8}: {reason}")

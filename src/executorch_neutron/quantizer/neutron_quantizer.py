@@ -71,7 +71,7 @@ class NeutronQuantizer(Quantizer):
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
         from ..passes import run_aten_passes
 
-        return sink_squeeze(run_aten_passes(fold_linear_batch_norm(model)))
+        return sink_squeeze(run_aten_passes(fold_linear_batch_norm(model), is_qat=self.is_qat))
 
     def annotate(self, model: GraphModule) -> GraphModule:
         annotate_graph(model, AnnotationContext(qconfig=self.qconfig, skip=self._skipped))

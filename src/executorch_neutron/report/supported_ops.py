@@ -13,13 +13,15 @@ import sys
 from ..compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
 from ..ops import registry
 from ..ops.fusion import SUPPORTED_BOUNDS_TEXT
+from ..passes.fold_constants import FOLD_MAX_ELEMENTS
 from ..target import TARGETS, NeutronTarget, get_target
 
 _GENERIC = (
     "Every input is int8 (a dequantize node or a constant), every output is quantized to int8 by a quantize node "
     "(NeutronQuantizer annotates every operator of this table).",
     "Shapes are static.",
-    "A node that computes on constants only is not delegated (fold it before export).",
+    "A computation on constants only is folded into a constant before quantization (`fold_constants`); one that is "
+    f"not (QAT keeps computations on parameters; results over {FOLD_MAX_ELEMENTS:,} elements) stays on the CPU.",
     "An operator listed in `operators_not_to_delegate` (e.g. `aten::convolution` or `aten.convolution.default`) "
     "stays on the CPU with the reason \"excluded by operators_not_to_delegate\".",
     "A partition made only of no-op nodes (views, clones, squeezes) is not created, unless "

@@ -1,0 +1,84 @@
+"""ATen pass: computations on constants are evaluated once and become constants.
+
+A node whose tensor inputs are all parameters, buffers or constant tensors (or that has none: `arange`, `full`)
+computes the same value at every inference. Left in the graph it would run on the CPU ("it computes on constants
+only"): EfficientViT's attention biases, for one, are a parameter table indexed per head. Folded here, before
+annotation, the value is a buffer that the quantizer treats like any other constant operand.
+
+Not folded: with `keep_parameters` (QAT, which trains the parameters after this pass) anything reading a
+parameter; random and in-place ops; buffers the graph mutates; results larger than `FOLD_MAX_ELEMENTS` elements
+(a folded `expand` must not turn into megabytes of constant data).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.fx import GraphModule, Node
+
+from .fx_utils import constant, finish
+
+#: the largest result (in elements) folded into a constant
+FOLD_MAX_ELEMENTS = 1 << 20
+
+
+def _foldable_op(node: Node) -> bool:
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+        return False
+    schema = node.target._schema
+    return not schema.is_mutable and torch.Tag.nondeterministic_seeded not in node.target.tags and bool(
+        schema.returns) and all(isinstance(r.type, torch.TensorType) for r in schema.returns) and len(
+        schema.returns) == 1
+
+
+def _mutated(gm: GraphModule) -> set[Node]:
+    """get_attr nodes that an in-place op of the graph writes."""
+    out = set()
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and \
+                node.target._schema.is_mutable:
+            out.update(a for a in node.all_input_nodes if a.op == "get_attr")
+    return out
+
+
+def fold_constants(gm: GraphModule, keep_parameters: bool = False) -> GraphModule:
+    params = {name for name, _ in gm.named_parameters()} if keep_parameters else set()
+    mutated = _mutated(gm)
+    values: dict[Node, torch.Tensor] = {}  # folded or constant get_attr nodes -> their tensor
+    for node in gm.graph.nodes:
+        if node.op == "get_attr" and node.target not in params and node not in mutated:
+            value = constant(gm, node)
+            if value is not None:
+                values[node] = value
+    changed = False
+    for node in list(gm.graph.nodes):
+        if not _foldable_op(node) or not all(a in values for a in node.all_input_nodes):
+            continue
+        fake = node.meta.get("val")
+        if not isinstance(fake, torch.Tensor) or fake.numel() > FOLD_MAX_ELEMENTS:
+            continue
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: values[n])
+        with torch.no_grad():
+            value = node.target(*args, **kwargs)
+        folded = _buffer(gm, node, value.detach().clone())
+        node.replace_all_uses_with(folded)
+        gm.graph.erase_node(node)
+        values[folded] = value
+        changed = True
+    return finish(gm) if changed else gm
+
+
+def _buffer(gm: GraphModule, node: Node, value: torch.Tensor) -> Node:
+    i = 0
+    while hasattr(gm, f"_folded{i}"):
+        i += 1
+    name = f"_folded{i}"
+    gm.register_buffer(name, value)
+    with gm.graph.inserting_before(node):
+        folded = gm.graph.get_attr(name)
+    fake = node.meta["val"]
+    mode = getattr(fake, "fake_mode", None)
+    folded.meta["val"] = mode.from_tensor(value) if mode is not None else value
+    for key in ("nn_module_stack", "stack_trace", "source_fn_stack"):
+        if key in node.meta:
+            folded.meta[key] = node.meta[key]
+    return folded
