@@ -192,7 +192,9 @@ def _static_divisor(a, ctx):
             return ("division by a constant tensor: its reciprocal would be requantized by the converter "
                     "(the div->mul pass of NeutronQuantizer avoids this)")
         return None
-    return f"divisor {d.name} is computed at run time"
+    src = d.args[0] if is_dq(d) and isinstance(d.args[0], Node) else d
+    return (f"divisor {src.name} is computed at run time: Neutron has no division kernel, it divides by constants "
+            f"only (as a multiplication by the reciprocal)")
 
 
 @constraint("one dimension % {num_macs} == 0, or scalar division")

@@ -16,6 +16,7 @@ from .div_to_mul import div_to_mul
 from .fold_constants import fold_constants
 from .gelu_to_sigmoid import gelu_to_sigmoid
 from .hardsigmoid_to_conv import hardsigmoid_to_conv
+from .inline_autocast import inline_autocast
 from .layer_norm_decompose import layer_norm_decompose
 from .matmul_to_bmm import matmul_to_bmm
 from .max_pool_padding import max_pool_padding
@@ -29,7 +30,7 @@ from .silu_to_sigmoid_mul import silu_to_sigmoid_mul
 from .sink_batch_reshapes import sink_batch_reshapes
 from .split_to_slices import split_to_slices
 
-ATEN_PASSES = (remove_noops, fold_constants, split_to_slices, sdpa_to_matmul, matmul_to_bmm, sink_batch_reshapes, permute_rank4,
+ATEN_PASSES = (inline_autocast, remove_noops, fold_constants, split_to_slices, sdpa_to_matmul, matmul_to_bmm, sink_batch_reshapes, permute_rank4,
                remove_bn_counters, batch_norm_to_conv, conv1d_to_conv2d, pool1d_to_pool2d, mean1d_to_mean2d,
                div_to_mul, hardsigmoid_to_conv, silu_to_sigmoid_mul, gelu_to_sigmoid, layer_norm_decompose,
                max_pool_padding)
@@ -43,5 +44,5 @@ def run_aten_passes(gm: GraphModule, is_qat: bool = False) -> GraphModule:
 
 
 __all__ = ["ATEN_PASSES", "run_aten_passes", "batch_norm_to_conv", "conv1d_to_conv2d", "div_to_mul", "fold_constants", "gelu_to_sigmoid",
-           "hardsigmoid_to_conv", "layer_norm_decompose", "matmul_to_bmm", "max_pool_padding", "silu_to_sigmoid_mul", "mean1d_to_mean2d",
+           "hardsigmoid_to_conv", "inline_autocast", "layer_norm_decompose", "matmul_to_bmm", "max_pool_padding", "silu_to_sigmoid_mul", "mean1d_to_mean2d",
            "permute_rank4", "pool1d_to_pool2d", "remove_bn_counters", "remove_noops", "sdpa_to_matmul", "sink_batch_reshapes", "split_to_slices"]

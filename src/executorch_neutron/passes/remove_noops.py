@@ -1,4 +1,5 @@
-"""ATen pass: remove nodes that compute nothing: clone, alias, detach, dropout in eval, view/reshape to the same shape.
+"""ATen pass: remove nodes that compute nothing: clone, alias, detach, dropout in eval, view/reshape to the same shape,
+a conversion to the dtype the tensor already has (`x.float()` of a float tensor), and dtype assertions.
 
 Each becomes its input. A no-op whose input is a model input and whose result is a model output is kept (an
 output must not alias an input). Runs before quantization, so the removed nodes never get their own q/dq pair.
@@ -24,12 +25,25 @@ _DROPOUTS = {aten.dropout.default, aten.dropout_.default, aten.feature_dropout.d
              aten.feature_alpha_dropout_.default}
 
 
+_TO_DTYPE = {aten.to.dtype, aten._to_copy.default}
+_ASSERTS = {aten._assert_tensor_metadata.default}
+
+
+def _same_dtype(node) -> bool:
+    src, dst = node.args[0].meta.get("val"), node.meta.get("val")
+    extra = {k: v for k, v in node.kwargs.items() if k not in ("dtype", "copy") and v is not None}
+    return (src is not None and dst is not None and src.dtype == dst.dtype and src.device == dst.device
+            and not extra)
+
+
 def _is_noop(node) -> bool:
     if node.target in _IDENTITY:
         fmt = node.kwargs.get("memory_format")
         return fmt in (None, torch.preserve_format, torch.contiguous_format)
     if node.target in _DROPOUTS:
         return not arg(node, "train") or arg(node, "p") == 0
+    if node.target in _TO_DTYPE:
+        return _same_dtype(node)
     if node.target in _RESHAPES:
         src, dst = node.args[0].meta.get("val"), node.meta.get("val")
         return src is not None and dst is not None and tuple(src.shape) == tuple(dst.shape)
@@ -38,6 +52,9 @@ def _is_noop(node) -> bool:
 
 def remove_noops(gm: GraphModule) -> GraphModule:
     for node in list(gm.graph.nodes):
+        if node.op == "call_function" and node.target in _ASSERTS and not node.users:
+            gm.graph.erase_node(node)
+            continue
         if node.op != "call_function" or not _is_noop(node):
             continue
         src = node.args[0]
