@@ -25,6 +25,9 @@ def positive(*shapes):
     return lambda g: tuple(torch.rand(*s, generator=g) * 3 + 0.05 for s in shapes)
 
 
+#: the batch dim added around a pool of an unbatched input, in the same partition
+BATCHED = {"aten.unsqueeze_copy.default": 1, "aten.squeeze_copy.dims": 1}
+
 # name: (model factory, input maker (generator -> inputs), delegated ops)
 CASES = {
     # broadcasting: one operand has the output's element count (NodeConverter.inputs_satisfy_broadcast_condition)
@@ -71,6 +74,17 @@ CASES = {
                                       {"aten.avg_pool2d.default": 1}),
     "avg_pool_k3_s2_p1_include_pad": (lambda: nn.AvgPool2d(3, 2, 1), randn((1, 16, 10, 7)),
                                       {"aten.avg_pool2d.default": 1}),
+    # an unbatched (C, H, W) input (NXP: aten_passes/add_batch_size_for_3d_input_pool_2d_ops.py; ours:
+    # passes/pool1d_to_pool2d.py adds the batch dim before quantization)
+    "max_pool_rank3": (lambda: nn.MaxPool2d(2), randn((8, 8, 10)),
+                       {"aten.max_pool2d_with_indices.default": 1, **BATCHED}),
+    "max_pool_rank3_k3_s2_p1": (lambda: nn.MaxPool2d(3, 2, 1), randn((6, 9, 11)),
+                                {"aten.max_pool2d_with_indices.default": 1, **BATCHED}),
+    "avg_pool_rank3": (lambda: nn.AvgPool2d(2), randn((8, 6, 8)), {"aten.avg_pool2d.default": 1, **BATCHED}),
+    "avg_pool_rank3_k3_s2_p1": (lambda: nn.AvgPool2d(3, 2, 1), randn((5, 7, 9)),
+                                {"aten.avg_pool2d.default": 1, **BATCHED}),
+    "adaptive_2x3_rank3": (lambda: nn.AdaptiveAvgPool2d((2, 3)), randn((4, 6, 9)),
+                           {"aten._adaptive_avg_pool2d.default": 1, **BATCHED}),
     # constant padding of the channels (constant_pad_nd_converter.py: any dims)
     "pad_channels": (f(lambda s, a: F.pad(a, (0, 0, 0, 0, 1, 2))), randn((1, 8, 4, 6)),
                      {"aten.constant_pad_nd.default": 1}),
@@ -177,3 +191,28 @@ def test_scalar_constant_operand_is_delegated_in_both_profiles(profile):
     r = lower_and_run(make().eval(), inputs, calib=[inputs] + [inputs_of(g) for _ in range(4)], constraints=profile)
     assert r.delegated_ops == {"aten.add.Tensor": 1}, str(r.result.report)
     assert_within_steps(r.output, r.reference, 1, r.output_scale)
+
+
+# x.sum() to a 0-d scalar (sum_dim_int_list_converter.py; NXP's SumPattern quantizes aten.sum.default): the sum
+# runs on the NPU with keepdim (passes/sum_all_keepdim.py), only the reshape to () (a view) stays on the CPU
+SUM_ALL = {"rank3": (1, 6, 20), "rank4": (1, 4, 5, 6), "rank2": (3, 24)}
+
+
+@pytest.mark.parametrize("shape", SUM_ALL.values(), ids=SUM_ALL.keys())
+def test_sum_to_a_scalar_is_delegated_and_the_pte_is_within_one_step(shape):
+    from harness import model_output_qparams, quantize_np, steps
+    from executorch_neutron.runtime import run
+
+    g = torch.Generator().manual_seed(0)
+    samples = [(torch.randn(*shape, generator=g),) for _ in range(5)]
+    torch.manual_seed(0)
+    result = lower(f(lambda s, a: a.sum())().eval(), samples[0], samples)
+    assert result.report.delegated_ops == {"aten.sum.dim_IntList": 1}, str(result.report)
+    assert [j.op for j in result.report.rejections] == ["aten.view_copy.default"], str(result.report)
+    (scale, zp), = model_output_qparams(result.quantized_model)
+    for x in samples:
+        out = run(result.pte, x)[0]
+        with torch.no_grad():
+            ref = result.quantized_model(*x)
+        assert out.shape == ref.shape == ()
+        assert steps(quantize_np(out.numpy(), scale, zp), quantize_np(ref.numpy(), scale, zp)).max() <= 1
