@@ -121,6 +121,34 @@ CASES = {
     "amin_last": (f(lambda s, a: torch.amin(a, -1)), randn((2, 5, 24)), {"aten.amin.default": 1}),
     "amin_hw_keepdim": (f(lambda s, a: torch.amin(a, (2, 3), keepdim=True)), randn((1, 16, 7, 3)),
                         {"aten.amin.default": 1}),
+    # the largest accepted values of NXP's limits (the first refused ones are rows of benchmarks/op_parity.py)
+    "avg_pool_k4096": (lambda: nn.AvgPool2d((1, 4096)), randn((1, 2, 1, 4096)), {"aten.avg_pool2d.default": 1}),
+    "avg_pool_s4096": (lambda: nn.AvgPool2d((1, 2), (1, 4096)), randn((1, 3, 1, 4098)),
+                       {"aten.avg_pool2d.default": 1}),
+    "max_pool_s4096": (lambda: nn.MaxPool2d((1, 2), (1, 4096)), randn((1, 4, 1, 4098)),
+                       {"aten.max_pool2d_with_indices.default": 1}),
+    "conv_s4096": (lambda: nn.Conv2d(2, 4, 1, (1, 4096)), randn((1, 2, 1, 4098)), {"aten.convolution.default": 1}),
+    "conv_k16_cin248": (lambda: nn.Conv2d(248, 4, 16), randn((1, 248, 16, 16)), {"aten.convolution.default": 1}),
+    "softmax_2040": (lambda: nn.Softmax(-1), randn((1, 2040)), {"aten._softmax.default": 1}),
+    "softmax_rows_4096": (lambda: nn.Softmax(-1), randn((4096, 8)), {"aten._softmax.default": 1}),
+    "softmax_total_524288": (lambda: nn.Softmax(-1), randn((1024, 512)), {"aten._softmax.default": 1}),
+    # other accepted branches: any permutation (permute_copy_converter.py), general clamp bounds with shared
+    # qparams (clamp_converter.py, hardtanh_converter.py), transposed conv1d (convert_1d_conv_to_2d.py), a
+    # constant added after a bias-less linear (fuse_linear_and_add_pass.py), division by a constant
+    # (convert_div_to_mul.py), split (decompose_split_to_slices_pass.py), padding of the batch / with a value
+    "permute_batch2": (f(lambda s, a: a.permute(1, 0, 2, 3)), randn((2, 4, 5, 6)), None),
+    "permute_rank5": (f(lambda s, a: a.permute(0, 4, 1, 2, 3)), randn((1, 2, 3, 4, 5)), None),
+    "clamp_general": (f(lambda s, a: a.clamp(-0.5, 0.5)), randn((1, 8, 5, 6)), {"aten.clamp.default": 1}),
+    "hardtanh_m2_2": (lambda: nn.Hardtanh(-2.0, 2.0), randn((1, 8, 5, 6)), {"aten.hardtanh.default": 1}),
+    "conv_transpose1d": (lambda: nn.ConvTranspose1d(4, 6, 2, 2), randn((1, 4, 10)), None),
+    "linear_plus_param": (f(lambda s, a: s.mods[1](s.mods[0](a)), nn.Linear(16, 8, bias=False), Param(torch.add, 8)),
+                          randn((5, 16)), None),
+    "div_param": (lambda: Param(torch.div, 32), randn((1, 6, 32)), {"aten.mul.Tensor": 1}),
+    "split_two": (f(lambda s, a: torch.split(a, [3, 5], 1)), randn((1, 8, 4, 6)), {"aten.slice_copy.Tensor": 2}),
+    "pad_batch": (f(lambda s, a: F.pad(a, (0, 0, 0, 0, 0, 0, 1, 0))), randn((1, 4, 3, 5)),
+                  {"aten.constant_pad_nd.default": 1}),
+    "pad_value": (f(lambda s, a: F.pad(a, (1, 1, 1, 1), value=0.5)), randn((1, 8, 5, 6)),
+                  {"aten.constant_pad_nd.default": 1}),
 }
 
 
