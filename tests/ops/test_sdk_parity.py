@@ -65,6 +65,8 @@ CASES = {
     "sum_hw_keepdim": (f(lambda s, a: a.sum((2, 3), keepdim=True)), randn((1, 16, 3, 7)), {"aten.sum.dim_IntList": 1}),
     # softmax over the last dim of a rank-4 tensor (softmax_converter.py: a node that is not channels-first)
     "softmax4_last": (lambda: nn.Softmax(-1), randn((1, 2, 8, 16)), {"aten._softmax.default": 1}),
+    "softmax_rank1": (lambda: nn.Softmax(0), randn((24,)), {"aten._softmax.default": 1}),
+    "softmax_rank1_40": (f(lambda s, a: torch.softmax(a, -1)), randn((40,)), {"aten._softmax.default": 1}),
     "softmax4_last_attention": (lambda: nn.Softmax(3), randn((2, 3, 5, 24)), {"aten._softmax.default": 1}),
     # pooling (max_pool2d_with_indices_converter.py: strides to 4096, any batch; avg_pool_2d_converter.py:
     # padding counted in the average)
