@@ -182,6 +182,27 @@ REFUSED = {
                                  "both broadcast"),
     "pad_replicate": (f(lambda s, a: F.pad(a, (1, 1, 2, 2), mode="replicate")), randn((1, 8, 5, 6)),
                       "aten.pad.default", "pad mode 'replicate'"),
+    # the first refused value of each limit whose largest accepted value is a case above
+    "maximum_both_broadcast": (f(lambda s, a, b: torch.maximum(a, b)), randn((1, 8, 1), (1, 1, 6)),
+                               "aten.maximum.default", "both broadcast"),
+    "conv_k16_cin249": (lambda: nn.Conv2d(249, 4, 16), randn((1, 249, 16, 16)), "aten.convolution.default",
+                        "65536 > 65535"),
+    "conv_transpose_k16_cin249": (lambda: nn.ConvTranspose2d(249, 4, 16, 2), randn((1, 249, 2, 2)),
+                                  "aten.convolution.default", "65536 > 65535"),
+    "conv_transpose_s3": (lambda: nn.ConvTranspose2d(8, 8, 3, 3), randn((1, 8, 4, 5)), "aten.convolution.default",
+                          "stride must be <= 2"),
+    "conv_transpose_p_eq_k": (lambda: nn.ConvTranspose2d(8, 8, 2, 2, padding=2), randn((1, 8, 6, 5)),
+                              "aten.convolution.default", "padding must be < kernel"),
+    "max_pool_s4097": (lambda: nn.MaxPool2d((1, 2), (1, 4097)), randn((1, 2, 1, 4099)),
+                       "aten.max_pool2d_with_indices.default", "up to 4096"),
+    "softmax_2048": (lambda: nn.Softmax(-1), randn((1, 2048)), "aten._softmax.default", "at most 2040"),
+    "softmax_rows_4100": (lambda: nn.Softmax(-1), randn((4100, 8)), "aten._softmax.default", "<= 4096 rows"),
+    "softmax_total_525312": (lambda: nn.Softmax(-1), randn((1026, 512)), "aten._softmax.default", "<= 524288"),
+    "nearest_x16": (lambda: nn.Upsample(scale_factor=16), randn((1, 4, 2, 2)), "aten.upsample_nearest2d.vec",
+                    "1, 2, 4 or 8"),
+    "bilinear_align_corners_h1": (lambda: nn.Upsample(size=(2, 7), mode="bilinear", align_corners=True),
+                                  randn((1, 8, 1, 4)), "aten.upsample_bilinear2d.vec", "input of size 1"),
+    "slice_step2": (f(lambda s, a: a[:, :, ::2]), randn((1, 8, 6, 4)), "aten.slice_copy.Tensor", "step 2"),
 }
 
 
