@@ -1,7 +1,7 @@
 """Operator parity with NXP's current release: per single-operator case, our verdict under the default profile
 (`sdk-current`) against what NXP's release delegates (prints, never asserts).
 
-    PYTHONPATH=src .venv/bin/python benchmarks/op_parity.py [--cases add_nc11 softmax4_last ...] [--verbose]
+    PYTHONPATH=src .venv/bin/python benchmarks/op_parity.py [--cases add_nc11 softmax4_last ...] [--steps] [--verbose]
 
 The expectation column is hand-written from the support checks of NXP's converters in the executorch 1.5.1
 wheel (`executorch/backends/nxp/backend/ir/converter/node_converters/ops_converters/<file>`:
@@ -10,7 +10,17 @@ channels-first format some converters require); each row names its file. NXP's c
 imported. Each case is one operator as a new user writes it, lowered with `lower()` defaults (int8, calibrated on
 random data). Our verdict is "NPU" when every compute node is delegated (a view or clone left on the CPU moves no
 data and does not count), else "CPU" with the first reason.
-Counted: cases NXP delegates that we leave on the CPU (parity gaps), and cases we delegate beyond NXP.
+Counted: cases NXP delegates that we leave on the CPU (parity gaps), and cases we delegate beyond NXP. With
+--steps, every case both delegate is also run: its TFLite in LiteRT and its .pte on the host runtime against
+PyTorch's quantized model, worst error in output steps over 5 samples.
+
+The table covers every support branch of the 43 converter files, each accepted one with the largest accepted
+value where the branch has a limit, and the first refused value; plus what NXP's quantizer patterns
+(`quantizer/patterns.py`: an op no pattern quantizes stays float, so on the CPU) and its ATen passes
+(`aten_passes/`: scalar operands become constants, division by a constant a mul, split becomes slices, conv1d and
+rank-3 pools become 2-D, grouped convs are split, batch norm and a constant add fold into conv/linear) make of
+what a user writes. NXP's flow is read as its test pipeline runs it (`tests/executorch_pipeline.py`: strict
+export, NeutronQuantizer, preserve_ops prelu / pad / hardswish, imxrt700).
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ from executorch_neutron import lower  # noqa: E402
 from executorch_neutron.exported import op_name  # noqa: E402
 from executorch_neutron.ops.registry import entries  # noqa: E402
 from executorch_neutron.zoo import calibration  # noqa: E402
-from harness import Fn, Param  # noqa: E402
+from harness import Fn, Param, lower_and_run, model_output_qparams, quantize_np, steps  # noqa: E402
 
 
 def f(fn, *mods):
@@ -508,14 +518,39 @@ def verdict(make, shapes, kind) -> tuple[bool, str]:
     return bool(report.partitions), "" if report.partitions else "no partition"
 
 
+def max_steps(make, shapes, kind) -> tuple[int, int] | str:
+    """Worst error, in output quantization steps against PyTorch's quantized model (convert_pt2e), of the
+    partition's TFLite in LiteRT and of the .pte on the host runtime, over 5 samples (the calibration set)."""
+    from executorch_neutron.runtime import run
+
+    samples = [_inputs(shapes, kind, i) for i in range(5)]
+    torch.manual_seed(0)
+    try:
+        r = lower_and_run(make().eval(), samples[0], samples)
+    except AssertionError as exc:
+        return f"not one partition: {str(exc).splitlines()[0][:80]}"
+    tflite = max((int(steps(o, ref).max()) if o.size else 0) for o, ref in zip(r.outputs, r.references))
+    qparams = model_output_qparams(r.result.quantized_model)
+    pte = 0
+    with torch.no_grad():
+        for x in samples:
+            ours, ref = run(r.result.pte, x), r.result.quantized_model(*x)
+            ref = ref if isinstance(ref, (tuple, list)) else (ref,)
+            for o, q, (scale, zp) in zip(ours, ref, qparams):
+                pte = max(pte, int(steps(quantize_np(o.numpy(), scale, zp), quantize_np(q.numpy(), scale, zp)).max()))
+    return tflite, pte
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", nargs="*", default=list(CASES))
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--steps", action="store_true", help="for the cases both delegate, also run them: the TFLite "
+                    "and the .pte against PyTorch's quantized model, in output steps (slower)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.ERROR, format="%(message)s")
     logging.getLogger("executorch_neutron").setLevel(logging.DEBUG if args.verbose else logging.ERROR)
-    gaps, beyond, agree = [], [], 0
+    gaps, beyond, agree, over = [], [], 0, []
     print(f"{'case':28} {'NXP':4} {'ours':4}  NXP converter / our reason")
     for name in args.cases:
         make, shapes, kind, nxp, source, note = CASES[name]
@@ -525,6 +560,11 @@ def main() -> None:
               f"{' (' + note + ')' if note else ''}{mark}")
         if reason:
             print(f"{'':38}ours: {reason}")
+        if args.steps and ours and nxp:
+            worst = max_steps(make, shapes, kind)
+            print(f"{'':38}" + (worst if isinstance(worst, str) else "max steps: TFLite {}, .pte {}".format(*worst)))
+            if isinstance(worst, str) or max(worst) > 1:
+                over.append(name)
         if ours == nxp:
             agree += 1
         elif nxp:
@@ -535,6 +575,8 @@ def main() -> None:
     print(f"\n{len(args.cases)} cases; NXP's release delegates {n_nxp}; we agree on {agree}")
     print(f"parity gaps (NXP delegates, we leave on the CPU): {len(gaps)} {gaps}")
     print(f"beyond NXP (we delegate, NXP does not): {len(beyond)} {beyond}")
+    if args.steps:
+        print(f"delegated by both, more than 1 step off or not one partition: {len(over)} {over}")
 
 
 if __name__ == "__main__":
