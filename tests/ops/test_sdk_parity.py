@@ -25,6 +25,9 @@ def positive(*shapes):
     return lambda g: tuple(torch.rand(*s, generator=g) * 3 + 0.05 for s in shapes)
 
 
+#: the batch dim added around a pool of an unbatched input, in the same partition
+BATCHED = {"aten.unsqueeze_copy.default": 1, "aten.squeeze_copy.dims": 1}
+
 # name: (model factory, input maker (generator -> inputs), delegated ops)
 CASES = {
     # broadcasting: one operand has the output's element count (NodeConverter.inputs_satisfy_broadcast_condition)
@@ -62,6 +65,8 @@ CASES = {
     "sum_hw_keepdim": (f(lambda s, a: a.sum((2, 3), keepdim=True)), randn((1, 16, 3, 7)), {"aten.sum.dim_IntList": 1}),
     # softmax over the last dim of a rank-4 tensor (softmax_converter.py: a node that is not channels-first)
     "softmax4_last": (lambda: nn.Softmax(-1), randn((1, 2, 8, 16)), {"aten._softmax.default": 1}),
+    "softmax_rank1": (lambda: nn.Softmax(0), randn((24,)), {"aten._softmax.default": 1}),
+    "softmax_rank1_40": (f(lambda s, a: torch.softmax(a, -1)), randn((40,)), {"aten._softmax.default": 1}),
     "softmax4_last_attention": (lambda: nn.Softmax(3), randn((2, 3, 5, 24)), {"aten._softmax.default": 1}),
     # pooling (max_pool2d_with_indices_converter.py: strides to 4096, any batch; avg_pool_2d_converter.py:
     # padding counted in the average)
@@ -71,6 +76,17 @@ CASES = {
                                       {"aten.avg_pool2d.default": 1}),
     "avg_pool_k3_s2_p1_include_pad": (lambda: nn.AvgPool2d(3, 2, 1), randn((1, 16, 10, 7)),
                                       {"aten.avg_pool2d.default": 1}),
+    # an unbatched (C, H, W) input (NXP: aten_passes/add_batch_size_for_3d_input_pool_2d_ops.py; ours:
+    # passes/pool1d_to_pool2d.py adds the batch dim before quantization)
+    "max_pool_rank3": (lambda: nn.MaxPool2d(2), randn((8, 8, 10)),
+                       {"aten.max_pool2d_with_indices.default": 1, **BATCHED}),
+    "max_pool_rank3_k3_s2_p1": (lambda: nn.MaxPool2d(3, 2, 1), randn((6, 9, 11)),
+                                {"aten.max_pool2d_with_indices.default": 1, **BATCHED}),
+    "avg_pool_rank3": (lambda: nn.AvgPool2d(2), randn((8, 6, 8)), {"aten.avg_pool2d.default": 1, **BATCHED}),
+    "avg_pool_rank3_k3_s2_p1": (lambda: nn.AvgPool2d(3, 2, 1), randn((5, 7, 9)),
+                                {"aten.avg_pool2d.default": 1, **BATCHED}),
+    "adaptive_2x3_rank3": (lambda: nn.AdaptiveAvgPool2d((2, 3)), randn((4, 6, 9)),
+                           {"aten._adaptive_avg_pool2d.default": 1, **BATCHED}),
     # constant padding of the channels (constant_pad_nd_converter.py: any dims)
     "pad_channels": (f(lambda s, a: F.pad(a, (0, 0, 0, 0, 1, 2))), randn((1, 8, 4, 6)),
                      {"aten.constant_pad_nd.default": 1}),
@@ -107,6 +123,34 @@ CASES = {
     "amin_last": (f(lambda s, a: torch.amin(a, -1)), randn((2, 5, 24)), {"aten.amin.default": 1}),
     "amin_hw_keepdim": (f(lambda s, a: torch.amin(a, (2, 3), keepdim=True)), randn((1, 16, 7, 3)),
                         {"aten.amin.default": 1}),
+    # the largest accepted values of NXP's limits (the first refused ones are rows of benchmarks/op_parity.py)
+    "avg_pool_k4096": (lambda: nn.AvgPool2d((1, 4096)), randn((1, 2, 1, 4096)), {"aten.avg_pool2d.default": 1}),
+    "avg_pool_s4096": (lambda: nn.AvgPool2d((1, 2), (1, 4096)), randn((1, 3, 1, 4098)),
+                       {"aten.avg_pool2d.default": 1}),
+    "max_pool_s4096": (lambda: nn.MaxPool2d((1, 2), (1, 4096)), randn((1, 4, 1, 4098)),
+                       {"aten.max_pool2d_with_indices.default": 1}),
+    "conv_s4096": (lambda: nn.Conv2d(2, 4, 1, (1, 4096)), randn((1, 2, 1, 4098)), {"aten.convolution.default": 1}),
+    "conv_k16_cin248": (lambda: nn.Conv2d(248, 4, 16), randn((1, 248, 16, 16)), {"aten.convolution.default": 1}),
+    "softmax_2040": (lambda: nn.Softmax(-1), randn((1, 2040)), {"aten._softmax.default": 1}),
+    "softmax_rows_4096": (lambda: nn.Softmax(-1), randn((4096, 8)), {"aten._softmax.default": 1}),
+    "softmax_total_524288": (lambda: nn.Softmax(-1), randn((1024, 512)), {"aten._softmax.default": 1}),
+    # other accepted branches: any permutation (permute_copy_converter.py), general clamp bounds with shared
+    # qparams (clamp_converter.py, hardtanh_converter.py), transposed conv1d (convert_1d_conv_to_2d.py), a
+    # constant added after a bias-less linear (fuse_linear_and_add_pass.py), division by a constant
+    # (convert_div_to_mul.py), split (decompose_split_to_slices_pass.py), padding of the batch / with a value
+    "permute_batch2": (f(lambda s, a: a.permute(1, 0, 2, 3)), randn((2, 4, 5, 6)), None),
+    "permute_rank5": (f(lambda s, a: a.permute(0, 4, 1, 2, 3)), randn((1, 2, 3, 4, 5)), None),
+    "clamp_general": (f(lambda s, a: a.clamp(-0.5, 0.5)), randn((1, 8, 5, 6)), {"aten.clamp.default": 1}),
+    "hardtanh_m2_2": (lambda: nn.Hardtanh(-2.0, 2.0), randn((1, 8, 5, 6)), {"aten.hardtanh.default": 1}),
+    "conv_transpose1d": (lambda: nn.ConvTranspose1d(4, 6, 2, 2), randn((1, 4, 10)), None),
+    "linear_plus_param": (f(lambda s, a: s.mods[1](s.mods[0](a)), nn.Linear(16, 8, bias=False), Param(torch.add, 8)),
+                          randn((5, 16)), None),
+    "div_param": (lambda: Param(torch.div, 32), randn((1, 6, 32)), {"aten.mul.Tensor": 1}),
+    "split_two": (f(lambda s, a: torch.split(a, [3, 5], 1)), randn((1, 8, 4, 6)), {"aten.slice_copy.Tensor": 2}),
+    "pad_batch": (f(lambda s, a: F.pad(a, (0, 0, 0, 0, 0, 0, 1, 0))), randn((1, 4, 3, 5)),
+                  {"aten.constant_pad_nd.default": 1}),
+    "pad_value": (f(lambda s, a: F.pad(a, (1, 1, 1, 1), value=0.5)), randn((1, 8, 5, 6)),
+                  {"aten.constant_pad_nd.default": 1}),
 }
 
 
@@ -138,6 +182,27 @@ REFUSED = {
                                  "both broadcast"),
     "pad_replicate": (f(lambda s, a: F.pad(a, (1, 1, 2, 2), mode="replicate")), randn((1, 8, 5, 6)),
                       "aten.pad.default", "pad mode 'replicate'"),
+    # the first refused value of each limit whose largest accepted value is a case above
+    "maximum_both_broadcast": (f(lambda s, a, b: torch.maximum(a, b)), randn((1, 8, 1), (1, 1, 6)),
+                               "aten.maximum.default", "both broadcast"),
+    "conv_k16_cin249": (lambda: nn.Conv2d(249, 4, 16), randn((1, 249, 16, 16)), "aten.convolution.default",
+                        "65536 > 65535"),
+    "conv_transpose_k16_cin249": (lambda: nn.ConvTranspose2d(249, 4, 16, 2), randn((1, 249, 2, 2)),
+                                  "aten.convolution.default", "65536 > 65535"),
+    "conv_transpose_s3": (lambda: nn.ConvTranspose2d(8, 8, 3, 3), randn((1, 8, 4, 5)), "aten.convolution.default",
+                          "stride must be <= 2"),
+    "conv_transpose_p_eq_k": (lambda: nn.ConvTranspose2d(8, 8, 2, 2, padding=2), randn((1, 8, 6, 5)),
+                              "aten.convolution.default", "padding must be < kernel"),
+    "max_pool_s4097": (lambda: nn.MaxPool2d((1, 2), (1, 4097)), randn((1, 2, 1, 4099)),
+                       "aten.max_pool2d_with_indices.default", "up to 4096"),
+    "softmax_2048": (lambda: nn.Softmax(-1), randn((1, 2048)), "aten._softmax.default", "at most 2040"),
+    # beyond 4096 rows or 524288 elements NXP refuses a softmax; ours computes it in row chunks, each within those
+    # limits (tests/ops/test_table_ops.py::test_large_softmax_is_chunked_within_one_softmax_limits)
+    "nearest_x16": (lambda: nn.Upsample(scale_factor=16), randn((1, 4, 2, 2)), "aten.upsample_nearest2d.vec",
+                    "1, 2, 4 or 8"),
+    "bilinear_align_corners_h1": (lambda: nn.Upsample(size=(2, 7), mode="bilinear", align_corners=True),
+                                  randn((1, 8, 1, 4)), "aten.upsample_bilinear2d.vec", "input of size 1"),
+    "slice_step2": (f(lambda s, a: a[:, :, ::2]), randn((1, 8, 6, 4)), "aten.slice_copy.Tensor", "step 2"),
 }
 
 
@@ -177,3 +242,28 @@ def test_scalar_constant_operand_is_delegated_in_both_profiles(profile):
     r = lower_and_run(make().eval(), inputs, calib=[inputs] + [inputs_of(g) for _ in range(4)], constraints=profile)
     assert r.delegated_ops == {"aten.add.Tensor": 1}, str(r.result.report)
     assert_within_steps(r.output, r.reference, 1, r.output_scale)
+
+
+# x.sum() to a 0-d scalar (sum_dim_int_list_converter.py; NXP's SumPattern quantizes aten.sum.default): the sum
+# runs on the NPU with keepdim (passes/sum_all_keepdim.py), only the reshape to () (a view) stays on the CPU
+SUM_ALL = {"rank3": (1, 6, 20), "rank4": (1, 4, 5, 6), "rank2": (3, 24)}
+
+
+@pytest.mark.parametrize("shape", SUM_ALL.values(), ids=SUM_ALL.keys())
+def test_sum_to_a_scalar_is_delegated_and_the_pte_is_within_one_step(shape):
+    from harness import model_output_qparams, quantize_np, steps
+    from executorch_neutron.runtime import run
+
+    g = torch.Generator().manual_seed(0)
+    samples = [(torch.randn(*shape, generator=g),) for _ in range(5)]
+    torch.manual_seed(0)
+    result = lower(f(lambda s, a: a.sum())().eval(), samples[0], samples)
+    assert result.report.delegated_ops == {"aten.sum.dim_IntList": 1}, str(result.report)
+    assert [j.op for j in result.report.rejections] == ["aten.view_copy.default"], str(result.report)
+    (scale, zp), = model_output_qparams(result.quantized_model)
+    for x in samples:
+        out = run(result.pte, x)[0]
+        with torch.no_grad():
+            ref = result.quantized_model(*x)
+        assert out.shape == ref.shape == ()
+        assert steps(quantize_np(out.numpy(), scale, zp), quantize_np(ref.numpy(), scale, zp)).max() <= 1

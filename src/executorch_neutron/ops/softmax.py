@@ -53,12 +53,10 @@ def _dim(a, ctx):
     return None
 
 
-@constraint("rank > 1, softmax over the last dim, or dim 1 (the channels) of a rank-4 tensor",
+@constraint("softmax over the last dim (any rank), or dim 1 (the channels) of a rank-4 tensor",
             profiles={"sdk-current"})
 def _dim_sdk(a, ctx):
     rank = len(a.shape("self"))
-    if rank < 2:
-        return f"rank {rank}: Neutron needs rank > 1"
     if physical_axis(a["dim"], rank, _layout(a)) != rank - 1:
         return f"softmax over dim {a['dim']} of a rank-{rank} tensor: Neutron takes the last dim or the channels"
     return None
