@@ -1,12 +1,14 @@
 """Reasons for float nodes name their cause: an op of the user's model outside the operator table (which
 ExecuTorch decomposed into several CPU nodes) or a model that was never quantized."""
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from executorch_neutron import lower
 from executorch_neutron.zoo import calibration
+from harness import Fn
 
 
 class HardSigmoidGate(nn.Module):
@@ -53,3 +55,22 @@ def test_op_of_the_model_outside_the_table():
     reasons = {x.op: x.reason for x in r.report.rejections}
     assert reasons["aten.floor.default"] == "no Neutron kernel for this operator", reasons
     assert r.report.delegated_ops == {"aten.convolution.default": 1}, str(r.report)
+
+
+NOTHING_QUANTIZED = {  # lower() on a model none of whose operators NeutronQuantizer quantizes: also the op's reason
+    "division_by_a_tensor": (lambda s, a, b: a / b, ((1, 8, 4, 4), (1, 8, 4, 4)), "aten.div.Tensor",
+                             "no division kernel"),
+    "max_pool_indices": (lambda s, a: F.max_pool2d(a, 2, return_indices=True)[1].float(), ((1, 8, 6, 4),),
+                         "aten.max_pool2d_with_indices.default", "indices are used"),
+}
+
+
+@pytest.mark.parametrize("case", NOTHING_QUANTIZED.values(), ids=NOTHING_QUANTIZED.keys())
+def test_nothing_quantized_gives_the_operators_own_reason(case):
+    """lower() did quantize, so 'quantize it with NeutronQuantizer' alone would send the user in a circle: the
+    reason also gives the operator's own limit (a division by a tensor, used max-pool indices)."""
+    fn, shapes, op, needle = case
+    xs = tuple(torch.rand(*s) + 1 for s in shapes)
+    r = lower(Fn(fn).eval(), xs, [xs])
+    mine = [j.reason for j in r.report.rejections if j.op == op]
+    assert mine and needle in mine[0] and "\n" not in mine[0], mine
