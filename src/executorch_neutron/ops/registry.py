@@ -127,8 +127,10 @@ def in_profile(profiles: frozenset[str], backend: str, profile: str) -> bool:
 
 
 def fill_limits(text: str, target: NeutronTarget | None = None) -> str:
-    """A constraint text with its limits filled in: the target's values, or their names when no target is given."""
-    return text.replace("{num_macs}", str(target.num_macs) if target is not None else "num_macs")
+    """A constraint text with its limits filled in: the target's values, or their names when no target is given
+    (or the target has no such value: an Ethos-U target has no num_macs)."""
+    macs = getattr(target, "num_macs", None)
+    return text.replace("{num_macs}", str(macs) if macs is not None else "num_macs")
 
 
 @dataclass(frozen=True)
