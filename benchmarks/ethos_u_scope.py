@@ -25,7 +25,7 @@ import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "ethos_u")]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "ethos_u")]  # harness, neutron_limit_cases
 
 TARGETS = ("imxrt700", "imx93", "ethos-u55-128")
 

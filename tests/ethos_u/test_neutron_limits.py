@@ -20,7 +20,7 @@ from executorch_neutron import lower, zoo
 from executorch_neutron.ops import registry
 from executorch_neutron.runtime import run
 from harness import assert_within_steps, model_output_qparams, quantize_np
-from neutron_limit_cases import DELEGATED, REFUSED
+from ethos_u.neutron_limit_cases import DELEGATED, REFUSED
 
 NEUTRON_WORD = re.compile(r"\bNeutron\b")  # the NPU; NeutronQuantizer, the quantizer's class name, may appear
 
