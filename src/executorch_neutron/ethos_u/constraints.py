@@ -130,6 +130,21 @@ def _mean_axes(a: NodeArgs) -> str | None:
     return None if total <= LIMITS["mean_product_max_int8"] else f"{total} reduced elements"
 
 
+def _mean_depth(a: NodeArgs) -> str | None:
+    """A MEAN in PyTorch's dimension order (reduce_dims: sum, and mean over other dims than H and W of a rank-4
+    tensor) reduces the TFLite depth axis when it reduces the last dim."""
+    shape = a.shape("self")
+    rank = len(shape)
+    dims = a.get("dim")
+    dims = range(rank) if not dims else [d % rank for d in ([dims] if isinstance(dims, int) else dims)]
+    if a.node.target == _aten.mean.dim and rank == 4 and sorted(dims) == [2, 3]:
+        return None  # the spatial mean: MEAN over the NHWC H and W axes
+    if rank < 3 or rank - 1 not in dims:
+        return None
+    h, w, c = ((1,) * (4 - rank) + tuple(shape))[-3:]
+    return None if 1 in (h, w, c) else f"a reduced depth (last) axis of an IFM {h}x{w}x{c}"
+
+
 def _global_pool(a: NodeArgs) -> str | None:
     h, w = a.shape("self")[2:]
     if tuple(a["output_size"]) != (1, 1):
@@ -240,6 +255,8 @@ CONSTRAINTS: tuple[VelaConstraint, ...] = (
                    "axes no greater than 16777216 for int8", frozenset({_aten.mean.dim}), _mean_axes),
     VelaConstraint("MEAN: a reduced width axis must be no greater than 4096 (global average pooling becomes MEAN)",
                    frozenset({_aten._adaptive_avg_pool2d.default}), _global_pool),
+    VelaConstraint("MEAN: reduction over the depth (last) axis is only supported if any of the IFM's height, width "
+                   "and depth is 1", frozenset({_aten.mean.dim, _aten.sum.dim_IntList}), _mean_depth),
     VelaConstraint("The absolute sum of the weights of one output channel cannot exceed 8323072 (127 x 65536): with "
                    "NeutronQuantizer's int8 weights in [-127, 127], at most 65536 weights per output channel "
                    "(convolutions)", _CONV, _weights_sum),
