@@ -83,26 +83,28 @@ def main() -> None:
     if args.json:
         print(json.dumps(after))
         return
-    old = before(args.before, args.cases, args.targets[1:]) if args.before else None
-    cols = [f"{t} (after)" for t in args.targets[:1]]
-    for t in args.targets[1:]:
+    old = before(args.before, args.cases, args.targets) if args.before else None
+    cols = []
+    for t in args.targets:
         cols += [f"{t} before", f"{t} after"] if old else [t]
     print("| case | expected on Ethos-U | " + " | ".join(cols) + " |")
     print("|---" * (len(cols) + 2) + "|")
     for n in args.cases:
-        cells = [after[n][args.targets[0]]]
-        for t in args.targets[1:]:
+        cells = []
+        for t in args.targets:
             cells += [old[n][t], after[n][t]] if old else [after[n][t]]
         expected = "NPU" if n in DELEGATED else f"CPU (Vela: {ALL[n].ethos_u})"
         print(f"| {n} | {expected} | " + " | ".join(cells) + " |", flush=True)
-    for t in args.targets[1:]:
+    for t in args.targets:
         for label, verdicts in (("before", old), ("after", after)):
             if verdicts is None:
                 continue
             v = [verdicts[n][t] for n in args.cases]
+            same = "" if old is None or label == "before" else \
+                f"; verdicts equal to before: {sum(old[n][t] == after[n][t] for n in args.cases)}"
             print(f"{t} {label}: NPU {sum(x == 'NPU' for x in v)}, CPU with a Neutron reason "
                   f"{sum('(Neutron' in x for x in v)}, CPU with Vela's reason {sum('(Vela' in x for x in v)}, "
-                  f"lowering fails {sum(x.startswith('fails') for x in v)} (of {len(v)})")
+                  f"lowering fails {sum(x.startswith('fails') for x in v)} (of {len(v)}){same}")
 
 
 if __name__ == "__main__":
