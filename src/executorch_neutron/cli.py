@@ -297,17 +297,22 @@ def _ops(args) -> int:
 
         print(render_markdown(target), end="")
         return EXIT_OK
-    from .ops.registry import ALL_PROFILES, entries, fill_limits
+    from .ops.registry import ALL_BACKENDS, ALL_PROFILES, NEUTRON, entries, fill_limits
 
-    def tag(profiles) -> str:
-        return "" if profiles == ALL_PROFILES else f" [{' and '.join(sorted(profiles))} only]"
+    def tag(profiles, backends=ALL_BACKENDS) -> str:
+        return ("" if profiles == ALL_PROFILES else f" [{' and '.join(sorted(profiles))} only]") + (
+            " [Neutron only]" if backends == NEUTRON else "")
 
     print(f"operators of the Neutron table; constraint profiles: {', '.join(sorted(ALL_PROFILES))} "
-          "(a [profile only] tag marks what one profile alone has)")
+          "(a [profile only] tag marks what one profile alone has; [Neutron only]: not applied for Ethos-U targets, "
+          "which are listed without those)")
+    kind = target.kind if target is not None else None
     for e in entries():
         print(e.name + tag(e.profiles) + (f": {e.doc.splitlines()[0]}" if e.doc else ""))
         for c in e.constraints:
-            print(f"    - {c.describe(target)}{tag(c.profiles)}" + (f" (hint: {fill_limits(c.hint, target)})" if c.hint else ""))
+            if kind is not None and kind not in c.backends:
+                continue
+            print(f"    - {c.describe(target)}{tag(c.profiles, c.backends)}" + (f" (hint: {fill_limits(c.hint, target)})" if c.hint else ""))
     return EXIT_OK
 
 

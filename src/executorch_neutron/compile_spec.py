@@ -52,6 +52,7 @@ class NeutronCompileSpec:
     custom_delegation_options: names of opportunistic delegation options (see SUPPORTED_OPS.md).
     constraints: the operator table the partitioner follows: "sdk-current" (default: what NXP's current SDK
         release delegates) or "documented" (NXP's documented table); see CONSTRAINT_PROFILES and SUPPORTED_OPS.md.
+        Both are Neutron's tables: an Ethos-U target ignores the profile (Vela's limits apply instead).
     embed_reference: Ethos-U targets: also store each partition's int8 TFLite in the .pte (named data) so the host
         runtime can run it in LiteRT; False gives a device-only .pte (the Vela payload alone).
     """

@@ -131,8 +131,7 @@ class EthosUTarget:
     notes: tuple[str, ...] = field(default_factory=tuple)
     cortex_m = None  # leftovers stay portable kernels (no Cortex-M stage for Ethos-U targets)
     kind = "ethos-u"
-    # Ethos-U has no channel-alignment rule: the shared front end's `% num_macs` constraints hold for any count
-    num_macs = 1
+    # no `num_macs`: the registry's `% num_macs` constraints are Neutron's (backends=NEUTRON), never checked here
 
     @property
     def vela_flags(self) -> tuple[str, ...]:

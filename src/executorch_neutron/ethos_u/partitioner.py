@@ -1,5 +1,8 @@
 """EthosUPartitioner: the shared partitioner (operator registry, int8 boundaries) plus Vela's own limits.
 
+The registry's checks run with the target's back end, "ethos-u": its structural constraints apply, its Neutron
+hardware and SDK limits and the constraint profiles (Neutron's operator tables) do not (`Constraint.applies`).
+
 A node the registry accepts but Vela would leave on the CPU (constraints.py) stays on the CPU with Vela's reason,
 so every partition compiles to a raw Ethos-U payload. The delegate's backend id is `EthosUBackend`, the class
 whose preprocess lowers the partitions (backend.py).

@@ -21,7 +21,7 @@ from ..tflite.layout import Layout
 from .fusion import SUPPORTED_BOUNDS_TEXT, activation_bounds, activation_codes
 from .common import is_dq, is_dq_per_tensor, is_q, shared_quantization
 from .limits import ROWS
-from .registry import Constraint, constraint, register
+from .registry import NEUTRON, Constraint, constraint, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -34,7 +34,7 @@ def unary(ctx, a, builtin: int, arg: str = "self", opts=None) -> None:
     ctx.builder.op(builtin, [x.tensor], [out.tensor], opts)
 
 
-@constraint(f"bounds {SUPPORTED_BOUNDS_TEXT}", profiles={"documented"})
+@constraint(f"bounds {SUPPORTED_BOUNDS_TEXT}", profiles={"documented"}, backends=NEUTRON)
 def _bounds(a, ctx):
     if activation_codes(a.node) is None:
         return f"bounds {activation_bounds(a.node)}: Neutron supports {SUPPORTED_BOUNDS_TEXT}"
@@ -147,7 +147,8 @@ def _prelu_rank(a, ctx):
     return None if r >= 2 else f"rank {r}: PReLU slopes apply along dim 1"
 
 
-@constraint(f"rank 4, channels % {{num_macs}} == 0, flat size / channels <= {ROWS}", profiles={"documented"})
+@constraint(f"rank 4, channels % {{num_macs}} == 0, flat size / channels <= {ROWS}", profiles={"documented"},
+            backends=NEUTRON)
 def _prelu_shape(a, ctx):
     shape = a.shape("self")
     if len(shape) != 4:

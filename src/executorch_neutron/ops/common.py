@@ -9,7 +9,7 @@ import numpy as np
 from .. import qdq
 from ..qdq import is_dq, is_dq_per_tensor, is_q  # noqa: F401 - the op families import them from here
 from .fusion import result_node
-from .registry import Constraint
+from .registry import NEUTRON, Constraint
 
 
 def round_up(x: int, m: int) -> int:
@@ -30,13 +30,14 @@ def channels_multiple(what: str, dim: int, *, of: str = "self") -> Constraint:
         f"{what} channels % {{num_macs}} == 0",
         check,
         hint="pad the channel count to a multiple of {num_macs}",
+        backends=NEUTRON,
     )
 
 
 def rank_in(*ranks: int, of: str = "self") -> Constraint:
     def check(a, ctx):
         r = len(a.shape(of))
-        return None if r in ranks else f"rank {r} input: Neutron supports rank {' or '.join(map(str, ranks))}"
+        return None if r in ranks else f"rank {r} input: rank {' or '.join(map(str, ranks))} is converted"
 
     return Constraint(f"input rank {' or '.join(map(str, ranks))}", check)
 
@@ -46,7 +47,7 @@ def batch_one(of: str = "self") -> Constraint:
         n = a.shape(of)[0]
         return None if n == 1 else f"batch {n}: Neutron supports batch 1"
 
-    return Constraint("batch size 1", check)
+    return Constraint("batch size 1", check, backends=NEUTRON)
 
 
 def is_int8_constant(node, ctx) -> bool:

@@ -18,7 +18,7 @@ from ..tflite.layout import CONV_WEIGHT_PERM, OUT_LAST_WEIGHT_PERM, Layout, phys
 from .common import is_int8_constant, quantize_bias, round_up, same_padding_matches
 from .fusion import fused_code
 from .limits import CONV_WEIGHT_SLOTS, TRANSPOSED_CONV_STRIDE
-from .registry import constraint, register
+from .registry import NEUTRON, constraint, register
 
 
 @constraint("1D or 2D convolution (rank-3 or rank-4 input; transposed 1D ones arrive as 2D, see the conv1d pass)")
@@ -26,27 +26,32 @@ def _rank(a, ctx):
     r = len(a.shape("input"))
     if r == 4 or (r == 3 and not a["transposed"]):
         return None
-    return f"{r - 2}D {'transposed ' if a['transposed'] else ''}convolution: Neutron converts 1D and 2D convolutions"
+    return f"{r - 2}D {'transposed ' if a['transposed'] else ''}convolution: 1D and 2D convolutions are converted"
 
 
-@constraint(f"transposed: groups 1, stride <= {TRANSPOSED_CONV_STRIDE} and <= kernel, padding < kernel, output_padding <= padding, "
-            "dilation 1")
+@constraint("transposed: groups 1, padding < kernel, output_padding <= padding, dilation 1")
 def _transposed(a, ctx):
     if not a["transposed"]:
         return None
     k = a.shape("weight")[2:]
-    s, p, op, d = (list(a[n]) for n in ("stride", "padding", "output_padding", "dilation"))
+    p, op, d = (list(a[n]) for n in ("padding", "output_padding", "dilation"))
     if a["groups"] != 1:
-        return f"transposed convolution with groups {a['groups']}: Neutron supports groups 1"
-    if any(x > TRANSPOSED_CONV_STRIDE or x > kk for x, kk in zip(s, k)):
-        return (f"transposed convolution stride {s} with kernel {list(k)}: stride must be <= {TRANSPOSED_CONV_STRIDE} "
-                f"and <= kernel")
+        return f"transposed convolution with groups {a['groups']}: groups 1 is converted"
     if any(x >= kk for x, kk in zip(p, k)):
         return f"transposed convolution padding {p} with kernel {list(k)}: padding must be < kernel"
     if any(o > x for o, x in zip(op, p)):
         return f"output_padding {op} > padding {p}"
     if any(x != 1 for x in d):
-        return f"transposed convolution dilation {d}: Neutron supports dilation 1"
+        return f"transposed convolution dilation {d}: dilation 1 is converted"
+    return None
+
+
+@constraint(f"transposed: stride <= {TRANSPOSED_CONV_STRIDE} and <= kernel", backends=NEUTRON)
+def _transposed_stride(a, ctx):
+    k, s = a.shape("weight")[2:], list(a["stride"])
+    if a["transposed"] and any(x > TRANSPOSED_CONV_STRIDE or x > kk for x, kk in zip(s, k)):
+        return (f"transposed convolution stride {s} with kernel {list(k)}: Neutron needs stride <= "
+                f"{TRANSPOSED_CONV_STRIDE} and <= kernel")
     return None
 
 
@@ -55,21 +60,27 @@ def _constant_weights(a, ctx):
     return None if is_int8_constant(a["weight"], ctx) else "weights are not a constant int8 tensor"
 
 
-@constraint("groups 1, groups == input channels (depthwise), or 2-D grouped with output channels per group % "
-            "{num_macs} == 0 (run as one convolution per group + concatenation)",
-            hint="make the output channels per group a multiple of {num_macs}")
+@constraint("groups 1, groups == input channels (depthwise), or 2-D grouped (run as one convolution per group + "
+            "concatenation)")
 def _groups(a, ctx):
     g, c = a["groups"], a.shape("input")[1]
-    if a["transposed"] or g in (1, c):
+    if a["transposed"] or g in (1, c) or len(a.out_shape) == 4:
         return None
+    return f"1-D convolution with groups {g}: groups 1 or depthwise are converted"
+
+
+@constraint("grouped (not depthwise): output channels per group % {num_macs} == 0",
+            hint="make the output channels per group a multiple of {num_macs}", backends=NEUTRON)
+def _group_channels(a, ctx):
+    g, c = a["groups"], a.shape("input")[1]
     per_group = a.out_shape[1] // g
-    if len(a.out_shape) == 4 and per_group % ctx.num_macs == 0:
+    if a["transposed"] or g in (1, c) or per_group % ctx.num_macs == 0:
         return None
-    return (f"groups {g} with {per_group} output channels per group: Neutron runs groups 1, depthwise, or groups "
-            f"of a multiple of {ctx.num_macs} output channels")
+    return (f"groups {g} with {per_group} output channels per group: Neutron runs groups of a multiple of "
+            f"{ctx.num_macs} output channels")
 
 
-@constraint(f"kernel_h * kernel_w * round_up(in_channels, {{num_macs}}) <= {CONV_WEIGHT_SLOTS}")
+@constraint(f"kernel_h * kernel_w * round_up(in_channels, {{num_macs}}) <= {CONV_WEIGHT_SLOTS}", backends=NEUTRON)
 def _kernel_size(a, ctx):
     k = list(a.shape("weight")[2:])
     kh, kw = ([1] + k)[-2:]
@@ -77,10 +88,10 @@ def _kernel_size(a, ctx):
     size = kh * kw * round_up(in_c, ctx.num_macs)
     if size <= CONV_WEIGHT_SLOTS:
         return None
-    return f"kernel {kh}x{kw} with {in_c} input channels needs {size} > {CONV_WEIGHT_SLOTS} weight slots"
+    return f"kernel {kh}x{kw} with {in_c} input channels needs {size} > {CONV_WEIGHT_SLOTS} Neutron weight slots"
 
 
-CONSTRAINTS = (_rank, _constant_weights, _groups, _transposed, _kernel_size)
+CONSTRAINTS = (_rank, _constant_weights, _groups, _group_channels, _transposed, _transposed_stride, _kernel_size)
 
 
 A = torch.ops.aten

@@ -22,7 +22,7 @@ from ..tflite.builder import Quant, Value, options
 from ..tflite.layout import Layout, to_physical_perm
 from .fusion import fused_code
 from .common import is_dq, is_q
-from .registry import constraint, register
+from .registry import NEUTRON, constraint, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -35,7 +35,7 @@ def _tensor_operands(a, ctx):
 
 @constraint("alpha 1")
 def _alpha(a, ctx):
-    return None if a["alpha"] in (1, None) else f"alpha {a['alpha']}: Neutron supports alpha 1"
+    return None if a["alpha"] in (1, None) else f"alpha {a['alpha']}: alpha 1 is converted"
 
 
 def _is_scalar_operand(a, name: str) -> bool:
@@ -43,7 +43,7 @@ def _is_scalar_operand(a, name: str) -> bool:
     return not isinstance(node, Node) or math.prod(a.shape(name)) == 1
 
 
-@constraint("inputs of equal shape, or a scalar operand", profiles={"documented"})
+@constraint("inputs of equal shape, or a scalar operand", profiles={"documented"}, backends=NEUTRON)
 def _equal_shapes(a, ctx):
     s, o = a.shape("self"), a.shape("other")
     if s == o or _is_scalar_operand(a, "self") or _is_scalar_operand(a, "other"):
@@ -63,20 +63,20 @@ def _broadcast_reason(a) -> str | None:
 
 
 @constraint("one operand has as many elements as the output (the other, of any rank, broadcasts onto it)",
-            profiles={"sdk-current"})
+            profiles={"sdk-current"}, backends=NEUTRON)
 def _broadcast(a, ctx):
     return _broadcast_reason(a)
 
 
 @constraint("one operand has as many elements as the output (the other, of any rank, broadcasts onto it), or "
-            "operands of equal rank (any broadcasting)", profiles={"sdk-current"})
+            "operands of equal rank (any broadcasting)", profiles={"sdk-current"}, backends=NEUTRON)
 def _mul_broadcast(a, ctx):
     if isinstance(a["other"], Node) and len(a.shape("self")) == len(a.shape("other")):
         return None
     return _broadcast_reason(a)
 
 
-@constraint("tensor size % {num_macs} == 0", profiles={"documented"})
+@constraint("tensor size % {num_macs} == 0", profiles={"documented"}, backends=NEUTRON)
 def _size_multiple(a, ctx):
     size = math.prod(a.out_shape)
     return None if size % ctx.num_macs == 0 else f"tensor size {size} not a multiple of {ctx.num_macs}"
@@ -162,7 +162,7 @@ def convert_sub(ctx, a):
     binary(ctx, a, schema.BuiltinOperator.SUB, options("SubOptionsT"))
 
 
-@constraint("operands of equal rank, or a scalar operand", profiles={"documented"})
+@constraint("operands of equal rank, or a scalar operand", profiles={"documented"}, backends=NEUTRON)
 def _equal_rank_or_scalar(a, ctx):
     if not isinstance(a["other"], Node):
         return None
@@ -197,7 +197,7 @@ def _static_divisor(a, ctx):
             f"only (as a multiplication by the reciprocal)")
 
 
-@constraint("one dimension % {num_macs} == 0, or scalar division")
+@constraint("one dimension % {num_macs} == 0, or scalar division", backends=NEUTRON)
 def _div_dims(a, ctx):
     d = a["other"]
     if not isinstance(d, Node) or math.prod(a.shape("other")) == 1:

@@ -16,7 +16,7 @@ from ..tflite.builder import Quant, options
 from ..tflite.layout import Layout
 from .common import is_int8_constant, quantize_bias
 from .fusion import fused_code
-from .registry import constraint, register
+from .registry import NEUTRON, constraint, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -31,7 +31,7 @@ def _linear_weights(a, ctx):
 def _two_d(a, ctx):
     lhs = "mat1" if "mat1" in a else "self"  # addmm's self is the bias
     ranks = (len(a.shape(lhs)), len(a.shape("mat2")))
-    return None if ranks == (2, 2) else f"ranks {ranks}: Neutron supports 2D matrix products"
+    return None if ranks == (2, 2) else f"ranks {ranks}: 2D matrix products are converted"
 
 
 @constraint("constant second operand quantized per tensor or per output column")
@@ -106,11 +106,12 @@ def convert_addmm(ctx, a):
 @constraint("3D tensors only")
 def _three_d(a, ctx):
     ranks = (len(a.shape("self")), len(a.shape("mat2")))
-    return None if ranks == (3, 3) else f"ranks {ranks}: Neutron supports 3D batched matrix products"
+    return None if ranks == (3, 3) else f"ranks {ranks}: 3D batched matrix products are converted"
 
 
 @constraint("width and channel dims of both arguments % {num_macs} == 0 (documented table; NXP's current release "
-            "does not check them)", hint="pad the matrix sizes to multiples of {num_macs}", profiles={"documented"})
+            "does not check them)", hint="pad the matrix sizes to multiples of {num_macs}", profiles={"documented"},
+            backends=NEUTRON)
 def _bmm_dims(a, ctx):
     for name in ("self", "mat2"):
         shape = a.shape(name)

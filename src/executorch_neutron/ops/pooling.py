@@ -17,7 +17,7 @@ from ..tflite.layout import Layout, physical_axis
 from .common import batch_one, channels_multiple, same_padding_matches, shared_quantization
 from .limits import POOL_STRIDE_SDK, POOL_STRIDES, one_of
 from .reduce import reduce_dims
-from .registry import constraint, documented_only, register
+from .registry import NEUTRON, constraint, documented_only, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -46,22 +46,22 @@ def _no_ceil(a, ctx):
 @constraint("dilation 1")
 def _dilation(a, ctx):
     d = _pair(a["dilation"], 1)
-    return None if d == [1, 1] else f"dilation {d}: Neutron supports dilation 1"
+    return None if d == [1, 1] else f"dilation {d}: dilation 1 is converted"
 
 
-@constraint(f"stride {one_of(POOL_STRIDES)}", profiles={"documented"})
+@constraint(f"stride {one_of(POOL_STRIDES)}", profiles={"documented"}, backends=NEUTRON)
 def _stride(a, ctx):
     s = _pair(a["stride"], a["kernel_size"])
     return None if all(x in POOL_STRIDES for x in s) else f"stride {s}: Neutron supports stride {one_of(POOL_STRIDES)}"
 
 
-@constraint(f"stride <= {POOL_STRIDE_SDK}", profiles={"sdk-current"})
+@constraint(f"stride <= {POOL_STRIDE_SDK}", profiles={"sdk-current"}, backends=NEUTRON)
 def _stride_sdk(a, ctx):
     s = _pair(a["stride"], a["kernel_size"])
     return None if all(x <= POOL_STRIDE_SDK for x in s) else f"stride {s}: Neutron supports strides up to {POOL_STRIDE_SDK}"
 
 
-@constraint("count_include_pad False (or no padding)", profiles={"documented"})
+@constraint("count_include_pad False (or no padding)", profiles={"documented"}, backends=NEUTRON)
 def _count_include_pad(a, ctx):
     if a["count_include_pad"] and any(_pair(a["padding"], 0)):
         return "count_include_pad True with padding: Neutron averages over the valid window only"
@@ -123,7 +123,7 @@ def convert_max_pool2d(ctx, a):
 @constraint("only the pooled values are used (not the indices)")
 def _no_indices(a, ctx):
     used = {u.args[1] for u in a.node.users}
-    return None if used <= {0} else "max-pool indices are used: Neutron computes the pooled values only"
+    return None if used <= {0} else "max-pool indices are used: only the pooled values are converted"
 
 
 @register(_aten.max_pool2d_with_indices.default, constraints=(_no_indices,) + MAX_POOL,
@@ -187,7 +187,7 @@ def convert_adaptive_avg_pool2d(ctx, a):
     ctx.builder.op(schema.BuiltinOperator.AVERAGE_POOL_2D, [x.tensor], [out.tensor], opts)
 
 
-@constraint("4D tensors only, dims [-1, -2] or [-2, -1]", profiles={"documented"})
+@constraint("4D tensors only, dims [-1, -2] or [-2, -1]", profiles={"documented"}, backends=NEUTRON)
 def _mean_dims(a, ctx):
     shape = a.shape("self")
     if len(shape) != 4:

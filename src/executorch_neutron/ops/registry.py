@@ -9,6 +9,14 @@ the delegation report and the generated SUPPORTED_OPS.md, so they can never disa
 Limits are data: a constraint's text may name `{num_macs}`, filled with the target's value where it is shown, and
 a constraint (or a whole entry) belongs to one or both constraint profiles (`PROFILES`): the documented operator
 table, and what NXP's current eIQ Neutron SDK release delegates.
+
+Each constraint also says which back ends it limits (`backends`, target kinds of target.py). Structural facts (what
+our TFLite converter can express, int8 only, what NeutronQuantizer annotates, layout) limit every back end (the
+default, `ALL_BACKENDS`); a Neutron hardware or SDK limit (channel alignment to num_macs, kernel or stride ranges,
+sizes of Neutron's buffers, the profiles' operator tables) is tagged `backends=NEUTRON` where it is declared. The
+profiles are Neutron's operator tables: they select constraints and entries for Neutron targets only; an Ethos-U
+target applies every entry and every constraint tagged for it whatever the profile, and Vela's own limits
+(ethos_u/constraints.py) instead of Neutron's. `Constraint.applies` is the one place that decides it.
 """
 
 from __future__ import annotations
@@ -60,6 +68,16 @@ class CheckContext:
     def profile(self) -> str:
         return self.spec.constraints
 
+    @property
+    def backend(self) -> str:
+        """The back end the target is lowered by (`kind`): which constraints apply (`Constraint.applies`)."""
+        return self.target.kind
+
+    @property
+    def npu(self) -> str:
+        """The NPU's name in a reason a user reads."""
+        return NPU_NAMES[self.backend]
+
     def allows(self, option: str) -> bool:
         """Whether the model author enabled the custom delegation option `option` (see DELEGATION_OPTIONS)."""
         if option not in DELEGATION_OPTIONS:
@@ -92,21 +110,50 @@ CheckFn = Callable[[NodeArgs, CheckContext], Optional[str]]
 
 ALL_PROFILES = frozenset(PROFILES)
 
+#: The back ends a constraint can limit: the target kinds of target.py (`NeutronTarget.kind`, `EthosUTarget.kind`).
+ALL_BACKENDS = frozenset({"neutron", "ethos-u"})
+#: A Neutron hardware or SDK limit: Ethos-U targets do not apply it (Vela's limits apply there instead).
+NEUTRON = frozenset({"neutron"})
+#: The back ends whose operator tables the constraint profiles are: for the others a profile selects nothing.
+PROFILED_BACKENDS = frozenset({"neutron"})
+#: How a rejection names the NPU of each back end.
+NPU_NAMES = {"neutron": "Neutron", "ethos-u": "Ethos-U"}
+
+
+def in_profile(profiles: frozenset[str], backend: str, profile: str) -> bool:
+    """Whether something tagged with constraint `profiles` is in the table `profile` of `backend` (always, for a
+    back end the profiles do not describe)."""
+    return backend not in PROFILED_BACKENDS or profile in profiles
+
 
 def fill_limits(text: str, target: NeutronTarget | None = None) -> str:
-    """A constraint text with its limits filled in: the target's values, or their names when no target is given."""
-    return text.replace("{num_macs}", str(target.num_macs) if target is not None else "num_macs")
+    """A constraint text with its limits filled in: the target's values, or their names when no target is given
+    (or the target has no such value: an Ethos-U target has no num_macs)."""
+    macs = getattr(target, "num_macs", None)
+    return text.replace("{num_macs}", str(macs) if macs is not None else "num_macs")
 
 
 @dataclass(frozen=True)
 class Constraint:
     """One limit: `text` for the docs (may name `{num_macs}`), `check` for a node (None = satisfied, else the
-    reason), the `profiles` it applies in."""
+    reason), the `profiles` of Neutron's operator tables it belongs to, the `backends` it limits (NEUTRON for a
+    Neutron hardware or SDK limit; its reason may name Neutron, a reason of any other constraint must not)."""
 
     text: str
     check: CheckFn
     hint: str | None = None
     profiles: frozenset[str] = ALL_PROFILES
+    backends: frozenset[str] = ALL_BACKENDS
+
+    def __post_init__(self) -> None:
+        unknown = set(self.backends) - ALL_BACKENDS
+        if unknown or not self.backends:
+            raise ValueError(f"constraint {self.text!r}: backends {sorted(self.backends)}, known: "
+                             f"{sorted(ALL_BACKENDS)}")
+
+    def applies(self, backend: str, profile: str) -> bool:
+        """Whether a target of kind `backend`, with constraint profile `profile`, checks this constraint."""
+        return backend in self.backends and in_profile(self.profiles, backend, profile)
 
     def describe(self, target: NeutronTarget | None = None) -> str:
         return fill_limits(self.text, target)
@@ -144,12 +191,12 @@ class OpEntry:
 
     def check(self, node: Node, ctx: CheckContext) -> tuple[str, str | None] | None:
         """None when every constraint holds, else (reason, hint) of the first that does not."""
-        if ctx.profile not in self.profiles:
+        if not in_profile(self.profiles, ctx.backend, ctx.profile):
             return (f"not in the {ctx.profile} operator table (constraints={ctx.profile!r})",
                     f"NXP's current SDK delegates it: use constraints='{DEFAULT_PROFILE}'")
         args = NodeArgs(node)
         for c in self.constraints:
-            if ctx.profile not in c.profiles:
+            if not c.applies(ctx.backend, ctx.profile):
                 continue
             try:
                 reason = c.check(args, ctx)
@@ -198,18 +245,19 @@ def register(*targets, constraints=(), noop=False, quantize=None, preserve=None,
     return deco
 
 
-def constraint(text: str, hint: str | None = None, profiles=ALL_PROFILES):
-    """Decorator form: @constraint("stride 1 or 2") def _(args, ctx): return None or reason."""
+def constraint(text: str, hint: str | None = None, profiles=ALL_PROFILES, backends=ALL_BACKENDS):
+    """Decorator form: @constraint("stride 1 or 2", backends=NEUTRON) def _(args, ctx): return None or reason."""
 
     def deco(fn: CheckFn) -> Constraint:
-        return Constraint(text, fn, hint, frozenset(profiles))
+        return Constraint(text, fn, hint, frozenset(profiles), frozenset(backends))
 
     return deco
 
 
 def documented_only(c: Constraint) -> Constraint:
-    """The same constraint, applied only with the documented table (NXP's current SDK does not enforce it)."""
-    return Constraint(c.text, c.check, c.hint, frozenset({"documented"}))
+    """The same constraint, applied only with the documented table (NXP's current SDK does not enforce it): a
+    limit of Neutron's documented operator table, so a Neutron-only one."""
+    return Constraint(c.text, c.check, c.hint, frozenset({"documented"}), NEUTRON)
 
 
 def lookup(target) -> OpEntry | None:

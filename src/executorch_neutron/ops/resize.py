@@ -13,7 +13,7 @@ from ..tflite.builder import options
 from ..tflite.layout import Layout
 from .common import shared_quantization
 from .limits import UPSAMPLE_SCALES, UPSAMPLE_SCALES_SDK, one_of
-from .registry import constraint, documented_only, register
+from .registry import NEUTRON, constraint, documented_only, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -26,7 +26,8 @@ def _scales(a):
     return oh / h, ow / w
 
 
-@constraint("channels % {num_macs} == 0", hint="pad the channel count to a multiple of {num_macs}", profiles={"documented"})
+@constraint("channels % {num_macs} == 0", hint="pad the channel count to a multiple of {num_macs}", profiles={"documented"},
+            backends=NEUTRON)
 def _up_channels(a, ctx):
     c = a.shape("input")[1]
     return None if c % ctx.num_macs == 0 else f"channels {c} not a multiple of {ctx.num_macs}"
@@ -48,13 +49,13 @@ def _sdk_scales_reason(a, align_corners: bool = False) -> str | None:
     return None
 
 
-@constraint(f"H and W scales each {one_of(UPSAMPLE_SCALES_SDK)}", profiles={"sdk-current"})
+@constraint(f"H and W scales each {one_of(UPSAMPLE_SCALES_SDK)}", profiles={"sdk-current"}, backends=NEUTRON)
 def _nearest_scales(a, ctx):
     return _sdk_scales_reason(a)
 
 
 @constraint(f"H and W scales each {one_of(UPSAMPLE_SCALES_SDK)} (with align_corners: (out - 1) / (in - 1)), or "
-            f"H scale == W scale, {one_of(UPSAMPLE_SCALES)}", profiles={"sdk-current"})
+            f"H scale == W scale, {one_of(UPSAMPLE_SCALES)}", profiles={"sdk-current"}, backends=NEUTRON)
 def _bilinear_scales(a, ctx):
     reason = _sdk_scales_reason(a, bool(a["align_corners"]))
     return None if reason is None or _up_scale.check(a, ctx) is None else reason

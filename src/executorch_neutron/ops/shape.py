@@ -17,7 +17,7 @@ from ..tflite.builder import options
 from ..tflite.layout import Layout, logical_perm_to_physical, physical_axis, physical_shape, to_physical_perm
 from .common import is_dq, is_q, shared_quantization
 from .limits import PERMUTE_RANK
-from .registry import constraint, register
+from .registry import NEUTRON, constraint, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -65,9 +65,9 @@ def _permutation(a, ctx):
     shape = a.shape("self")
     dims = [d % len(shape) for d in a["dims"]]
     if len(shape) > PERMUTE_RANK:
-        return f"rank {len(shape)} permutation: Neutron transposes tensors of rank <= {PERMUTE_RANK}"
+        return f"rank {len(shape)} permutation: tensors of rank <= {PERMUTE_RANK} are transposed"
     if len(shape) >= 3 and dims[0] != 0 and shape[0] != 1:
-        return f"permutation {dims} moves the batch dimension (size {shape[0]}): Neutron keeps batch first"
+        return f"permutation {dims} moves the batch dimension (size {shape[0]}): the batch stays first"
     return None
 
 
@@ -91,7 +91,7 @@ def convert_permute(ctx, a):
 
 @constraint("input channels % {num_macs} == 0 and output channels % {num_macs} == 0 (channels: dim 1 of a 4D "
             "tensor, else the last dim)", hint="pad the channel counts to a multiple of {num_macs}",
-            profiles={"documented"})
+            profiles={"documented"}, backends=NEUTRON)
 def _cat_channels(a, ctx):
     shapes = [a.shape_of(t) for t in a["tensors"]] + [a.out_shape]
     rank = len(shapes[0])
@@ -132,7 +132,8 @@ def _pad_any(a, ctx):
     return f"negative padding {pad} (cropping) is not a pad" if any(p < 0 for p in pad) else None
 
 
-@constraint("padding of H or W only (the spatial dims of a 3D or 4D tensor), non-negative", profiles={"documented"})
+@constraint("padding of H or W only (the spatial dims of a 3D or 4D tensor), non-negative", profiles={"documented"},
+            backends=NEUTRON)
 def _pad_hw(a, ctx):
     pad = list(a["pad"])
     rank = len(a.shape("self"))
@@ -170,7 +171,7 @@ def _paddings(ctx, a, x):
 
 @constraint("mode reflect (constant padding arrives as constant_pad_nd; replicate and circular stay on the CPU)")
 def _reflect(a, ctx):
-    return None if a["mode"] == "reflect" else f"pad mode {a['mode']!r}: Neutron pads by reflection or a constant"
+    return None if a["mode"] == "reflect" else f"pad mode {a['mode']!r}: reflection or constant padding is converted"
 
 
 @register(_aten.pad.default, constraints=(_reflect, _pad_any, shared_quantization()), preserve="if_delegated",
@@ -187,7 +188,7 @@ def convert_reflection_pad(ctx, a):
 
 @constraint("step 1")
 def _slice_step(a, ctx):
-    return None if a["step"] in (1, None) else f"step {a['step']}: Neutron slices with step 1"
+    return None if a["step"] in (1, None) else f"step {a['step']}: slices with step 1 are converted"
 
 
 @register(_aten.slice_copy.Tensor, constraints=(_slice_step, shared_quantization()), quantize={"shared": (A.slice.Tensor,)})

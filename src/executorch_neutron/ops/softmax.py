@@ -23,7 +23,7 @@ from ..tflite.builder import options
 from ..tflite.layout import Layout, physical_axis
 from .activations import fixed_output
 from .limits import ROWS, SOFTMAX_CHANNELS_BELOW, SOFTMAX_CHANNELS_SDK, SOFTMAX_ELEMENTS
-from .registry import constraint, register
+from .registry import NEUTRON, constraint, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -41,7 +41,8 @@ def _layout(a) -> Layout:
     return Layout.CHANNELS_LAST if rank == 4 and a["dim"] % rank == 1 else Layout.NATURAL
 
 
-@constraint("rank > 1, softmax over the channel dimension (dim 1 for rank 4, else the last)", profiles={"documented"})
+@constraint("rank > 1, softmax over the channel dimension (dim 1 for rank 4, else the last)", profiles={"documented"},
+            backends=NEUTRON)
 def _dim(a, ctx):
     shape = a.shape("self")
     rank = len(shape)
@@ -58,12 +59,12 @@ def _dim(a, ctx):
 def _dim_sdk(a, ctx):
     rank = len(a.shape("self"))
     if physical_axis(a["dim"], rank, _layout(a)) != rank - 1:
-        return f"softmax over dim {a['dim']} of a rank-{rank} tensor: Neutron takes the last dim or the channels"
+        return f"softmax over dim {a['dim']} of a rank-{rank} tensor: the last dim or the channels are converted"
     return None
 
 
 @constraint(f"channels % {{num_macs}} == 0 and channels < {SOFTMAX_CHANNELS_BELOW}", hint="pad the class count to a multiple of {num_macs}",
-            profiles={"documented"})
+            profiles={"documented"}, backends=NEUTRON)
 def _channels(a, ctx):
     c, _ = _channels_and_flat(a)
     if c % ctx.num_macs or c >= SOFTMAX_CHANNELS_BELOW:
@@ -71,7 +72,7 @@ def _channels(a, ctx):
     return None
 
 
-@constraint(f"channels <= {SOFTMAX_CHANNELS_SDK}", profiles={"sdk-current"})
+@constraint(f"channels <= {SOFTMAX_CHANNELS_SDK}", profiles={"sdk-current"}, backends=NEUTRON)
 def _channels_sdk(a, ctx):
     c, _ = _channels_and_flat(a)
     return None if c <= SOFTMAX_CHANNELS_SDK else f"{c} channels: Neutron's softmax takes at most {SOFTMAX_CHANNELS_SDK}"

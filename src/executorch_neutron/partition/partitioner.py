@@ -83,7 +83,7 @@ class NeutronPartitioner(Partitioner):
             if rejection is not None:
                 self._refused_before_decomposition[node.name] = Rejection(
                     rejection.node, rejection.op, f"{rejection.reason}; decomposed into CPU operators",
-                    rejection.hint)
+                    rejection.hint, rejection.npu)
             return rejection is None
 
         self._refused_before_decomposition = {}
@@ -101,7 +101,7 @@ class NeutronPartitioner(Partitioner):
         gm = exported_program.graph_module
         ctx = CheckContext.for_program(self.neutron_spec, exported_program)
         decisions = self._decide(gm.graph, ctx)
-        _reject_shared_dequants(decisions)
+        _reject_shared_dequants(decisions, ctx.npu)
         self.rejections = list(self._refused_before_decomposition.values())
         self.rejections += [r for r in decisions.values() if r is not None]
         supported = {n for n, r in decisions.items() if r is None}
@@ -129,7 +129,8 @@ class NeutronPartitioner(Partitioner):
                     registry.lookup(n.target).noop for n in compute if registry.lookup(n.target)):
                 for n in compute:
                     self.rejections.append(Rejection(n.name, registry.op_name(n.target),
-                                                     "a partition of only no-op nodes is not worth a delegate call"))
+                                                     "a partition of only no-op nodes is not worth a delegate call",
+                                                     npu=ctx.npu))
                 continue
             tag = f"{self.tag_prefix}_{len(tags)}"
             for n in nodes:
@@ -162,7 +163,7 @@ def _requantizations(members: set) -> set:
     return found
 
 
-def _reject_shared_dequants(decisions: dict) -> None:
+def _reject_shared_dequants(decisions: dict, npu: str) -> None:
     """A dequantize feeding both an NPU node and a CPU node cannot be split without changing the graph: reject its
     NPU consumers too (repeated until no such dequantize is left)."""
     changed = True
@@ -178,7 +179,7 @@ def _reject_shared_dequants(decisions: dict) -> None:
                 if others:
                     decisions[node] = Rejection(
                         node.name, registry.op_name(node.target),
-                        f"its input {a.name} is also read by {others[0].name}, which runs on the CPU")
+                        f"its input {a.name} is also read by {others[0].name}, which runs on the CPU", npu=npu)
                     changed = True
                     break
 

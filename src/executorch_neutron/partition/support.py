@@ -124,11 +124,11 @@ def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
                 return "the model has no quantize nodes: quantize it with NeutronQuantizer (or use lower())"
             origin = source_op(node)
             if origin is not None and _left_in_float(origin):
-                return (f"it is part of {origin}, which is not in the Neutron operator table: NeutronQuantizer "
+                return (f"it is part of {origin}, which is not in the {ctx.npu} operator table: NeutronQuantizer "
                         "leaves it in float and ExecuTorch decomposed it into CPU operators")
             return f"input {arg.name} is float (no dequantize node): it is computed in float on the CPU"
         if qdq.per_tensor_kind(arg) == "dq" and arg.args[5] != torch.int8:
-            return f"input {arg.name} is {arg.args[5]}, Neutron computes int8"
+            return f"input {arg.name} is {arg.args[5]}, {ctx.npu} computes int8"
     out = result_node(node)
     if not out.users:
         return "its result is unused"
@@ -136,7 +136,7 @@ def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
         if not qdq.is_q(user):
             return f"output is not quantized to int8 (used by {user.name} without a quantize node)"
         if qdq.per_tensor_kind(user) == "q" and user.args[5] != torch.int8:
-            return f"output is quantized to {user.args[5]}, Neutron computes int8"
+            return f"output is quantized to {user.args[5]}, {ctx.npu} computes int8"
     return None
 
 
@@ -168,7 +168,7 @@ def decide(graph: Graph, ctx: CheckContext, extra=None) -> dict[Node, Rejection 
         else:
             decisions[act] = Rejection(act.name, registry.op_name(act.target),
                                        f"fused into {producer.name} ({registry.op_name(producer.target)}), "
-                                       "which runs on the CPU")
+                                       "which runs on the CPU", npu=ctx.npu)
     return decisions
 
 
@@ -176,16 +176,16 @@ def _decide_one(node: Node, ctx: CheckContext, lookup=registry.lookup) -> Reject
     name = registry.op_name(node.target)
 
     def reject(reason, hint=None):
-        return Rejection(node.name, name, reason, hint)
+        return Rejection(node.name, name, reason, hint, npu=ctx.npu)
 
     if excluded(name, ctx.spec):
         return reject("excluded by operators_not_to_delegate")
     entry = lookup(node.target)
     if entry is None:
         origin = source_op(node)
-        return reject("no Neutron kernel for this operator" + (f" (part of {origin})" if origin else ""))
+        return reject(f"no {ctx.npu} kernel for this operator" + (f" (part of {origin})" if origin else ""))
     if not _static(node):
-        return reject("dynamic shape: Neutron needs static shapes", "export with static shapes")
+        return reject(f"dynamic shape: {ctx.npu} needs static shapes", "export with static shapes")
     if _constant_only(node, ctx):
         return reject("it computes on constants only (nothing to run per inference) and was not folded (QAT keeps "
                       f"computations on parameters; results over {FOLD_MAX_ELEMENTS:,} elements are not folded): fold it "
@@ -195,7 +195,7 @@ def _decide_one(node: Node, ctx: CheckContext, lookup=registry.lookup) -> Reject
         failed = None if ctx.quantized_model else entry.check(node, ctx)  # nothing quantized: also the op's limit
         return reject(f"{NOT_INT8}: {reason}" + (f"; its own check: {failed[0]}" if failed else ""))
     if _zero_dim(node, ctx):
-        return reject("0-d (scalar) tensor: Neutron partitions take tensors of rank 1 or more",
+        return reject(f"0-d (scalar) tensor: {ctx.npu} partitions take tensors of rank 1 or more",
                       "reshape the scalar to shape (1,) in the model if it should run on the NPU")
     failed = entry.check(node, ctx)
     if failed:

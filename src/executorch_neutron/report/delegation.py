@@ -232,6 +232,12 @@ class DelegationReport:
 
         return "Ethos-U" if get_target(self.target).kind == "ethos-u" else "Neutron"
 
+    @property
+    def limits(self) -> str:
+        """What limited the partitioning: the constraint profile (a Neutron operator table), or for an Ethos-U
+        target Vela's limits (the profiles do not apply there)."""
+        return "Vela's limits" if self.npu_family == "Ethos-U" else f"constraints {self.constraints}"
+
     def summary_line(self) -> str:
         n, total = self.num_delegated, self.num_compute
         npu = "Ethos-U NPU (Vela)" if self.npu_family == "Ethos-U" else "Neutron NPU"

@@ -67,8 +67,8 @@ def to_html(report) -> str:
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{report.npu_family} delegation report: {escape(report.target)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{report.npu_family} delegation report</h1><div class='note'>target <code>{escape(report.target)}</code>, constraints "
-        f"<code>{escape(report.constraints)}</code></div>",
+        f"<h1>{report.npu_family} delegation report</h1><div class='note'>target <code>{escape(report.target)}</code>, "
+        f"{escape(report.limits)}</div>",
         "<div class='cards'>",
         _card(f"{100 * report.node_share:.1f}%", f"compute nodes on the NPU ({report.num_delegated} of "
                                                   f"{report.num_compute})"),

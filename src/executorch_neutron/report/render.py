@@ -170,7 +170,7 @@ def _totals_lines(report) -> list[str]:
 
 
 def to_text(report) -> str:
-    lines = [f"{report.npu_family} delegation report (target {report.target}, constraints {report.constraints})",
+    lines = [f"{report.npu_family} delegation report (target {report.target}, {report.limits})",
              *_totals_lines(report), ""]
     for p in report.partitions:
         ops = ", ".join(f"{op} x{c}" for op, c in sorted(p.ops.items()))
@@ -209,7 +209,7 @@ def _md_escape(text) -> str:
 
 
 def to_markdown(report) -> str:
-    out = [f"# {report.npu_family} delegation report (target `{report.target}`, constraints `{report.constraints}`)",
+    out = [f"# {report.npu_family} delegation report (target `{report.target}`, {report.limits})",
            ""]
     out += [f"- {_md_escape(line)}" for line in _totals_lines(report)]
     out += ["", "## Partitions", "",

@@ -53,15 +53,16 @@ def passes() -> list[tuple[str, str]]:
     return out
 
 
-def _profile_tag(profiles) -> str:
-    if profiles == registry.ALL_PROFILES:
-        return ""
-    return " *(" + " and ".join(sorted(profiles)) + " only)*"
+def _profile_tag(profiles, backends=registry.ALL_BACKENDS) -> str:
+    tags = [] if profiles == registry.ALL_PROFILES else [" and ".join(sorted(profiles)) + " only"]
+    if backends != registry.ALL_BACKENDS:
+        tags.append(" and ".join(registry.NPU_NAMES[b] for b in sorted(backends)) + " only")
+    return " *(" + "; ".join(tags) + ")*" if tags else ""
 
 
 def render_markdown(target: str | NeutronTarget | None = None) -> str:
     tgt = get_target(target) if target is not None else None
-    macs = (f"`num_macs` is {tgt.num_macs} ({tgt.name})" if tgt else
+    macs = (f"`num_macs` is {tgt.num_macs} ({tgt.name})" if getattr(tgt, "num_macs", None) else
             "`num_macs` is the target's MAC count: " + ", ".join(f"{t.name} {t.num_macs}" for t in TARGETS.values()))
     lines = [
         "# Operators supported by the Neutron backend" + (f" ({tgt.name})" if tgt else ""),
@@ -77,7 +78,9 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
         "",
         f"`NeutronCompileSpec(constraints=...)` (CLI `--constraints`) picks the table; default `{DEFAULT_PROFILE}`. "
         "A constraint marked *(documented only)* is not enforced by NXP's current SDK release; a row or constraint "
-        "marked *(sdk-current only)* is not in the documented table.",
+        "marked *(sdk-current only)* is not in the documented table. A constraint marked *(Neutron only)* is a "
+        "Neutron hardware or SDK limit: Ethos-U targets do not apply it (Vela's limits apply there, see the last "
+        "section); the others are what the converter and the quantizer can express and apply to every target.",
         "",
     ]
     lines += [f"- `{name}`: {text}." for name, text in CONSTRAINT_PROFILES.items()]
@@ -89,7 +92,7 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
     for entry in registry.entries():
         names = sorted({registry.op_name(t) for t in entry.targets})
         ops = "<br>".join(f"`{n}`" for n in names) + _profile_tag(entry.profiles)
-        cons = [_sentence(c.describe(tgt)) + _profile_tag(c.profiles) for c in entry.constraints]
+        cons = [_sentence(c.describe(tgt)) + _profile_tag(c.profiles, c.backends) for c in entry.constraints]
         if entry.noop:
             cons.append("No-op (moves no data): not delegated on its own.")
         text = " ".join(cons) if cons else "None beyond int8."
@@ -117,9 +120,11 @@ def _ethos_u_section() -> list[str]:
     from ..ethos_u.constraints import CONSTRAINTS
 
     lines = ["## Arm Ethos-U targets (Vela)", "",
-             "For `imx93`, `ethos-u55-128`, `ethos-u55-256` and `ethos-u65-256` the table above applies with "
-             "`num_macs` = 1 (Vela has no channel-alignment rule), then these limits of Vela 5.2 (each node "
-             "breaking one stays on the CPU with the rule as its reason):", "",
+             "For `imx93`, `ethos-u55-128`, `ethos-u55-256` and `ethos-u65-256` the table above applies without "
+             "the constraints marked *(Neutron only)*, and without the constraint profiles: they are Neutron's "
+             "operator tables, so every row and every other constraint applies whatever `constraints=` says. Then "
+             "these limits of Vela 5.2 apply (each node breaking one stays on the CPU with the rule as its "
+             "reason):", "",
              "| operators (edge) | Vela's rule |", "|---|---|"]
     for c in CONSTRAINTS:
         ops = "<br>".join(f"`{registry.op_name(t)}`" for t in sorted(c.ops, key=registry.op_name))
