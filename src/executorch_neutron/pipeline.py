@@ -89,7 +89,8 @@ def assemble(spec: NeutronCompileSpec, quantizer=None, **quantizer_options) -> P
     partitioner = partitioner_for(spec)  # a ValueError names an option the target's back end cannot honour
     return Pipeline(
         spec=spec,
-        quantizer=quantizer if quantizer is not None else quantizer_for(spec.target, **quantizer_options),
+        quantizer=quantizer if quantizer is not None else quantizer_for(spec.target, constraints=spec.constraints,
+                                                                         **quantizer_options),
         partitioner=partitioner,
         edge_compile_config=edge_compile_config(spec),
     )

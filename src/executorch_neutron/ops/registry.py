@@ -126,6 +126,13 @@ def in_profile(profiles: frozenset[str], backend: str, profile: str) -> bool:
     return backend not in PROFILED_BACKENDS or profile in profiles
 
 
+def runs(target, backend: str, profile: str) -> bool:
+    """Whether edge op `target` has a kernel on back end `backend` under constraint profile `profile` (its entry
+    exists and is in the profile's table; its constraints still decide per node)."""
+    entry = lookup(target)
+    return entry is not None and in_profile(entry.profiles, backend, profile)
+
+
 def fill_limits(text: str, target: NeutronTarget | None = None) -> str:
     """A constraint text with its limits filled in: the target's values, or their names when no target is given
     (or the target has no such value: an Ethos-U target has no num_macs)."""

@@ -37,9 +37,12 @@ ATEN_PASSES = (inline_autocast, remove_noops, fold_constants, split_to_slices, s
                max_pool_padding, sum_all_keepdim)
 
 
-def run_aten_passes(gm: GraphModule, is_qat: bool = False) -> GraphModule:
-    """`is_qat`: the parameters are trained after the passes, so computations on them are not folded."""
+def run_aten_passes(gm: GraphModule, is_qat: bool = False, skip=()) -> GraphModule:
+    """`is_qat`: the parameters are trained after the passes, so computations on them are not folded; `skip`:
+    passes not to run (a rewrite into ops the target's operator table does not have)."""
     for p in ATEN_PASSES:
+        if p in skip:
+            continue
         gm = fold_constants(gm, keep_parameters=is_qat) if p is fold_constants else p(gm)
     return gm
 

@@ -6,7 +6,9 @@
 Written out before annotation, every piece is an int8 op Neutron runs (mean over the last dim, broadcasting sub
 and mul, rsqrt, adds of a scalar and of the [C] bias), each quantized on its own, and PyTorch's quantized model
 computes the same graph. ExecuTorch would otherwise run `native_layer_norm` in float on the CPU (transformers'
-every block). Normalization over more than the last dim is left alone. Runs before quantization.
+every block). Normalization over more than the last dim is left alone. Runs before quantization, and not at all
+where the target's operator table has no rsqrt (Neutron's `documented` profile): there the pieces would be split
+between NPU and CPU, so the layer norm stays one float op (NeutronQuantizer decides, from its `constraints`).
 """
 
 from __future__ import annotations

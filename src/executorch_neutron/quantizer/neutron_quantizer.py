@@ -24,6 +24,10 @@ from typing import Iterable
 from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.quantizer import Quantizer
 
+from executorch.exir.dialects._ops import ops as exir_ops
+
+from ..compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
+from ..ops import registry
 from ..target import NeutronTarget, get_target
 from .fold_linear_batch_norm import fold_linear_batch_norm
 from .patterns import ANNOTATORS, AnnotationContext, annotate_graph
@@ -43,6 +47,10 @@ class NeutronQuantizer(Quantizer):
             (clips outliers; slower). QAT always uses a moving-average min/max fake quantizer.
         modules_to_skip: modules whose ops stay float: module types (e.g. `nn.LayerNorm`) and/or module names
             as in `model.named_modules()` (e.g. "head" skips "head" and everything under it).
+        constraints: the constraint profile the partitioner follows (`NeutronCompileSpec.constraints`; lower()
+            and the recipes pass it). A rewrite into ops the profile's table lacks is not made: with
+            "documented" (no rsqrt) layer norm stays one float op on the CPU instead of int8 pieces split
+            between NPU and CPU. Ethos-U targets have no profiles.
     """
 
     def __init__(
@@ -52,8 +60,12 @@ class NeutronQuantizer(Quantizer):
         per_channel: bool = True,
         observer: str = "minmax",
         modules_to_skip: Iterable[type | str] = (),
+        constraints: str = DEFAULT_PROFILE,
     ) -> None:
         super().__init__()
+        if constraints not in CONSTRAINT_PROFILES:
+            raise ValueError(f"unknown constraints profile {constraints!r}; known: {', '.join(CONSTRAINT_PROFILES)}")
+        self.constraints = constraints
         self.target: NeutronTarget = get_target(target)
         self.is_qat = is_qat
         self.qconfig: NeutronQConfig = make_qconfig(is_qat=is_qat, per_channel=per_channel, observer=observer)
@@ -64,14 +76,17 @@ class NeutronQuantizer(Quantizer):
             raise TypeError("modules_to_skip takes module types and module names (str)")
 
     def __repr__(self) -> str:
-        return f"NeutronQuantizer(target={self.target.name!r}, is_qat={self.is_qat}, per_channel={self.qconfig.per_channel})"
+        return (f"NeutronQuantizer(target={self.target.name!r}, is_qat={self.is_qat}, "
+                f"per_channel={self.qconfig.per_channel}, constraints={self.constraints!r})")
 
     # -- Quantizer API ---------------------------------------------------------------------------------------
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
-        from ..passes import run_aten_passes
+        from ..passes import layer_norm_decompose, run_aten_passes
 
-        return sink_squeeze(run_aten_passes(fold_linear_batch_norm(model), is_qat=self.is_qat))
+        rsqrt = registry.runs(exir_ops.edge.aten.rsqrt.default, self.target.kind, self.constraints)
+        skip = () if rsqrt else (layer_norm_decompose,)  # layer norm's pieces would not all run on the NPU
+        return sink_squeeze(run_aten_passes(fold_linear_batch_norm(model), is_qat=self.is_qat, skip=skip))
 
     def annotate(self, model: GraphModule) -> GraphModule:
         annotate_graph(model, AnnotationContext(qconfig=self.qconfig, skip=self._skipped))
