@@ -103,11 +103,12 @@ def main() -> None:
     p.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
     p.add_argument("--samples", type=int, default=2, help="inputs compared per model")
     p.add_argument("--constraints", default="sdk-current", help="constraint profile")
+    p.add_argument("--target", default="imxrt700", help="target (e.g. imx93 for the Ethos-U65)")
     args = p.parse_args()
     timm = _import_timm()
-    print(f"timm {timm.__version__}, torch {torch.__version__}")
+    print(f"timm {timm.__version__}, torch {torch.__version__}, target {args.target}")
     factories = {key: _factory(timm, *MODELS[key]) for key in args.models}
-    print_table(factories, args.models, args.samples, "model", constraints=args.constraints)
+    print_table(factories, args.models, args.samples, "model", target=args.target, constraints=args.constraints)
 
 
 if __name__ == "__main__":

@@ -39,12 +39,25 @@ class ConstantMask(nn.Module):
         return (x + mask).softmax(-1)
 
 
+class StandardizedConv(nn.Module):
+    """Weight standardization (BiT / NFNet-style StdConv): the conv's weights are computed from its parameters."""
+
+    def __init__(self):
+        super().__init__()
+        self.w, self.b = nn.Parameter(torch.randn(8, 3, 3, 3)), nn.Parameter(torch.randn(8))
+
+    def forward(self, x):
+        w = (self.w - self.w.mean(dim=(1, 2, 3), keepdim=True)) / (self.w.std(dim=(1, 2, 3), keepdim=True) + 1e-5)
+        return torch.relu(torch.nn.functional.conv2d(x, w, self.b, padding=1))
+
+
 # name: (model, input shape, output steps allowed). Attention: 2 steps, as in tests/models/test_transformers.py:
 # the scores are a bmm of two computed int8 tensors, and their own 1-step difference passes through add + softmax.
 CASES = {
     "buffer_table": (lambda: BiasTable(7, as_parameter=False), (1, 7, 8), 2),
     "parameter_table": (lambda: BiasTable(5, as_parameter=True), (1, 5, 8), 2),
     "constant_mask": (ConstantMask, (1, 6, 6), 1),
+    "weight_standardized_conv": (StandardizedConv, (1, 3, 9, 7), 1),
 }
 
 
