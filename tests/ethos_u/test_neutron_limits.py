@@ -20,7 +20,7 @@ from executorch_neutron import lower, zoo
 from executorch_neutron.ops import registry
 from executorch_neutron.runtime import run
 from harness import assert_within_steps, model_output_qparams, quantize_np
-from ethos_u.neutron_limit_cases import DELEGATED, REFUSED
+from ethos_u.neutron_limit_cases import DELEGATED, LAST_DIM, REFUSED
 
 NEUTRON_WORD = re.compile(r"\bNeutron\b")  # the NPU; NeutronQuantizer, the quantizer's class name, may appear
 
@@ -46,8 +46,7 @@ def _vela_accepts(tflite: bytes, flags) -> bool:
     return True
 
 
-@pytest.mark.parametrize("case", DELEGATED.values(), ids=DELEGATED.keys())
-def test_neutron_limit_does_not_refuse_on_ethos_u(case, tmp_path):
+def _assert_on_vela_within_one_step(case, tmp_path):
     result, inputs = _lower(case, "ethos-u55-128", intermediates_dir=tmp_path)
     report = result.report
     assert not [r for r in report.rejections if r.op == case.op], str(report)
@@ -59,6 +58,11 @@ def test_neutron_limit_does_not_refuse_on_ethos_u(case, tmp_path):
         ref = result.quantized_model(*inputs).numpy()
     scale, zp = model_output_qparams(result.quantized_model)[0]
     assert_within_steps(quantize_np(host, scale, zp), quantize_np(ref, scale, zp), 1, scale)
+
+
+@pytest.mark.parametrize("case", DELEGATED.values(), ids=DELEGATED.keys())
+def test_neutron_limit_does_not_refuse_on_ethos_u(case, tmp_path):
+    _assert_on_vela_within_one_step(case, tmp_path)
     # ... and the Neutron target still refuses it, with its Neutron reason
     neutron, _ = _lower(case, "imxrt700")
     reasons = [r for r in neutron.report.rejections if r.op == case.op]
@@ -82,6 +86,12 @@ def test_vela_limit_refuses_with_vela_reason(case, tmp_path):
     reasons = [r for r in result.report.rejections if r.op == case.op]
     assert reasons and case.ethos_u in reasons[0].reason and "Vela" in reasons[0].reason, str(result.report)
     _assert_no_neutron_reason(result.report)
+
+
+@pytest.mark.parametrize("case", LAST_DIM.values(), ids=LAST_DIM.keys())
+def test_reduction_over_the_last_dim_runs_on_vela(case, tmp_path):
+    """Vela compiles every partition (its raw output refuses a CPU operator) and the host run is within 1 step."""
+    _assert_on_vela_within_one_step(case, tmp_path)
 
 
 def _assert_no_neutron_reason(report):

@@ -22,6 +22,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from torch.fx import Node
 
 from ..ops.args import NodeArgs
+from ..ops.reduce import rows_view
 from ..ops.common import same_padding_matches
 from ..quantizer.qconfig import WEIGHT_QMAX
 
@@ -75,7 +76,10 @@ def _pair(v, default):
 
 
 def _batch(a: NodeArgs) -> str | None:
-    """The IFM (and IFM2) of the node: its activation operands, not its weights."""
+    """The IFM (and IFM2) of the node: its activation operands, not its weights (a reduction written on a
+    [rows, 1, last] view, ops/reduce.py, has batch 1)."""
+    if a.node.target in (_aten.mean.dim, _aten.sum.dim_IntList) and rows_view(a) is not None:
+        return None
     for key in ("input", "self", "other"):
         value = a.get(key)
         if not isinstance(value, Node):
@@ -139,8 +143,8 @@ def _mean_depth(a: NodeArgs) -> str | None:
     dims = range(rank) if not dims else [d % rank for d in ([dims] if isinstance(dims, int) else dims)]
     if a.node.target == _aten.mean.dim and rank == 4 and sorted(dims) == [2, 3]:
         return None  # the spatial mean: MEAN over the NHWC H and W axes
-    if rank < 3 or rank - 1 not in dims:
-        return None
+    if rank < 3 or rank - 1 not in dims or rows_view(a) is not None:
+        return None  # reduced on a [rows, 1, last] view (ops/reduce.py): the IFM has a unit axis
     h, w, c = ((1,) * (4 - rank) + tuple(shape))[-3:]
     return None if 1 in (h, w, c) else f"a reduced depth (last) axis of an IFM {h}x{w}x{c}"
 

@@ -2,7 +2,10 @@
 REDUCE_MIN, and the general (not spatial) case of mean.dim -> MEAN.
 
 The value is reduced in PyTorch's dimension order (a rank-4 channels-last value is transposed back first), so the
-axes are PyTorch's and a keepdim=False result needs no layout bookkeeping. The spatial mean of a rank-4 tensor is
+axes are PyTorch's and a keepdim=False result needs no layout bookkeeping. A reduction over the last dim of a
+tensor of rank >= 3 whose last three dims are all larger than 1 or whose first dim is (layer norm's rows in
+MobileViT: [4, 16, 64]) is written as RESHAPE to [rows, 1, last] + the reduction over the last axis + RESHAPE to
+the result (`rows_view`): the same numbers, and an IFM of batch 1 with a unit axis, which Vela needs for a MEAN. The spatial mean of a rank-4 tensor is
 in pooling.py (MEAN over the NHWC spatial axes, no transpose).
 """
 
@@ -36,10 +39,32 @@ def reduce_dims(ctx, a, builtin: int, quant=None, out=None) -> Value:
     default the node's output, quantized as the graph says or with `quant`)."""
     b = ctx.builder
     x = ctx.value(a["self"], Layout.NATURAL)
-    at = b.constant(a.node.name + "_axes", np.asarray(_axes(a), dtype=np.int32))
     out = out or ctx.emit_output(a.node, Layout.NATURAL, quant=quant)
-    b.op(builtin, [x.tensor, at], [out.tensor], options("ReducerOptionsT", keepDims=bool(a["keepdim"])))
+    flat = rows_view(a)
+    if flat is None:
+        at = b.constant(a.node.name + "_axes", np.asarray(_axes(a), dtype=np.int32))
+        b.op(builtin, [x.tensor, at], [out.tensor], options("ReducerOptionsT", keepDims=bool(a["keepdim"])))
+        return out
+    name = a.node.name
+    rows = b.tensor(name + "_rows", flat, np.int8, x.quant)
+    b.op(schema.BuiltinOperator.RESHAPE, [x.tensor, b.int32_vector(name + "_rows_shape", flat)], [rows],
+         options("ReshapeOptionsT", newShape=list(flat)))
+    reduced = b.tensor(name + "_reduced", (flat[0], 1, 1), np.int8, out.quant)
+    b.op(builtin, [rows, b.int32_vector(name + "_axes", [2])], [reduced], options("ReducerOptionsT", keepDims=True))
+    shape = b.shape_of(out.tensor)
+    b.op(schema.BuiltinOperator.RESHAPE, [reduced, b.int32_vector(name + "_out_shape", shape)], [out.tensor],
+         options("ReshapeOptionsT", newShape=list(shape)))
     return out
+
+
+def rows_view(a) -> tuple[int, int, int] | None:
+    """[rows, 1, last]: the view a reduction of node args `a` over the last dim alone is written on, when the
+    input (rank >= 3) has no unit axis among its last three dims or a batch above 1; else None (written as is)."""
+    shape = a.shape("self")
+    rank = len(shape)
+    if rank < 3 or _axes(a) != [rank - 1] or (1 in shape[-3:] and shape[0] == 1):
+        return None
+    return (math.prod(shape) // shape[-1], 1, shape[-1])
 
 
 @register(_aten.sum.dim_IntList, profiles={"sdk-current"}, quantize={"own_output": (A.sum.dim_IntList,)})
