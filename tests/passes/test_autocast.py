@@ -30,12 +30,37 @@ class LinearAttention(nn.Module):
         return self.proj(out.transpose(-1, -2).reshape(b, -1, h, w))
 
 
-def test_autocast_region_runs_on_the_npu():
-    """Bound 2 steps: the product of two computed int8 matrices (as for attention in test_transformers.py)."""
+class NestedRegions(nn.Module):
+    """An autocast region inside another: the inner one is inlined after the outer one."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(12, 12)
+
+    def forward(self, x):
+        y = self.lin(x)
+        with torch.autocast(device_type="cpu", enabled=False):
+            z = y.float() @ y.transpose(-1, -2)
+            with torch.autocast(device_type="cpu", enabled=False):
+                z = torch.relu(z) * 0.5
+        return z
+
+
+# name: (model, input shape, bmm nodes). Bound 2 steps: the product of two computed int8 matrices (as for
+# attention in test_transformers.py).
+REGIONS = {
+    "linear_attention": (lambda: LinearAttention(8, 16, divide=False), (1, 8, 5, 6), 2),
+    "nested_regions": (NestedRegions, (1, 7, 12), 1),
+}
+
+
+@pytest.mark.parametrize("case", REGIONS.values(), ids=REGIONS.keys())
+def test_autocast_region_runs_on_the_npu(case):
+    make, shape, bmms = case
     torch.manual_seed(0)
-    r = lower_and_run(LinearAttention(8, 16, divide=False).eval(), (torch.randn(1, 8, 5, 6),))
+    r = lower_and_run(make().eval(), (torch.randn(*shape),))
     assert not r.rejections, str(r.result.report)
-    assert r.delegated_ops.get("aten.bmm.default") == 2
+    assert r.delegated_ops.get("aten.bmm.default") == bmms
     assert_within_steps(r.output, r.reference, 2, r.output_scale)
 
 

@@ -45,8 +45,15 @@ def _inline(gm: GraphModule, node: Node) -> None:
         gm.graph.erase_node(sub_node)
 
 
+def _regions(gm: GraphModule) -> list[Node]:
+    return [n for n in gm.graph.nodes if _AUTOCAST is not None and n.op == "call_function" and n.target is _AUTOCAST]
+
+
 def inline_autocast(gm: GraphModule) -> GraphModule:
-    regions = [n for n in gm.graph.nodes if _AUTOCAST is not None and n.op == "call_function" and n.target is _AUTOCAST]
-    for node in regions:
-        _inline(gm, node)
-    return finish(gm) if regions else gm
+    """Inline every autocast region, nested ones too (an inlined region may hold another)."""
+    found = False
+    while regions := _regions(gm):
+        found = True
+        for node in regions:
+            _inline(gm, node)
+    return finish(gm) if found else gm
