@@ -25,9 +25,9 @@ def _foldable_op(node: Node) -> bool:
     if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
         return False
     schema = node.target._schema
-    return not schema.is_mutable and torch.Tag.nondeterministic_seeded not in node.target.tags and bool(
-        schema.returns) and all(isinstance(r.type, torch.TensorType) for r in schema.returns) and len(
-        schema.returns) == 1
+    if schema.is_mutable or torch.Tag.nondeterministic_seeded in node.target.tags:
+        return False
+    return len(schema.returns) == 1 and isinstance(schema.returns[0].type, torch.TensorType)
 
 
 def _mutated(gm: GraphModule) -> set[Node]:
