@@ -23,7 +23,7 @@ _LAZY = {
     "NeutronQuantizer": ".quantizer",
     "NeutronCortexMQuantizer": ".quantizer",
     "NeutronPartitioner": ".partition",
-    "NeutronBackend": ".backend",
+    "NeutronBackend": ".neutron.backend",
     "lower": ".lowering",
     "LoweringResult": ".lowering",
     "compare": ".numerics",

@@ -1,0 +1,201 @@
+"""ExecuTorch's backend test suite (operators/) run with this project's flows: counts per suite result.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/backend_suite.py [--flows imxrt700 imxrt700cm imx93]
+        [--files test_add test_lstm ...] [--out out/backend_suite] [--before DIR] [--markdown docs/backend_suite.md]
+
+Each flow (`executorch_neutron.backend_suite.flow(target)`) quantizes with the target's quantizer, partitions with
+its partitioner, serializes and runs the program in ExecuTorch's runtime with the host back ends registered; the
+suite's own `run_test` decides each result (SUCCESS: delegated and within the suite's tolerances; SUCCESS_UNDELEGATED;
+LOWER_FAIL; PTE_LOAD_FAIL; PTE_RUN_FAIL; OUTPUT_MISMATCH_FAIL; UNKNOWN_FAIL; QUANTIZE_FAIL; SKIPPED: the model
+does not run in eager mode or export, or keeps an operator ExecuTorch's portable kernels lack).
+Printed per flow: the counts, the share of records delegated, the worst output difference in int8 steps (of the
+output's quantization scale) over the records that ran; then the counts per operator file. The records go to
+`<out>/<flow>.json`; `--before DIR` reads an earlier run's JSON files for before/after columns; `--markdown`
+writes the page (its first lines name this script and the commit). Prints, never asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import asdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from executorch_neutron import backend_suite as suite  # noqa: E402
+
+RESULTS = ["SUCCESS", "SUCCESS_UNDELEGATED", "SKIPPED", "QUANTIZE_FAIL", "LOWER_FAIL", "PTE_LOAD_FAIL",
+           "PTE_RUN_FAIL", "OUTPUT_MISMATCH_FAIL", "UNKNOWN_FAIL"]
+SHORT = {"SUCCESS": "ok", "SUCCESS_UNDELEGATED": "ok-cpu", "SKIPPED": "skip", "QUANTIZE_FAIL": "quant",
+         "LOWER_FAIL": "lower", "PTE_LOAD_FAIL": "load", "PTE_RUN_FAIL": "run", "OUTPUT_MISMATCH_FAIL": "mismatch",
+         "UNKNOWN_FAIL": "unknown"}
+
+
+def run_flow(target: str, files: list[str], verbose: bool) -> list[dict]:
+    flow = suite.flow(target)
+    records = []
+    with suite.session(seed=0):
+        for i, file in enumerate(files):
+            t0 = time.perf_counter()
+            got = suite.run_operator_file(file, flow)
+            records += [asdict(r) for r in got]
+            counts = Counter(r.result for r in got)
+            print(f"  [{i + 1}/{len(files)}] {file}: {dict(counts)} ({time.perf_counter() - t0:.0f} s)", flush=True)
+            if verbose:
+                for r in got:
+                    if r.result not in ("SUCCESS", "SUCCESS_UNDELEGATED"):
+                        print(f"      {r.test}#{r.subtest} {r.result}: {r.error[:300]}")
+    return records
+
+
+def summary(records: list[dict]) -> dict:
+    counts = Counter(r["result"] for r in records)
+    ran = [r for r in records if r["result"] not in ("SKIPPED",)]
+    steps = [r["max_steps"] for r in records if r["max_steps"] is not None]
+    return {"counts": counts, "records": len(records),
+            "delegated": sum(r["result"] == "SUCCESS" for r in ran), "ran": len(ran),
+            "max_steps": max(steps) if steps else None,
+            "steps_over_1": sum(s > 1.0 + 1e-6 for s in steps)}
+
+
+def fmt_counts(counts: Counter) -> str:
+    return " ".join(f"{SHORT[k]}={counts[k]}" for k in RESULTS if counts.get(k))
+
+
+def table(flows: dict[str, list[dict]], before: dict[str, list[dict]]) -> list[str]:
+    lines = ["| flow | " + " | ".join(RESULTS) + " | delegated | worst steps | records over 1 step |",
+             "|---" * (len(RESULTS) + 4) + "|"]
+    for name, records in flows.items():
+        for label, recs in (("before", before.get(name)), ("after" if name in before else "", records)):
+            if recs is None:
+                continue
+            s = summary(recs)
+            share = f"{s['delegated']}/{s['ran']} ({100 * s['delegated'] / max(s['ran'], 1):.0f}%)"
+            worst = "-" if s["max_steps"] is None else f"{s['max_steps']:.2f}"
+            lines.append(f"| {name} {label} | " + " | ".join(str(s["counts"].get(k, 0)) for k in RESULTS)
+                         + f" | {share} | {worst} | {s['steps_over_1']} |")
+    return lines
+
+
+def per_file(flows: dict[str, list[dict]]) -> list[str]:
+    names = list(flows)
+    lines = ["| operator file | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    by_file = {n: defaultdict(list) for n in names}
+    for n, records in flows.items():
+        for r in records:
+            by_file[n][r["file"]].append(r)
+    for file in sorted({f for n in names for f in by_file[n]}):
+        cells = []
+        for n in names:
+            recs = by_file[n].get(file, [])
+            s = summary(recs)
+            cells.append(f"{fmt_counts(s['counts'])} (NPU {s['delegated']}/{s['ran']})")
+        lines.append(f"| {file.removeprefix('test_')} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def failures(flows: dict[str, list[dict]]) -> list[str]:
+    lines = []
+    for n, records in flows.items():
+        for r in records:
+            if r["result"] not in ("SUCCESS", "SUCCESS_UNDELEGATED", "SKIPPED"):
+                lines.append(f"- {n} {r['test']}#{r['subtest']}: {r['result']}: {r['error'][:240]}")
+    return lines
+
+
+def write_markdown(path: Path, flows, before, command: str) -> None:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    text = [f"# ExecuTorch's backend test suite with this backend's flows",
+            "",
+            f"Written by `benchmarks/backend_suite.py` at commit `{commit}`: `{command}`.",
+            "",
+            "How the suite runs here, what the results mean and how to run it: see the bottom of this page.",
+            "",
+            "## Counts per flow (operators/)",
+            "",
+            *table(flows, before),
+            "",
+            "`delegated`: SUCCESS records (the program holds a delegate) of those not SKIPPED. `worst steps`:",
+            "the largest |program - PyTorch's quantized model| over the outputs of a record, in steps of the output's",
+            "quantization scale (the suite itself compares with atol 0.1, rtol 0.04).",
+            "",
+            "## Per operator file",
+            "",
+            *per_file(flows),
+            ""]
+    fails = failures(flows)
+    if fails:
+        text += ["## Failures", "", *fails, ""]
+    text += [line for line in HOW.splitlines()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(text) + "\n")
+
+
+HOW = """
+## How it runs
+
+`executorch_neutron.backend_suite` holds one suite `TestFlow` per target (`neutron_imxrt700`,
+`neutron_imxrt700cm`, `neutron_imx93`): the suite's `Tester` with the stages `lower()` uses (the target's quantizer,
+its partitioner and edge compile config, the Cortex-M leftover step on imxrt700cm) and a serialize stage that checks
+the program with `runtime.validate` and runs it in ExecuTorch's pybindings runtime with the host back ends and
+ExecuTorch's quantized kernels registered. The suite's `run_test` runs each model and decides its result with its own
+checks and tolerances (atol 0.1, rtol 0.04 against PyTorch's quantized model; the reference is the suite's export
+stage of the converted model).
+
+- `make backend-suite` runs every operators/ file on the three flows (long: one flow at a time, `nice`).
+- `benchmarks/backend_suite.py --flows imxrt700 --files test_add test_lstm --verbose` runs some files.
+- `tests/test_backend_suite.py` runs one test of every operators/ file (the flows take turns) in `make test`.
+
+The suite's `models/` tests need torchvision / torchaudio, which do not load with the CPU torch the project pins;
+they are not run here.
+"""
+
+
+def load_dir(path: Path | None) -> dict[str, list[dict]]:
+    if path is None:
+        return {}
+    return {p.stem: json.loads(p.read_text()) for p in sorted(path.glob("*.json"))}
+
+
+def main() -> None:
+    logging.getLogger("executorch_neutron").setLevel(logging.ERROR)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--flows", nargs="+", default=list(suite.FLOW_TARGETS))
+    parser.add_argument("--files", nargs="+", default=None, help="operators/ files (default: all)")
+    parser.add_argument("--out", type=Path, default=ROOT / "out" / "backend_suite")
+    parser.add_argument("--before", type=Path, default=None, help="directory of an earlier run's <flow>.json")
+    parser.add_argument("--markdown", type=Path, default=None)
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+
+    files = args.files or suite.operator_files()
+    args.out.mkdir(parents=True, exist_ok=True)
+    flows = {}
+    for target in args.flows:
+        name = f"{suite.FLOW_PREFIX}{target}"
+        print(f"{name}: {len(files)} operator files", flush=True)
+        flows[name] = run_flow(target, files, args.verbose)
+        (args.out / f"{name}.json").write_text(json.dumps(flows[name], indent=1))
+    before = load_dir(args.before)
+    print()
+    print("\n".join(table(flows, before)))
+    print()
+    print("\n".join(per_file(flows)))
+    fails = failures(flows)
+    if fails:
+        print()
+        print("\n".join(fails))
+    if args.markdown:
+        write_markdown(args.markdown, flows, before, "benchmarks/backend_suite.py " + " ".join(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()
