@@ -69,3 +69,35 @@ def test_damaged_quantize_argument_is_named(pte, case):
 def test_not_a_program():
     with pytest.raises(InvalidProgram, match="invalid .pte"):
         check_program(b"\x00" * 64)
+
+
+class _Split(nn.Module):
+    def forward(self, x):
+        a, b = torch.split(x, [2, 3], dim=1)
+        return a * 2, b + 1
+
+
+def _executorch_program(model, inputs) -> bytes:
+    """A float program as ExecuTorch's own emitter writes it (no backend): the reference for 'valid'."""
+    from executorch.exir import to_edge
+
+    return to_edge(torch.export.export(model, inputs)).to_executorch().buffer
+
+
+def test_out_variant_returning_nothing_passes():
+    # `split_with_sizes_copy.out(..., *, Tensor(a!)[] out) -> ()`: the emitter passes the out list twice
+    program = check_program(_executorch_program(_Split(), (torch.randn(2, 5),)))
+    names = {op.name for plan in program.execution_plan for op in plan.operators}
+    assert "aten::split_with_sizes_copy" in names
+
+
+def test_out_variant_with_a_value_too_many_is_refused():
+    pte_file = deserialize_pte_binary(_executorch_program(_Split(), (torch.randn(2, 5),)))
+    for plan in pte_file.program.execution_plan:
+        for chain in plan.chains:
+            for instr in chain.instructions:
+                call = instr.instr_args
+                if type(call).__name__ == "KernelCall" and "split" in plan.operators[call.op_index].name:
+                    call.args = [*call.args, call.args[-1]]
+    with pytest.raises(InvalidProgram, match="split_with_sizes_copy.out passes 6 values; its schema takes 4"):
+        check_program(bytes(serialize_pte_binary(pte_file)))

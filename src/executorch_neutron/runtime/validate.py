@@ -155,9 +155,12 @@ def _check_schema(op, name: str, values: list) -> None:
     if schema is None:
         return
     # the emitter passes every argument, then the result: one value for one return, and for several returns
-    # (max_pool2d_with_indices.out, native_layer_norm.out) one list value holding them
+    # (max_pool2d_with_indices.out, native_layer_norm.out) one list value holding them; an out variant that
+    # returns nothing (split_with_sizes_copy.out, unbind_copy.int_out: `-> ()`) gets its out argument once more
     n_args, n_returns = len(schema.arguments), len(schema.returns)
     allowed = {n_args + min(n_returns, 1), n_args + n_returns}
+    if n_returns == 0 and any(a.is_out for a in schema.arguments):
+        allowed.add(n_args + 1)
     if len(values) not in allowed:
         raise _fail(f"a call of {name} passes {len(values)} values; its schema takes {min(allowed)}")
     for arg, value in zip(schema.arguments, values):
