@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import torch
 
-from .qdq import per_tensor_kind
+from .core.qdq import per_tensor_kind
 
 
 @dataclass
@@ -269,8 +269,8 @@ class _Capture(torch.fx.Interpreter):
 
 def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
     """Run every host-reference partition in LiteRT on the quantized model's values at its inputs."""
-    from .ethos_u.backend import host_payload
-    from .exported import lowered_modules
+    from .backends import host_payload
+    from .core.exported import lowered_modules
     from .neutron.payload import unpack
     from .runtime.executor import run_reference_payload
     from .tflite.reader import read_model

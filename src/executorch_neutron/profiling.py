@@ -22,10 +22,10 @@ from typing import Sequence
 
 import torch
 
-from .neutron.backend import BACKEND_ID
+from .backends import BACKENDS
 
 DELEGATE_CALL = "DELEGATE_CALL"
-_DELEGATE_NAMES = {BACKEND_ID: "Neutron", "XnnpackBackend": "XNNPACK"}  # backend id -> row name
+_DELEGATE_NAMES = {**{b.backend_id: b.npu for b in BACKENDS.values()}, "XnnpackBackend": "XNNPACK"}  # backend id -> row name
 _LOAD_EVENTS = ("Method::init", "Program::load_method")
 
 

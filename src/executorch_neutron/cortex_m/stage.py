@@ -24,7 +24,7 @@ import torch
 from executorch.exir.pass_base import ExportedProgramPassBase, ExportedProgramPassResult
 
 from ..compile_spec import NeutronCompileSpec
-from ..messages import first_line
+from ..core.messages import first_line
 
 _log = logging.getLogger("executorch_neutron")
 
@@ -34,7 +34,7 @@ BOUNDARY_KERNELS = frozenset({"cortex_m.quantize_per_tensor", "cortex_m.dequanti
 
 def cortex_m_core(spec: NeutronCompileSpec) -> str | None:
     """The Cortex-M core that runs the leftovers (`cortex-m33`), or None for a Neutron-only target."""
-    return spec.neutron_target.cortex_m
+    return spec.target_info.cortex_m
 
 
 def edge_compile_config(spec: NeutronCompileSpec):
@@ -42,7 +42,7 @@ def edge_compile_config(spec: NeutronCompileSpec):
     hardswish, hardsigmoid and silu whole) for a target with a Cortex-M core, else None (ExecuTorch's default)."""
     if cortex_m_core(spec) is None:
         return None
-    from .. import cortex_m_wheel as wheel
+    from . import wheel
 
     wheel.load()
     from executorch.backends.cortex_m.edge_compile_config import cortex_m_edge_compile_config
@@ -51,7 +51,7 @@ def edge_compile_config(spec: NeutronCompileSpec):
 
 
 def _target_config(core: str):
-    from .. import cortex_m_wheel as wheel
+    from . import wheel
 
     wheel.load()
     from executorch.backends.cortex_m.target_config import CortexMTargetConfig

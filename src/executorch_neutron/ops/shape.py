@@ -104,7 +104,7 @@ def _cat_channels(a, ctx):
 
 @constraint("equal quantization of all inputs and the output")
 def _cat_shared(a, ctx):
-    from .. import qdq
+    from ..core import qdq
 
     params = [qdq.qparams(t) for t in a["tensors"] if is_dq(t)]
     outs = [qdq.qparams(u) for u in a.node.users if is_q(u)]
