@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import backends
+from .tflite.reader import op_name, read_model
 
 
 class PteError(ValueError):
@@ -101,8 +102,6 @@ def _tensor_info(value) -> TensorInfo:
 
 
 def _tflite_ops(tflite: bytes) -> dict[str, int]:
-    from .tflite.reader import op_name, read_model
-
     model = read_model(tflite)
     return dict(Counter(op_name(model, op) for sub in model.subgraphs for op in sub.operators))
 

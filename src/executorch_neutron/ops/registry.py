@@ -29,8 +29,9 @@ from torch.fx import Node
 
 from ..compile_spec import CONSTRAINT_PROFILES as PROFILES
 from ..compile_spec import DEFAULT_PROFILE, NeutronCompileSpec
-from ..core.exported import op_name
+from ..core.exported import constant_names, op_name
 from ..core.messages import first_line
+from ..core.qdq import is_dq, is_q
 from ..target import BACKEND_KINDS, NeutronTarget
 from ..target import ETHOS_U as ETHOS_U_KIND
 from ..target import NEUTRON as NEUTRON_KIND
@@ -46,9 +47,6 @@ class CheckContext:
 
     @classmethod
     def for_program(cls, spec: NeutronCompileSpec, program) -> "CheckContext":
-        from ..core.exported import constant_names
-        from ..core.qdq import is_q
-
         quantized = any(is_q(n) for n in program.graph.nodes)
         return cls(spec.target_info, spec, constant_names(program), quantized)
 
@@ -59,8 +57,6 @@ class CheckContext:
 
     def is_constant_operand(self, node) -> bool:
         """A constant, or the dequantize of one (a weight, a bias, a scalar baked into the flatbuffer)."""
-        from ..core.qdq import is_dq
-
         return self.is_constant(node) or (is_dq(node) and self.is_constant(node.args[0]))
 
     @property
@@ -259,7 +255,6 @@ def register(*targets, constraints=(), noop=False, quantize=None, preserve=None,
 
 def constraint(text: str, hint: str | None = None, profiles=ALL_PROFILES, backends=ALL_BACKENDS):
     """Decorator form: @constraint("stride 1 or 2", backends=NEUTRON) def _(args, ctx): return None or reason."""
-
     def deco(fn: CheckFn) -> Constraint:
         return Constraint(text, fn, hint, frozenset(profiles), frozenset(backends))
 

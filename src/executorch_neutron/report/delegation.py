@@ -16,12 +16,17 @@ from pathlib import Path
 
 from .. import backends
 from ..compile_spec import DEFAULT_PROFILE, NeutronCompileSpec
+from ..core import qdq
+from ..core.atomic import write_text
 from ..core.exported import constants, lowered_modules, partition_tag
+from ..core.qdq import per_tensor_kind
+from ..ops.registry import op_name
 from ..partition.support import Rejection
 from ..target import get_target
 from . import macs as _macs
 from .html import to_html
 from .render import to_dict, to_markdown, to_text
+
 
 @dataclass
 class PartitionReport:
@@ -271,7 +276,6 @@ class DelegationReport:
         suffix = path.suffix.lower()
         text = {".md": self.to_markdown, ".html": self.to_html, ".htm": self.to_html,
                 ".json": self.to_json}.get(suffix, self.__str__)()
-        from ..core.atomic import write_text
 
         return write_text(path, text + ("" if text.endswith("\n") else "\n"))
 
@@ -302,8 +306,6 @@ class DelegationReport:
 
 def _requantizations(gm) -> list[Requantization]:
     """Per-tensor dequantize -> quantize pairs with different parameters left in the top-level (CPU) graph."""
-    from ..core.qdq import per_tensor_kind
-
     out = []
     for q in gm.graph.nodes:
         dq = q.args[0] if per_tensor_kind(q) == "q" else None
@@ -332,16 +334,11 @@ def _constant_bytes(program) -> int:
 
 def _is_qparam(node) -> bool:
     """A constant used only as the scale / zero point of quantize or dequantize nodes."""
-    from ..core import qdq
-
     return bool(node.users) and all(
         (qdq.is_q(u) or qdq.is_dq(u)) and u.args and u.args[0] is not node for u in node.users)
 
 
 def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
-    from ..core import qdq
-    from ..ops.registry import op_name
-
     original = lowered.original_module
     graph = original.graph
     names = set(compute_names)

@@ -19,8 +19,9 @@ from typing import Sequence
 
 import torch
 
-from ..core.atomic import replacing
 from ..backends import BACKENDS
+from ..core.atomic import replacing
+from ..pte import inspect_pte
 from . import bridge
 from .dtypes import torch_dtype
 from .errors import NeutronRuntimeError
@@ -126,8 +127,6 @@ class HostProgram:
 
 def _check_cortex_m_kernels(pte, method: str) -> None:
     """Name the cortex_m::* operators of `method` that the host library has no kernel for (a load failure)."""
-    from ..pte import inspect_pte
-
     try:
         used = next(m.cpu_kernels for m in inspect_pte(pte).methods if m.name == method)
     except Exception:  # noqa: BLE001 - a file we cannot inspect: the runtime's own error follows
