@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 
+from .. import backends as _backends  # noqa: F401  (each back end registers its own limits)
 from ..compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
 from ..ops import registry
 from ..ops.fusion import SUPPORTED_BOUNDS_TEXT
@@ -31,7 +32,6 @@ _GENERIC = (
     "change the graph).",
     "When a support check cannot be decided statically the node stays on the CPU (the reason says why).",
 )
-
 
 
 def _sentence(text: str) -> str:
@@ -120,8 +120,6 @@ def _added(c) -> bool:
 
 def _ethos_u_section() -> list[str]:
     """The Ethos-U targets: the same table, with Vela's own limits on top (registered by ethos_u/constraints.py)."""
-    from .. import backends  # noqa: F401  (each back end registers its own limits)
-
     lines = ["## Arm Ethos-U targets (Vela)", "",
              "For `imx93`, `ethos-u55-128`, `ethos-u55-256` and `ethos-u65-256` the table above applies without "
              "the constraints marked *(Neutron only)*, and without the constraint profiles: they are Neutron's "
