@@ -22,7 +22,7 @@ from ..compile_spec import NeutronCompileSpec
 from ..convert import convert_partition
 from ..neutron.payload import Header, Payload
 from ..neutron.payload import pack as pack_reference
-from ..neutron.npu.profile_map import handle_map
+from ..core.debug_handles import handle_map
 from ..core.progress import emit
 from . import payload
 from .vela_call import compile_tflite

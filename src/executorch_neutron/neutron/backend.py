@@ -14,7 +14,7 @@ from torch.export import ExportedProgram
 
 from ..core.progress import emit
 from .npu import compile_partition
-from .npu.profile_map import handle_map
+from ..core.debug_handles import handle_map
 from .payload import Header
 from ..convert import convert_partition
 
