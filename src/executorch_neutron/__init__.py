@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-from . import _quiet
+from .core import _quiet
 
 _quiet.install()
 
@@ -22,7 +22,7 @@ from .target import TARGETS, NeutronTarget, get_target
 _LAZY = {
     "NeutronQuantizer": ".quantizer",
     "NeutronCortexMQuantizer": ".quantizer",
-    "NeutronPartitioner": ".partition",
+    "NeutronPartitioner": ".neutron.partitioner",
     "NeutronBackend": ".neutron.backend",
     "lower": ".lowering",
     "LoweringResult": ".lowering",
