@@ -32,7 +32,10 @@ from executorch.backends.test.harness.stages import Quantize, Serialize, StageTy
 from executorch.backends.test.suite.flow import TestFlow
 from executorch.exir import EdgeCompileConfig
 
+from .backends import BACKENDS
 from .pipeline import assemble, resolve_spec
+from .runtime import bridge
+from .runtime.validate import check_program
 
 FLOW_TARGETS = ("imxrt700", "imxrt700cm", "imx93")
 OPERATORS = "executorch.backends.test.suite.operators"
@@ -63,13 +66,11 @@ class _Serialize(Serialize):
         import executorch.kernels.quantized  # noqa: F401 - quantize/dequantize kernels, before loading
         from executorch.extension.pybindings import portable_lib
 
-        from .runtime import bridge, ethos_u_reference
-        from .runtime.validate import check_program
-
         bridge.ensure_registered()
         check_program(self.buffer, backends=set(portable_lib._get_registered_backend_names()),
                       kernels=set(portable_lib._get_operator_names()))
-        ethos_u_reference.register_from_pte(self.buffer)
+        for backend in BACKENDS.values():  # as runtime.load: Ethos-U delegates record their reference TFLite
+            backend.on_load(self.buffer)
         return super().run_artifact(inputs)
 
 

@@ -20,6 +20,7 @@ from ..ops import registry
 from ..target import NEUTRON
 from .batch_norm_to_conv import batch_norm_to_conv
 from .conv1d_to_conv2d import conv1d_to_conv2d
+from .core_aten_rewrites import core_aten_rewrites
 from .div_to_mul import div_to_mul
 from .fold_constants import fold_constants
 from .fold_linear_batch_norm import fold_linear_batch_norm
@@ -88,6 +89,7 @@ PIPELINE: tuple[Step, ...] = (
     Step(batch_norm_to_conv, "before conv1d_to_conv2d, which makes the 1-D convolution it writes for a rank-3 "
          "batch norm 2-D"),
     Step(conv1d_to_conv2d, "before sink_squeeze, which moves the squeeze it writes"),
+    Step(core_aten_rewrites, "before pool1d_to_pool2d and max_pool_padding, which rewrite the max pools it writes"),
     Step(pool1d_to_pool2d, "before max_pool_padding, which rewrites the 2-D max pools it writes"),
     Step(mean1d_to_mean2d, "any"),
     Step(div_to_mul, "after fold_constants: a divisor computed from constants is a constant by then"),

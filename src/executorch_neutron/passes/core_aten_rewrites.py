@@ -1,0 +1,191 @@
+"""ATen pass: operators outside the Core ATen opset, which ExecuTorch refuses at `to_edge` and its portable kernels
+do not run, become Core ATen operators that compute the same:
+
+- `adaptive_max_pool2d` (also `nn.AdaptiveMaxPool1d`, which exports as a 2-D one): where each output size divides
+  its input size, a `max_pool2d` with kernel = stride = input / output (global pooling: kernel = the input); its
+  indices, when read, from `max_pool2d_with_indices` (the same flat index into each H x W plane). Otherwise, and
+  for `adaptive_max_pool3d`, a max over each pooled axis in turn (a max over a box is the max over each of its
+  axes): per axis a reshape + amax where the size divides, else one slice + amax per output bin [floor(i*in/out),
+  ceil((i+1)*in/out)) and a cat.
+- `median` / `median.dim`: the smallest (n+1)//2 values by `topk(largest=False)` and the last of them (the lower
+  median, as PyTorch returns it), with its index.
+- `round(decimals=d)`: round(x * 10^d) / 10^d (d < 0: round(x / 10^-d) * 10^-d), as PyTorch computes it.
+
+An adaptive max pool whose indices are read and that is no `max_pool2d` has no kernel in any runtime: the lowering
+stops with a `NotImplementedError` naming it. Runs before quantization (NeutronQuantizer.transform_for_annotation).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import torch
+from torch.fx import GraphModule, Node
+
+from .fx_utils import arg, call, finish
+
+aten = torch.ops.aten
+
+
+def _shape(node) -> list[int] | None:
+    val = node.meta.get("val") if isinstance(node, Node) else None
+    return list(val.shape) if isinstance(val, torch.Tensor) else None
+
+
+def _getitems(node: Node) -> dict[int, list[Node]]:
+    out: dict[int, list[Node]] = {}
+    for user in node.users:
+        if user.target is operator.getitem:
+            out.setdefault(int(user.args[1]), []).append(user)
+    return out
+
+
+def _replace_item(gm, node: Node, index: int, new: Node) -> None:
+    for item in _getitems(node).get(index, []):
+        item.replace_all_uses_with(new)
+        gm.graph.erase_node(item)
+
+
+def _max_over_axis(gm, x: Node, axis: int, size: int, out: int, like: Node) -> Node:
+    """The adaptive max along one axis of x: `size` -> `out` bins."""
+    shape = _shape(x)
+    if out == size:
+        return x
+    if size % out == 0:
+        k = size // out
+        split = shape[:axis] + [out, k] + shape[axis + 1:]
+        viewed = call(gm, aten.reshape.default, (x, split), like)
+        return call(gm, aten.amax.default, (viewed, [axis + 1], False), like)
+    bins = []
+    for i in range(out):
+        start, end = (i * size) // out, -(-((i + 1) * size) // out)
+        piece = call(gm, aten.slice.Tensor, (x, axis, start, end), like)
+        bins.append(call(gm, aten.amax.default, (piece, [axis], True), like))
+    return call(gm, aten.cat.default, (bins, axis), like)
+
+
+def _adaptive_max1d(gm: GraphModule, node: Node) -> None:
+    """adaptive_max_pool1d(x, [o]) -> adaptive_max_pool2d(unsqueeze(x, -2), [1, o]), squeezed back (its indices
+    into a 1 x L plane are the indices into L), then rewritten as a 2-D one."""
+    x = node.args[0]
+    out = list(node.args[1])
+    with gm.graph.inserting_before(node):
+        x2 = call(gm, aten.unsqueeze.default, (x, -2), node)
+        pool = call(gm, aten.adaptive_max_pool2d.default, (x2, [1, *out]), node)
+        items = [call(gm, operator.getitem, (pool, i), node) for i in (0, 1)]
+        flat = [call(gm, aten.squeeze.dims, (item, [-2]), node) for item in items]
+    for i, new in enumerate(flat):
+        _replace_item(gm, node, i, new)
+    gm.graph.erase_node(node)
+    for dead in (*flat, *items):
+        if not dead.users:
+            gm.graph.erase_node(dead)
+    _adaptive_max(gm, pool)
+
+
+def _adaptive_max(gm: GraphModule, node: Node) -> None:
+    x = node.args[0]
+    vals = node.meta.get("val")
+    shape = _shape(x)
+    out_shape = list(vals[0].shape) if isinstance(vals, (tuple, list)) and vals else None
+    if shape is None or out_shape is None:
+        return
+    n = 3 if node.target == aten.adaptive_max_pool3d.default else 2
+    sizes, outs = shape[-n:], out_shape[-n:]
+    items = _getitems(node)
+    wants_indices = any(len(u.users) for u in items.get(1, []))
+    divides = all(s % o == 0 for s, o in zip(sizes, outs))
+    with gm.graph.inserting_before(node):
+        if n == 2 and divides:
+            kernel = [s // o for s, o in zip(sizes, outs)]
+            if wants_indices:
+                pooled = call(gm, aten.max_pool2d_with_indices.default, (x, kernel, kernel), node)
+                node.replace_all_uses_with(pooled)
+                gm.graph.erase_node(node)
+                return
+            values = call(gm, aten.max_pool2d.default, (x, kernel, kernel), node)
+        elif wants_indices:
+            name = "adaptive_max_pool3d" if n == 3 else "adaptive_max_pool2d"
+            raise NotImplementedError(
+                f"{node.name}: {name} with return_indices=True from {sizes} to {outs} has no kernel in any runtime "
+                f"(ExecuTorch's portable kernels have no adaptive max pool and no 3-D max pool, the NPU returns no "
+                f"indices): use return_indices=False, or a 2-D pool whose output size divides its input size")
+        else:
+            values = x
+            rank = len(shape)
+            for axis, (s, o) in enumerate(zip(sizes, outs)):
+                values = _max_over_axis(gm, values, rank - n + axis, s, o, node)
+    _replace_item(gm, node, 0, values)
+    for item in _getitems(node).get(1, []):
+        gm.graph.erase_node(item)
+    if not node.users:
+        gm.graph.erase_node(node)
+
+
+def _median(gm: GraphModule, node: Node) -> None:
+    x = node.args[0]
+    shape = _shape(x)
+    if shape is None:
+        return
+    with gm.graph.inserting_before(node):
+        if node.target == aten.median.default:
+            flat = call(gm, aten.reshape.default, (x, [-1]), node)
+            n = math.prod(shape)
+            k = (n + 1) // 2
+            values = call(gm, aten.topk.default, (flat, k, 0, False, True), node)
+            smallest = call(gm, operator.getitem, (values, 0), node)
+            last = call(gm, aten.slice.Tensor, (smallest, 0, k - 1, k), node)
+            median = call(gm, aten.reshape.default, (last, []), node)
+            node.replace_all_uses_with(median)
+            gm.graph.erase_node(node)
+            return
+        dim = int(arg(node, "dim")) % max(len(shape), 1)
+        keepdim = bool(arg(node, "keepdim"))
+        k = (shape[dim] + 1) // 2
+        top = call(gm, aten.topk.default, (x, k, dim, False, True), node)
+        results = []
+        for i in (0, 1):
+            item = call(gm, operator.getitem, (top, i), node)
+            last = call(gm, aten.slice.Tensor, (item, dim, k - 1, k), node)
+            results.append(last if keepdim else call(gm, aten.squeeze.dims, (last, [dim]), node))
+    for i, new in enumerate(results):
+        _replace_item(gm, node, i, new)
+    if not node.users:
+        gm.graph.erase_node(node)
+
+
+def _round_decimals(gm: GraphModule, node: Node) -> None:
+    decimals = int(arg(node, "decimals"))
+    x = node.args[0]
+    with gm.graph.inserting_before(node):
+        if decimals >= 0:
+            scaled = call(gm, aten.mul.Tensor, (x, float(10 ** decimals)), node)
+            rounded = call(gm, aten.round.default, (scaled,), node)
+            out = call(gm, aten.div.Tensor, (rounded, float(10 ** decimals)), node)
+        else:
+            scaled = call(gm, aten.div.Tensor, (x, float(10 ** -decimals)), node)
+            rounded = call(gm, aten.round.default, (scaled,), node)
+            out = call(gm, aten.mul.Tensor, (rounded, float(10 ** -decimals)), node)
+    node.replace_all_uses_with(out)
+    gm.graph.erase_node(node)
+
+
+_REWRITES = {
+    aten.adaptive_max_pool1d.default: _adaptive_max1d,
+    aten.adaptive_max_pool2d.default: _adaptive_max,
+    aten.adaptive_max_pool3d.default: _adaptive_max,
+    aten.median.default: _median,
+    aten.median.dim: _median,
+    aten.round.decimals: _round_decimals,
+}
+
+
+def core_aten_rewrites(gm: GraphModule) -> GraphModule:
+    changed = False
+    for node in list(gm.graph.nodes):
+        rewrite = _REWRITES.get(node.target) if node.op == "call_function" else None
+        if rewrite is not None:
+            rewrite(gm, node)
+            changed = True
+    return finish(gm) if changed else gm
