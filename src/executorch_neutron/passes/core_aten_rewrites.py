@@ -10,6 +10,8 @@ do not run, become Core ATen operators that compute the same:
 - `median` / `median.dim`: the smallest (n+1)//2 values by `topk(largest=False)` and the last of them (the lower
   median, as PyTorch returns it), with its index.
 - `round(decimals=d)`: round(x * 10^d) / 10^d (d < 0: round(x / 10^-d) * 10^-d), as PyTorch computes it.
+- a `linear` of a rank-1 input (`nn.Linear` on one unbatched vector), which ExecuTorch's portable `linear.out`
+  refuses and whose delegated fully connected layer has a rank-2 result: unsqueeze(0), linear, squeeze(0).
 
 An adaptive max pool whose indices are read and that is no `max_pool2d` has no kernel in any runtime: the lowering
 stops with a `NotImplementedError` naming it. Runs before quantization (NeutronQuantizer.transform_for_annotation).
@@ -171,7 +173,20 @@ def _round_decimals(gm: GraphModule, node: Node) -> None:
     gm.graph.erase_node(node)
 
 
+def _linear_rank1(gm: GraphModule, node: Node) -> None:
+    shape = _shape(node.args[0])
+    if shape is None or len(shape) != 1:
+        return
+    with gm.graph.inserting_before(node):
+        x2 = call(gm, aten.unsqueeze.default, (node.args[0], 0), node)
+        y2 = call(gm, aten.linear.default, (x2, *node.args[1:]), node)
+        out = call(gm, aten.squeeze.dims, (y2, [0]), node)
+    node.replace_all_uses_with(out)
+    gm.graph.erase_node(node)
+
+
 _REWRITES = {
+    aten.linear.default: _linear_rank1,
     aten.adaptive_max_pool1d.default: _adaptive_max1d,
     aten.adaptive_max_pool2d.default: _adaptive_max,
     aten.adaptive_max_pool3d.default: _adaptive_max,
@@ -182,10 +197,7 @@ _REWRITES = {
 
 
 def core_aten_rewrites(gm: GraphModule) -> GraphModule:
-    changed = False
-    for node in list(gm.graph.nodes):
-        rewrite = _REWRITES.get(node.target) if node.op == "call_function" else None
-        if rewrite is not None:
-            rewrite(gm, node)
-            changed = True
-    return finish(gm) if changed else gm
+    nodes = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in _REWRITES]
+    for node in nodes:
+        _REWRITES[node.target](gm, node)
+    return finish(gm) if nodes else gm

@@ -1,0 +1,84 @@
+"""passes/core_aten_rewrites.py: adaptive max pools, median, round(decimals=) and a rank-1 linear become Core ATen
+ops that compute what PyTorch computes (checked against the eager module, bit for bit, in float); a global and a
+dividing adaptive max pool lower onto the NPU within 1 step of PyTorch's quantized model; the case with no kernel
+anywhere stops with one line that names it."""
+
+import pytest
+import torch
+from torch import nn
+
+from executorch_neutron.passes.core_aten_rewrites import core_aten_rewrites
+from harness import assert_within_steps, lower_and_run
+
+
+class _Median(nn.Module):
+    def __init__(self, dim=None, keepdim=False):
+        super().__init__()
+        self.dim, self.keepdim = dim, keepdim
+
+    def forward(self, x):
+        return torch.median(x) if self.dim is None else torch.median(x, self.dim, self.keepdim)
+
+
+class _Round(nn.Module):
+    def __init__(self, decimals):
+        super().__init__()
+        self.decimals = decimals
+
+    def forward(self, x):
+        return torch.round(x, decimals=self.decimals)
+
+
+CASES = {
+    "amp1d_divides": (nn.AdaptiveMaxPool1d(5), (1, 8, 100)),
+    "amp1d_global_indices": (nn.AdaptiveMaxPool1d(1, return_indices=True), (2, 8, 100)),
+    "amp1d_uneven": (nn.AdaptiveMaxPool1d(7), (1, 8, 100)),
+    "amp2d_divides_indices": (nn.AdaptiveMaxPool2d((5, 10), return_indices=True), (1, 8, 20, 20)),
+    "amp2d_global": (nn.AdaptiveMaxPool2d(1), (1, 8, 20, 20)),
+    "amp2d_uneven": (nn.AdaptiveMaxPool2d((3, 7)), (2, 4, 10, 11)),
+    "amp3d_divides": (nn.AdaptiveMaxPool3d((4, 4, 4)), (1, 4, 8, 8, 8)),
+    "amp3d_uneven": (nn.AdaptiveMaxPool3d((2, 4, 6)), (1, 4, 8, 8, 8)),
+    "median_all": (_Median(), (10, 10)),
+    "median_all_rank1": (_Median(), (20,)),
+    "median_dim": (_Median(1), (2, 3, 4, 5)),
+    "median_dim_keepdim": (_Median(-1, True), (3, 4, 5)),
+    "round_2": (_Round(2), (10, 10)),
+    "round_minus_1": (_Round(-1), (10, 10)),
+    "linear_rank1": (nn.Linear(16, 5), (16,)),
+}
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_rewrite_computes_what_pytorch_computes(case):
+    module, shape = case
+    torch.manual_seed(0)
+    x = torch.randn(shape) * 10
+    gm = core_aten_rewrites(torch.export.export(module.eval(), (x,)).module())
+    ops = {str(n.target) for n in gm.graph.nodes if n.op == "call_function"}
+    assert not {o for o in ops if any(k in o for k in ("adaptive_max", "median", "round.decimals"))}, ops
+    if isinstance(module, nn.Linear):  # the linear now reads a rank-2 input
+        assert all(n.args[0].meta["val"].dim() == 2 for n in gm.graph.nodes if n.target == torch.ops.aten.linear.default)
+    want, got = module(x), gm(x)
+    want = want if isinstance(want, tuple) else (want,)
+    got = got if isinstance(got, tuple) else (got,)
+    assert len(want) == len(got)
+    for w, g in zip(want, got):
+        assert w.shape == g.shape and torch.equal(w, g)
+
+
+def test_pool_with_indices_and_no_kernel_stops_with_one_line():
+    module = nn.AdaptiveMaxPool3d((4, 4, 4), return_indices=True)
+    gm = torch.export.export(module, (torch.randn(1, 2, 8, 8, 8),)).module()
+    with pytest.raises(NotImplementedError, match="adaptive_max_pool3d with return_indices=True .* no kernel") as err:
+        core_aten_rewrites(gm)
+    assert "\n" not in str(err.value) and "return_indices=False" in str(err.value)
+
+
+@pytest.mark.parametrize("output_size", [1, (5, 5)], ids=["global", "divides"])
+def test_adaptive_max_pool_runs_on_the_npu(output_size):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(4, 8, 3, padding=1), nn.AdaptiveMaxPool2d(output_size)).eval()
+    r = lower_and_run(model, (torch.randn(1, 4, 20, 20),))
+    assert not r.rejections, r.result.report
+    assert "aten.max_pool2d_with_indices.default" in r.delegated_ops or "aten.max_pool2d.default" in r.delegated_ops
+    assert_within_steps(r.output, r.reference, 1, r.output_scale)
