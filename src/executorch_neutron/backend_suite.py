@@ -151,16 +151,23 @@ def operator_tests(file: str) -> list[tuple[str, object]]:
             if name.startswith("test_") and inspect.isfunction(fn) and "test_runner" in inspect.signature(fn).parameters]
 
 
+class _Enough(Exception):
+    """Raised by _Runner after its model limit: the rest of the test function is not run."""
+
+
 class _Runner:
     """The suite's per-test runner (conftest.TestRunner) without pytest: runs each model through `run_test`."""
 
-    def __init__(self, flow_: TestFlow, file: str, test: str):
-        self.flow, self.file, self.test = flow_, file, test
+    def __init__(self, flow_: TestFlow, file: str, test: str, max_models: int | None = None):
+        self.flow, self.file, self.test, self.max_models = flow_, file, test, max_models
         self.records: list[SuiteRecord] = []
         self._flow = flow_
 
     def lower_and_run_model(self, model, inputs, generate_random_test_inputs=True, dynamic_shapes=None):
         from executorch.backends.test.suite.runner import run_test
+
+        if self.max_models is not None and len(self.records) >= self.max_models:
+            raise _Enough
 
         n_testers = len(self.flow.testers)
         summary = run_test(model, inputs, self.flow, f"{self.test}[{self.flow.name}]", self.test, len(self.records),
@@ -173,12 +180,15 @@ class _Runner:
                                         tester.max_steps if tester else None, error[:600]))
 
 
-def run_test_function(flow_: TestFlow, file: str, test: str, fn) -> list[SuiteRecord]:
-    """Run one suite test function (all the models it lowers) with `flow_`; a seed per test as the suite sets."""
-    runner = _Runner(flow_, file, test)
+def run_test_function(flow_: TestFlow, file: str, test: str, fn, max_models: int | None = None) -> list[SuiteRecord]:
+    """Run one suite test function (all the models it lowers, or its first `max_models`) with `flow_`; the suite
+    seeds each model from the test's name."""
+    runner = _Runner(flow_, file, test, max_models)
     kwargs = {"dtype": torch.float32} if "dtype" in inspect.signature(fn).parameters else {}
     try:
         fn(runner, **kwargs)
+    except _Enough:
+        pass
     except Exception as exc:  # noqa: BLE001 - a test's own failure (not a backend one) is recorded, not raised
         runner.records.append(SuiteRecord(file, test, len(runner.records), flow_.name, "SKIPPED", None,
                                           f"{type(exc).__name__}: {exc}"[:600]))

@@ -29,6 +29,19 @@ class _Round(nn.Module):
         return torch.round(x, decimals=self.decimals)
 
 
+class _SqueezeInPlace(nn.Module):
+    """As PyTorch's quantizable LSTM treats its initial state: a fresh tensor squeezed in place, then read."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = torch.zeros(1, 8)
+        h.squeeze_(0)
+        return self.linear(h) + self.linear(x)
+
+
 CASES = {
     "amp1d_divides": (nn.AdaptiveMaxPool1d(5), (1, 8, 100)),
     "amp1d_global_indices": (nn.AdaptiveMaxPool1d(1, return_indices=True), (2, 8, 100)),
@@ -45,6 +58,7 @@ CASES = {
     "round_2": (_Round(2), (10, 10)),
     "round_minus_1": (_Round(-1), (10, 10)),
     "linear_rank1": (nn.Linear(16, 5), (16,)),
+    "squeeze_in_place_then_linear": (_SqueezeInPlace(), (8,)),
 }
 
 
@@ -56,7 +70,8 @@ def test_rewrite_computes_what_pytorch_computes(case):
     gm = core_aten_rewrites(torch.export.export(module.eval(), (x,)).module())
     ops = {str(n.target) for n in gm.graph.nodes if n.op == "call_function"}
     assert not {o for o in ops if any(k in o for k in ("adaptive_max", "median", "round.decimals"))}, ops
-    if isinstance(module, nn.Linear):  # the linear now reads a rank-2 input
+    assert not {o for o in ops if o.endswith("squeeze_.dim")}, ops
+    if isinstance(module, (nn.Linear, _SqueezeInPlace)):  # the linear now reads a rank-2 input
         assert all(n.args[0].meta["val"].dim() == 2 for n in gm.graph.nodes if n.target == torch.ops.aten.linear.default)
     want, got = module(x), gm(x)
     want = want if isinstance(want, tuple) else (want,)

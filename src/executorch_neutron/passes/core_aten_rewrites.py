@@ -10,6 +10,8 @@ do not run, become Core ATen operators that compute the same:
 - `median` / `median.dim`: the smallest (n+1)//2 values by `topk(largest=False)` and the last of them (the lower
   median, as PyTorch returns it), with its index.
 - `round(decimals=d)`: round(x * 10^d) / 10^d (d < 0: round(x / 10^-d) * 10^-d), as PyTorch computes it.
+- an in-place `squeeze_` / `unsqueeze_` (PyTorch's quantizable LSTM squeezes its initial state so): the functional
+  op, read by every later reader of the tensor (an in-place view changes the shape they all see).
 - a `linear` of a rank-1 input (`nn.Linear` on one unbatched vector), which ExecuTorch's portable `linear.out`
   refuses and whose delegated fully connected layer has a rank-2 result: unsqueeze(0), linear, squeeze(0).
 
@@ -173,6 +175,22 @@ def _round_decimals(gm: GraphModule, node: Node) -> None:
     gm.graph.erase_node(node)
 
 
+_FUNCTIONAL = {aten.squeeze_.dim: aten.squeeze.dim, aten.squeeze_.dims: aten.squeeze.dims,
+               aten.squeeze_.default: aten.squeeze.default, aten.unsqueeze_.default: aten.unsqueeze.default}
+
+
+def _inplace_view(gm: GraphModule, node: Node) -> None:
+    base = node.args[0]
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    with gm.graph.inserting_before(node):
+        new = call(gm, _FUNCTIONAL[node.target], tuple(node.args), node)
+    later = [u for u in base.users if u is not node and u is not new and order.get(u, -1) > order[node]]
+    for user in later:
+        user.replace_input_with(base, new)
+    node.replace_all_uses_with(new)
+    gm.graph.erase_node(node)
+
+
 def _linear_rank1(gm: GraphModule, node: Node) -> None:
     shape = _shape(node.args[0])
     if shape is None or len(shape) != 1:
@@ -186,6 +204,7 @@ def _linear_rank1(gm: GraphModule, node: Node) -> None:
 
 
 _REWRITES = {
+    **{op: _inplace_view for op in _FUNCTIONAL},
     aten.linear.default: _linear_rank1,
     aten.adaptive_max_pool1d.default: _adaptive_max1d,
     aten.adaptive_max_pool2d.default: _adaptive_max,

@@ -76,6 +76,8 @@ PIPELINE: tuple[Step, ...] = (
     Step(inline_autocast, "before every other rewrite: ops inside an autocast region are invisible to them"),
     Step(remove_noops, "before the pattern rewrites: clones, dropouts and identity views between ops hide the "
          "patterns they match"),
+    Step(core_aten_rewrites, "before fold_constants (an in-place squeeze_ of a constant must be functional before "
+         "it is folded) and before pool1d_to_pool2d and max_pool_padding, which rewrite the max pools it writes"),
     Step(fold_constants, "after remove_noops, before the rewrites that need constant operands (div_to_mul's "
          "divisor, batch_norm_to_conv's statistics)", qat_keyword="keep_parameters"),
     Step(split_to_slices, "before sdpa_to_matmul and permute_rank4: attention's q, k, v unbind becomes slices and "
@@ -89,7 +91,6 @@ PIPELINE: tuple[Step, ...] = (
     Step(batch_norm_to_conv, "before conv1d_to_conv2d, which makes the 1-D convolution it writes for a rank-3 "
          "batch norm 2-D"),
     Step(conv1d_to_conv2d, "before sink_squeeze, which moves the squeeze it writes"),
-    Step(core_aten_rewrites, "before pool1d_to_pool2d and max_pool_padding, which rewrite the max pools it writes"),
     Step(pool1d_to_pool2d, "before max_pool_padding, which rewrites the 2-D max pools it writes"),
     Step(mean1d_to_mean2d, "any"),
     Step(div_to_mul, "after fold_constants: a divisor computed from constants is a constant by then"),
