@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 JOBS ?= 2
 
-.PHONY: demo test install clean supported-ops
+.PHONY: demo test install clean supported-ops backend-suite
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check --no-cache --select F,E9 src tests benchmarks examples
 	$(PY) -m pytest -q -n $(JOBS) --dist loadfile tests
+
+# ExecuTorch's backend test suite (the wheel's operators/) on the imxrt700, imxrt700cm and imx93 flows: long (hours
+# on two cores); writes out/backend_suite/<flow>.json and docs/backend_suite.md
+backend-suite: $(STAMP)
+	nice -n 10 $(PY) benchmarks/backend_suite.py --markdown docs/backend_suite.md
 
 supported-ops: $(STAMP)
 	$(PY) -m executorch_neutron ops --markdown > SUPPORTED_OPS.md

@@ -113,7 +113,7 @@ def failures(flows: dict[str, list[dict]]) -> list[str]:
 def write_markdown(path: Path, flows, before, command: str) -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
-    text = [f"# ExecuTorch's backend test suite with this backend's flows",
+    text = ["# ExecuTorch's backend test suite with this backend's flows",
             "",
             f"Written by `benchmarks/backend_suite.py` at commit `{commit}`: `{command}`.",
             "",
