@@ -178,3 +178,116 @@ def compare_pte(r: RunResult, model, samples) -> PteComparison:
     ours, ref, flt = np.stack(ours), np.stack(ref), np.stack(flt)
     deq = lambda q: (q.astype(np.float64) - r.output_zero_point) * r.output_scale  # noqa: E731
     return PteComparison(steps(ours, ref), sqnr(flt, deq(ours)), sqnr(flt, deq(ref)), sqnr(deq(ref), deq(ours)))
+
+
+@dataclass
+class ConvertResult:
+    """One model converted at the converter level: its edge program's TFLite run in LiteRT, no `lower()`."""
+
+    tflite: bytes
+    delegated_ops: dict[str, int]  # compute nodes the partitioner tagged, by edge op name
+    rejections: list  # the partitioner's reasons for the nodes it left on the CPU
+    outputs: list[np.ndarray]  # int8, PyTorch layout, from LiteRT
+    references: list[np.ndarray]  # int8: PyTorch's quantized model, quantized with the model's output parameters
+    output_scales: list[float]
+
+
+class _TagOnly:
+    """Wraps a partitioner for `to_edge_transform_and_lower`: the same ops kept from decomposition and the same
+    per-node decisions, but no partition is handed to a backend (the edge program comes back whole)."""
+
+    def __init__(self, inner):
+        from executorch.exir.backend.partitioner import Partitioner
+
+        self.inner = inner
+        self.tagged: dict[str, str] = {}
+        # a Partitioner instance is what ExecuTorch accepts; delegate its two calls to the real partitioner
+        self.partitioner = type("TagOnlyPartitioner", (Partitioner,), {
+            "ops_to_not_decompose": lambda _, ep: inner.ops_to_not_decompose(ep),
+            "partition": lambda _, ep: self._partition(ep),
+        })(inner.delegation_spec)
+
+    def _partition(self, ep):
+        from executorch.exir.backend.partitioner import PartitionResult
+
+        self.inner.partition(ep)
+        for n in ep.graph.nodes:
+            tag = n.meta.pop("delegation_tag", None)
+            if tag is not None:
+                self.tagged[n.name] = tag
+        return PartitionResult(tagged_exported_program=ep, partition_tags={})
+
+
+def _is_q(node) -> bool:
+    return node.op == "call_function" and "quantize_per_tensor" in str(node.target) and "dequant" not in str(node.target)
+
+
+def _is_dq(node) -> bool:
+    return node.op == "call_function" and "dequantize_per_" in str(node.target)
+
+
+def convert_and_run(module, inputs, calib=None, **spec_options) -> ConvertResult:
+    """The converter-level path of one small model, without `lower()`'s backend call, payload and .pte:
+    PT2E-quantize with the target's quantizer, take the edge program (with the partitioner's decisions, nothing
+    delegated), make it the partition program the backend would get (int8 inputs into their dequantize nodes, the
+    last quantize nodes as outputs), convert it with convert/ and run the TFLite in LiteRT. The reference is
+    PyTorch's quantized model (`convert_pt2e`) on the same inputs, quantized with its own output parameters."""
+    from executorch.exir import to_edge_transform_and_lower
+
+    from executorch_neutron.convert import convert_program
+    from executorch_neutron.lowering import quantize
+    from executorch_neutron.ops.registry import CheckContext
+    from executorch_neutron.pipeline import assemble, resolve_spec
+
+    inputs = tuple(inputs)
+    calib = calib if calib is not None else [inputs] + calibration(inputs, 4)
+    pipeline = assemble(resolve_spec(**spec_options))
+    quantized = quantize(module.eval(), inputs, calib, pipeline.quantizer)
+    tag_only = _TagOnly(pipeline.partitioner)
+    edge = to_edge_transform_and_lower(torch.export.export(quantized, inputs, strict=False),
+                                       partitioner=[tag_only.partitioner],
+                                       compile_config=pipeline.edge_compile_config)
+    program = edge.exported_program()
+    graph = program.graph
+
+    compute = [n for n in graph.nodes if n.op == "call_function" and not (_is_q(n) or _is_dq(n))
+               and "getitem" not in str(n.target)]
+    delegated: dict[str, int] = {}
+    for n in compute:
+        if n.name in tag_only.tagged:
+            name = str(getattr(n.target, "_op", n.target))  # an edge op's ATen overload: aten.convolution.default
+            delegated[name] = delegated.get(name, 0) + 1
+
+    # the partition's view: each user input arrives as int8 (its quantize node is the CPU's), each output leaves
+    # as int8 (its last dequantize node is the CPU's)
+    user_inputs = [n for n in graph.nodes if n.op == "placeholder" and n.name in program.graph_signature.user_inputs]
+    in_q = []
+    for p in user_inputs:
+        (q,) = p.users
+        assert _is_q(q), f"input {p.name} is not quantized first: {q.target}"
+        in_q.append((float(q.args[1]), int(q.args[2])))
+        q.replace_all_uses_with(p)
+        graph.erase_node(q)
+    out = next(n for n in graph.nodes if n.op == "output")
+    outs = out.args[0] if isinstance(out.args[0], (tuple, list)) else (out.args[0],)
+    out_q = []
+    for dq in outs:
+        assert _is_dq(dq) and _is_q(dq.args[0]), f"output {dq.name} is not a quantized value"
+        out_q.append((float(dq.args[1]), int(dq.args[2])))
+    out.args = (tuple(dq.args[0] for dq in outs),)
+    graph.eliminate_dead_code()
+
+    converted = convert_program(program, CheckContext.for_program(pipeline.spec, program), "converter_level")
+    tflite_in_q, tflite_out_q = io_quant(converted.tflite)
+    for j, ((s, z), (ts, tz)) in enumerate(zip(out_q, tflite_out_q)):
+        assert abs(ts - s) <= 1e-6 * s and tz == z, (
+            f"output {j}: TFLite quantization ({ts}, {tz}) != PyTorch's quantized model ({s}, {z})")
+    xs = [to_physical(quantize_np(inputs[arg].numpy(), *in_q[arg]), fmt)
+          for arg, fmt in zip(converted.input_args, converted.input_formats)]
+    outputs = [from_physical(o, fmt) for o, fmt in zip(run_tflite(converted.tflite, xs), converted.output_formats)]
+    with torch.no_grad():
+        ref = quantized(*inputs)
+    ref = ref if isinstance(ref, (tuple, list)) else (ref,)
+    references = [quantize_np(r.numpy(), *q) for r, q in zip(ref, out_q)]
+    return ConvertResult(converted.tflite, delegated, list(pipeline.partitioner.rejections), outputs, references,
+                         [q[0] for q in out_q])
