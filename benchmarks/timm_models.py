@@ -1,6 +1,6 @@
 """Real timm architectures (random weights) on the NPU: the models the issues measured, as timm defines them.
 
-    PYTHONPATH=/path/to/timm-dir .venv/bin/python benchmarks/timm_models.py [--models vit_tiny mixnet_s ...]
+    PYTHONPATH=/path/to/timm-dir .venv/bin/python benchmarks/timm_models.py [--models vit_tiny mixnet_s ...] [--write-docs]
 
 Not part of the test suite and not a dependency of the package: timm is installed by hand into a directory of your
 own, e.g. `pip install --no-deps --target /tmp/timm timm==1.0.31 pillow pyyaml huggingface_hub safetensors`.
