@@ -1,13 +1,14 @@
 """The fast operator table: a handful of operators converted at the converter level (edge program -> TFLite ->
 LiteRT, no `lower()`, no payload, no .pte: `harness.convert_and_run`), each within 1 output quantization step of
-PyTorch's quantized model. The edit-test loop runs these (`make test-fast`); the full per-operator tables
-(test_table_ops.py, test_foundation_ops.py) run each case through the whole `lower()`."""
+PyTorch's quantized model; and one smoke `lower()` whose .pte runs on the host runtime. The edit-test loop runs
+these (`make test-fast`); the full per-operator tables (test_table_ops.py, test_foundation_ops.py) run each case
+through the whole `lower()`."""
 
 import pytest
 import torch
 from torch import nn
 
-from harness import Fn, assert_within_steps, convert_and_run
+from harness import Fn, assert_within_steps, compare_pte, convert_and_run, lower_and_run
 
 pytestmark = pytest.mark.fast
 
@@ -43,3 +44,16 @@ def test_operator_converted(case):
     assert r.delegated_ops == ops
     for out, ref, scale in zip(r.outputs, r.references, r.output_scales):
         assert_within_steps(out, ref, steps_allowed=1, scale=scale)
+
+
+def test_smoke_lower_and_host_run():
+    """The whole flow once: quantize, partition, convert, pack, .pte, and the .pte on ExecuTorch's runtime with the
+    host backend, within 1 output step of PyTorch's quantized model on two samples."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AvgPool2d(2)).eval()
+    inputs = x(1, 3, 10, 8)
+    r = lower_and_run(model, inputs)
+    assert r.delegated_ops == {"aten.convolution.default": 1, "aten.relu.default": 1, "aten.avg_pool2d.default": 1}
+    assert_within_steps(r.output, r.reference, steps_allowed=1, scale=r.output_scale)
+    on_host = compare_pte(r, model, [inputs, x(1, 3, 10, 8)])
+    assert int(on_host.steps.max()) <= 1, f"the .pte on the host is {int(on_host.steps.max())} steps off"
