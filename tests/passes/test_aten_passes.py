@@ -9,6 +9,8 @@ from executorch_neutron.passes import (conv1d_to_conv2d, div_to_mul, matmul_to_b
 
 from harness import Fn
 
+pytestmark = pytest.mark.fast
+
 aten = torch.ops.aten
 
 

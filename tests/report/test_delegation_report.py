@@ -11,6 +11,8 @@ from executorch_neutron import lower
 from executorch_neutron.report import load_schema
 from executorch_neutron.report.macs import node_macs
 
+pytestmark = pytest.mark.fast
+
 
 class ConvLinear(nn.Module):
     """conv 3->8 k3 pad1 on 6x6, relu, flatten, linear 288->10."""
