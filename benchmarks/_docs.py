@@ -5,7 +5,7 @@ HEAD`) of its last write. Each table a script measured sits in a block that name
 and the commit it was measured at:
 
     <!-- figures: python benchmarks/model_zoo.py --samples 4 -->
-    Measured at commit `9978d84` with `python benchmarks/model_zoo.py --samples 4`:
+    Measured at commit `9978d84` with `python benchmarks/model_zoo.py --samples 4` (load average 2.1 on 2 cores):
 
     | family | ... |
     <!-- figures end -->
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import subprocess
 import sys
@@ -85,8 +86,15 @@ def as_markdown(printed: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def block(cmd: str, table: str, at: str) -> str:
-    return f"<!-- figures: {cmd} -->\nMeasured at {at} with `{cmd}`:\n\n{table.rstrip()}\n<!-- figures end -->\n"
+def machine() -> str:
+    """The load the figures were measured under (timings scale with it)."""
+    return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+
+
+def block(cmd: str, table: str, at: str, where: str = "") -> str:
+    where = f" ({where})" if where else ""
+    return (f"<!-- figures: {cmd} -->\nMeasured at {at} with `{cmd}`{where}:\n\n{table.rstrip()}\n"
+            f"<!-- figures end -->\n")
 
 
 def header(script: str, at: str) -> str:
@@ -97,10 +105,11 @@ def header(script: str, at: str) -> str:
 def write_figures(script: str, topic: str, title: str, table: str, cmd: str | None = None,
                   docs: Path = DOCS, at: str | None = None) -> Path:
     """Put `table` (Markdown lines printed by `script`) on docs/<topic>.md in the block of its command."""
+    where = "" if at else machine()  # a measurement made now: say under which load
     at = at or commit()
     cmd = cmd or command(script)
     page = docs / f"{topic}.md"
-    new = block(cmd, table, at)
+    new = block(cmd, table, at, where)
     if page.exists():
         text = page.read_text()
         lines = text.split("\n", 3)  # title, blank, header line, rest
