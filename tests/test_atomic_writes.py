@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from executorch_neutron import atomic
+from executorch_neutron.core import atomic
 
 pytestmark = pytest.mark.fast
 

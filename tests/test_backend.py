@@ -8,7 +8,7 @@ from torch import nn
 
 from executorch_neutron import lower
 from executorch_neutron.neutron.backend import BACKEND_ID, NeutronBackend
-from executorch_neutron.partition import NeutronPartitioner
+from executorch_neutron import NeutronPartitioner
 
 pytestmark = pytest.mark.fast
 
