@@ -1,7 +1,9 @@
 """Test harness: quantize -> lower -> run the partition TFLite in LiteRT -> compare with PyTorch's quantized model.
 
-The reference for every int8 result is PyTorch's own quantized model (`convert_pt2e`, kept in
-`LoweringResult.quantized_model`) on the same inputs; comparisons count output quantization steps.
+`lower_and_run` goes through the whole `lower()`; `convert_and_run` stops at the converter (edge program -> TFLite
+-> LiteRT, no backend call, payload or .pte), for the fast tier. The reference for every int8 result is PyTorch's
+own quantized model (`convert_pt2e`, kept in `LoweringResult.quantized_model`) on the same inputs; comparisons
+count output quantization steps.
 """
 
 from __future__ import annotations
@@ -11,10 +13,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
+from executorch.exir import to_edge_transform_and_lower
+from executorch.exir.backend.partitioner import Partitioner, PartitionResult
 
 from executorch_neutron import lower
-from executorch_neutron.lowering import LoweringResult
+from executorch_neutron.convert import convert_program
+from executorch_neutron.lowering import LoweringResult, quantize
 from executorch_neutron.neutron.payload import unpack
+from executorch_neutron.ops.registry import CheckContext
+from executorch_neutron.pipeline import assemble, resolve_spec
 from executorch_neutron.tflite.layout import from_channels_last, to_channels_last
 from executorch_neutron.zoo import calibration
 
@@ -192,24 +199,19 @@ class ConvertResult:
     output_scales: list[float]
 
 
-class _TagOnly:
+class _TagOnly(Partitioner):
     """Wraps a partitioner for `to_edge_transform_and_lower`: the same ops kept from decomposition and the same
     per-node decisions, but no partition is handed to a backend (the edge program comes back whole)."""
 
     def __init__(self, inner):
-        from executorch.exir.backend.partitioner import Partitioner
-
+        super().__init__(inner.delegation_spec)
         self.inner = inner
-        self.tagged: dict[str, str] = {}
-        # a Partitioner instance is what ExecuTorch accepts; delegate its two calls to the real partitioner
-        self.partitioner = type("TagOnlyPartitioner", (Partitioner,), {
-            "ops_to_not_decompose": lambda _, ep: inner.ops_to_not_decompose(ep),
-            "partition": lambda _, ep: self._partition(ep),
-        })(inner.delegation_spec)
+        self.tagged: dict[str, str] = {}  # node name -> the tag the wrapped partitioner gave it
 
-    def _partition(self, ep):
-        from executorch.exir.backend.partitioner import PartitionResult
+    def ops_to_not_decompose(self, ep):
+        return self.inner.ops_to_not_decompose(ep)
 
+    def partition(self, ep) -> PartitionResult:
         self.inner.partition(ep)
         for n in ep.graph.nodes:
             tag = n.meta.pop("delegation_tag", None)
@@ -232,20 +234,13 @@ def convert_and_run(module, inputs, calib=None, **spec_options) -> ConvertResult
     delegated), make it the partition program the backend would get (int8 inputs into their dequantize nodes, the
     last quantize nodes as outputs), convert it with convert/ and run the TFLite in LiteRT. The reference is
     PyTorch's quantized model (`convert_pt2e`) on the same inputs, quantized with its own output parameters."""
-    from executorch.exir import to_edge_transform_and_lower
-
-    from executorch_neutron.convert import convert_program
-    from executorch_neutron.lowering import quantize
-    from executorch_neutron.ops.registry import CheckContext
-    from executorch_neutron.pipeline import assemble, resolve_spec
-
     inputs = tuple(inputs)
     calib = calib if calib is not None else [inputs] + calibration(inputs, 4)
     pipeline = assemble(resolve_spec(**spec_options))
     quantized = quantize(module.eval(), inputs, calib, pipeline.quantizer)
     tag_only = _TagOnly(pipeline.partitioner)
     edge = to_edge_transform_and_lower(torch.export.export(quantized, inputs, strict=False),
-                                       partitioner=[tag_only.partitioner],
+                                       partitioner=[tag_only],
                                        compile_config=pipeline.edge_compile_config)
     program = edge.exported_program()
     graph = program.graph
@@ -278,10 +273,13 @@ def convert_and_run(module, inputs, calib=None, **spec_options) -> ConvertResult
     graph.eliminate_dead_code()
 
     converted = convert_program(program, CheckContext.for_program(pipeline.spec, program), "converter_level")
+    # the TFLite must carry PyTorch's own quantization parameters at its boundary
     tflite_in_q, tflite_out_q = io_quant(converted.tflite)
-    for j, ((s, z), (ts, tz)) in enumerate(zip(out_q, tflite_out_q)):
-        assert abs(ts - s) <= 1e-6 * s and tz == z, (
-            f"output {j}: TFLite quantization ({ts}, {tz}) != PyTorch's quantized model ({s}, {z})")
+    for what, ours, theirs in (("input", tflite_in_q, [in_q[a] for a in converted.input_args]),
+                               ("output", tflite_out_q, out_q)):
+        for j, ((ts, tz), (s, z)) in enumerate(zip(ours, theirs)):
+            assert abs(ts - s) <= 1e-6 * s and tz == z, (
+                f"{what} {j}: TFLite quantization ({ts}, {tz}) != PyTorch's quantized model ({s}, {z})")
     xs = [to_physical(quantize_np(inputs[arg].numpy(), *in_q[arg]), fmt)
           for arg, fmt in zip(converted.input_args, converted.input_formats)]
     outputs = [from_physical(o, fmt) for o, fmt in zip(run_tflite(converted.tflite, xs), converted.output_formats)]
