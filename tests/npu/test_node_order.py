@@ -16,8 +16,6 @@ import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
 
-pytestmark = pytest.mark.fast
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fake_neutron_sdk as fake  # noqa: E402
 
