@@ -1,7 +1,6 @@
 """backend.py: the delegate id is the backend class's name, the same in the .pte, the partitioner and the host
 library that executes it."""
 
-import pytest
 import torch
 from executorch.exir._serialize._program import deserialize_pte_binary
 from torch import nn
@@ -9,8 +8,6 @@ from torch import nn
 from executorch_neutron import lower
 from executorch_neutron.neutron.backend import BACKEND_ID, NeutronBackend
 from executorch_neutron import NeutronPartitioner
-
-pytestmark = pytest.mark.fast
 
 
 def test_backend_id_is_the_class_name():

@@ -15,8 +15,6 @@ from executorch_neutron.core.exported import lowered_modules, partition_tag
 from executorch_neutron.ops.registry import CheckContext
 from executorch_neutron.neutron.payload import unpack
 
-pytestmark = pytest.mark.fast
-
 # name: (model factory, inputs); distinct N, C, H, W so that a wrong permutation cannot pass
 CASES = {
     "conv_plus_input_4d": (lambda: Fn(lambda s, a, b: torch.relu(s.mods[0](a) + b), nn.Conv2d(3, 8, 3)),

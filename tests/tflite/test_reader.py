@@ -13,8 +13,6 @@ from executorch_neutron import lower
 from executorch_neutron.neutron.payload import unpack
 from executorch_neutron.tflite.reader import builtin_code, op_name, opcode_name, read_model, tensor_name
 
-pytestmark = pytest.mark.fast
-
 B = schema.BuiltinOperator
 
 
