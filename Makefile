@@ -29,7 +29,7 @@ test: $(STAMP)
 # ExecuTorch's backend test suite (the wheel's operators/) on the imxrt700, imxrt700cm and imx93 flows: long (hours
 # on two cores); writes out/backend_suite/<flow>.json and docs/backend_suite.md
 backend-suite: $(STAMP)
-	nice -n 10 $(PY) benchmarks/backend_suite.py --markdown docs/backend_suite.md
+	nice -n 10 $(PY) benchmarks/backend_suite.py --write-docs
 
 test-fast: $(STAMP)
 	$(VENV)/bin/ruff check --no-cache --select F,E9 src tests benchmarks examples

@@ -1,7 +1,7 @@
 """ExecuTorch's backend test suite (operators/) run with this project's flows: counts per suite result.
 
     PYTHONPATH=src .venv/bin/python benchmarks/backend_suite.py [--flows imxrt700 imxrt700cm imx93]
-        [--files test_add test_lstm ...] [--out out/backend_suite] [--before DIR] [--markdown docs/backend_suite.md]
+        [--files test_add test_lstm ...] [--out out/backend_suite] [--before DIR] [--write-docs]
 
 Each flow (`executorch_neutron.backend_suite.flow(target)`) quantizes with the target's quantizer, partitions with
 its partitioner, serializes and runs the program in ExecuTorch's runtime with the host back ends registered; the
@@ -10,8 +10,8 @@ LOWER_FAIL; PTE_LOAD_FAIL; PTE_RUN_FAIL; OUTPUT_MISMATCH_FAIL; UNKNOWN_FAIL; QUA
 does not run in eager mode or export, or keeps an operator ExecuTorch's portable kernels lack).
 Printed per flow: the counts, the share of records delegated, the worst output difference in int8 steps (of the
 output's quantization scale) over the records that ran; then the counts per operator file. The records go to
-`<out>/<flow>.json`; `--before DIR` reads an earlier run's JSON files for before/after columns; `--markdown`
-writes the page (its first lines name this script and the commit). Prints, never asserts.
+`<out>/<flow>.json`; `--before DIR` reads an earlier run's JSON files for before/after rows; `--write-docs` puts
+the tables on docs/backend_suite.md. Prints, never asserts.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
@@ -29,6 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import _docs  # noqa: E402
 from executorch_neutron import backend_suite as suite  # noqa: E402
 
 RESULTS = ["SUCCESS", "SUCCESS_UNDELEGATED", "SKIPPED", "QUANTIZE_FAIL", "LOWER_FAIL", "PTE_LOAD_FAIL",
@@ -110,55 +112,6 @@ def failures(flows: dict[str, list[dict]]) -> list[str]:
     return lines
 
 
-def write_markdown(path: Path, flows, before, command: str) -> None:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
-    text = ["# ExecuTorch's backend test suite with this backend's flows",
-            "",
-            f"Written by `benchmarks/backend_suite.py` at commit `{commit}`: `{command}`.",
-            "",
-            "How the suite runs here, what the results mean and how to run it: see the bottom of this page.",
-            "",
-            "## Counts per flow (operators/)",
-            "",
-            *table(flows, before),
-            "",
-            "`delegated`: SUCCESS records (the program holds a delegate) of those not SKIPPED. `worst steps`:",
-            "the largest |program - PyTorch's quantized model| over the outputs of a record, in steps of the output's",
-            "quantization scale (the suite itself compares with atol 0.1, rtol 0.04).",
-            "",
-            "## Per operator file",
-            "",
-            *per_file(flows),
-            ""]
-    fails = failures(flows)
-    if fails:
-        text += ["## Failures", "", *fails, ""]
-    text += [line for line in HOW.splitlines()]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(text) + "\n")
-
-
-HOW = """
-## How it runs
-
-`executorch_neutron.backend_suite` holds one suite `TestFlow` per target (`neutron_imxrt700`,
-`neutron_imxrt700cm`, `neutron_imx93`): the suite's `Tester` with the stages `lower()` uses (the target's quantizer,
-its partitioner and edge compile config, the Cortex-M leftover step on imxrt700cm) and a serialize stage that checks
-the program with `runtime.validate` and runs it in ExecuTorch's pybindings runtime with the host back ends and
-ExecuTorch's quantized kernels registered. The suite's `run_test` runs each model and decides its result with its own
-checks and tolerances (atol 0.1, rtol 0.04 against PyTorch's quantized model; the reference is the suite's export
-stage of the converted model).
-
-- `make backend-suite` runs every operators/ file on the three flows (long: one flow at a time, `nice`).
-- `benchmarks/backend_suite.py --flows imxrt700 --files test_add test_lstm --verbose` runs some files.
-- `tests/test_backend_suite.py` runs one test of every operators/ file (the flows take turns) in `make test`.
-
-The suite's `models/` tests need torchvision / torchaudio, which do not load with the CPU torch the project pins;
-they are not run here.
-"""
-
-
 def load_dir(path: Path | None) -> dict[str, list[dict]]:
     if path is None:
         return {}
@@ -171,30 +124,32 @@ def main() -> None:
     parser.add_argument("--flows", nargs="+", default=list(suite.FLOW_TARGETS))
     parser.add_argument("--files", nargs="+", default=None, help="operators/ files (default: all)")
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "backend_suite")
+    parser.add_argument("--load", type=Path, default=None, help="print the <flow>.json records of DIR, run nothing")
     parser.add_argument("--before", type=Path, default=None, help="directory of an earlier run's <flow>.json")
-    parser.add_argument("--markdown", type=Path, default=None)
+    _docs.add_argument(parser)
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
 
     files = args.files or suite.operator_files()
     args.out.mkdir(parents=True, exist_ok=True)
-    flows = {}
-    for target in args.flows:
+    flows = load_dir(args.load)
+    for target in [] if args.load else args.flows:
         name = f"{suite.FLOW_PREFIX}{target}"
         print(f"{name}: {len(files)} operator files", flush=True)
         flows[name] = run_flow(target, files, args.verbose)
         (args.out / f"{name}.json").write_text(json.dumps(flows[name], indent=1))
     before = load_dir(args.before)
-    print()
-    print("\n".join(table(flows, before)))
-    print()
-    print("\n".join(per_file(flows)))
-    fails = failures(flows)
-    if fails:
+    with _docs.capture() as printed:
+        print("\n".join(table(flows, before)))
         print()
-        print("\n".join(fails))
-    if args.markdown:
-        write_markdown(args.markdown, flows, before, "benchmarks/backend_suite.py " + " ".join(sys.argv[1:]))
+        print("\n".join(per_file(flows)))
+        fails = failures(flows)
+        if fails:
+            print()
+            print("\n".join(fails))
+    if args.write_docs:
+        _docs.write_figures("benchmarks/backend_suite.py", "backend_suite",
+                            "ExecuTorch's backend test suite with this backend's flows", _docs.as_markdown(printed.getvalue()))
 
 
 if __name__ == "__main__":

@@ -62,6 +62,7 @@ CASES = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_rewrite_computes_what_pytorch_computes(case):
     module, shape = case
@@ -81,6 +82,7 @@ def test_rewrite_computes_what_pytorch_computes(case):
         assert w.shape == g.shape and torch.equal(w, g)
 
 
+@pytest.mark.fast
 def test_pool_with_indices_and_no_kernel_stops_with_one_line():
     module = nn.AdaptiveMaxPool3d((4, 4, 4), return_indices=True)
     gm = torch.export.export(module, (torch.randn(1, 2, 8, 8, 8),)).module()
