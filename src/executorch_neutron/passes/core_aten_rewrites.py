@@ -1,6 +1,8 @@
-"""ATen pass: operators outside the Core ATen opset, which ExecuTorch refuses at `to_edge` and its portable kernels
-do not run, become Core ATen operators that compute the same:
+"""ATen pass: what ExecuTorch cannot lower or run as written becomes Core ATen operators that compute the same:
+adaptive max pools (a max pool where the output divides the input), median (topk), round(decimals=), in-place
+squeeze_/unsqueeze_ and a linear of a rank-1 input.
 
+The first three are outside the Core ATen opset (refused at `to_edge`; ExecuTorch's portable kernels lack them):
 - `adaptive_max_pool2d` (also `nn.AdaptiveMaxPool1d`, which exports as a 2-D one): where each output size divides
   its input size, a `max_pool2d` with kernel = stride = input / output (global pooling: kernel = the input); its
   indices, when read, from `max_pool2d_with_indices` (the same flat index into each H x W plane). Otherwise, and
