@@ -64,7 +64,7 @@ def summary(records: list[dict]) -> dict:
     return {"counts": counts, "records": len(records),
             "delegated": sum(r["result"] == "SUCCESS" for r in ran), "ran": len(ran),
             "max_steps": max(steps) if steps else None,
-            "steps_over_1": sum(s > 1.0 + 1e-6 for s in steps)}
+            "steps_over_1": sum(s > 1.001 for s in steps)}
 
 
 def fmt_counts(counts: Counter) -> str:

@@ -51,6 +51,8 @@ CASES = {
     "amp2d_uneven": (nn.AdaptiveMaxPool2d((3, 7)), (2, 4, 10, 11)),
     "amp3d_divides": (nn.AdaptiveMaxPool3d((4, 4, 4)), (1, 4, 8, 8, 8)),
     "amp3d_uneven": (nn.AdaptiveMaxPool3d((2, 4, 6)), (1, 4, 8, 8, 8)),
+    "aap1d_divides": (nn.AdaptiveAvgPool1d(5), (1, 8, 100)),
+    "aap1d_uneven": (nn.AdaptiveAvgPool1d(7), (2, 8, 100)),
     "median_all": (_Median(), (10, 10)),
     "median_all_rank1": (_Median(), (20,)),
     "median_dim": (_Median(1), (2, 3, 4, 5)),
@@ -70,7 +72,7 @@ def test_rewrite_computes_what_pytorch_computes(case):
     x = torch.randn(shape) * 10
     gm = core_aten_rewrites(torch.export.export(module.eval(), (x,)).module())
     ops = {str(n.target) for n in gm.graph.nodes if n.op == "call_function"}
-    assert not {o for o in ops if any(k in o for k in ("adaptive_max", "median", "round.decimals"))}, ops
+    assert not {o for o in ops if any(k in o for k in ("adaptive_max", "pool1d", "median", "round.decimals"))}, ops
     assert not {o for o in ops if o.endswith("squeeze_.dim")}, ops
     if isinstance(module, (nn.Linear, _SqueezeInPlace)):  # the linear now reads a rank-2 input
         assert all(n.args[0].meta["val"].dim() == 2 for n in gm.graph.nodes if n.target == torch.ops.aten.linear.default)

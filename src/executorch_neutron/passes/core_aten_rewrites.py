@@ -1,5 +1,5 @@
 """ATen pass: what ExecuTorch cannot lower or run as written becomes Core ATen operators that compute the same:
-adaptive max pools (a max pool where the output divides the input), median (topk), round(decimals=), in-place
+adaptive max pools (a max pool where the output divides the input), a 1-D adaptive average pool (a 2-D one), median (topk), round(decimals=), in-place
 squeeze_/unsqueeze_ and a linear of a rank-1 input.
 
 The first three are outside the Core ATen opset (refused at `to_edge`; ExecuTorch's portable kernels lack them):
@@ -9,6 +9,8 @@ The first three are outside the Core ATen opset (refused at `to_edge`; ExecuTorc
   for `adaptive_max_pool3d`, a max over each pooled axis in turn (a max over a box is the max over each of its
   axes): per axis a reshape + amax where the size divides, else one slice + amax per output bin [floor(i*in/out),
   ceil((i+1)*in/out)) and a cat.
+- `adaptive_avg_pool1d` (decomposed by `to_edge` after quantization, into views nobody quantized): the 2-D pool
+  on unsqueeze(x, -2), squeezed back, so the NPU's adaptive average pool sees it.
 - `median` / `median.dim`: the smallest (n+1)//2 values by `topk(largest=False)` and the last of them (the lower
   median, as PyTorch returns it), with its index.
 - `round(decimals=d)`: round(x * 10^d) / 10^d (d < 0: round(x / 10^-d) * 10^-d), as PyTorch computes it.
@@ -88,6 +90,15 @@ def _adaptive_max1d(gm: GraphModule, node: Node) -> None:
         if not dead.users:
             gm.graph.erase_node(dead)
     _adaptive_max(gm, pool)
+
+
+def _adaptive_avg1d(gm: GraphModule, node: Node) -> None:
+    with gm.graph.inserting_before(node):
+        x2 = call(gm, aten.unsqueeze.default, (node.args[0], -2), node)
+        pool = call(gm, aten.adaptive_avg_pool2d.default, (x2, [1, *list(node.args[1])]), node)
+        out = call(gm, aten.squeeze.dims, (pool, [-2]), node)
+    node.replace_all_uses_with(out)
+    gm.graph.erase_node(node)
 
 
 def _adaptive_max(gm: GraphModule, node: Node) -> None:
@@ -209,6 +220,7 @@ _REWRITES = {
     **{op: _inplace_view for op in _FUNCTIONAL},
     aten.linear.default: _linear_rank1,
     aten.adaptive_max_pool1d.default: _adaptive_max1d,
+    aten.adaptive_avg_pool1d.default: _adaptive_avg1d,
     aten.adaptive_max_pool2d.default: _adaptive_max,
     aten.adaptive_max_pool3d.default: _adaptive_max,
     aten.median.default: _median,
