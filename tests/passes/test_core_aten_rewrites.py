@@ -50,6 +50,7 @@ CASES = {
     "amp2d_global": (nn.AdaptiveMaxPool2d(1), (1, 8, 20, 20)),
     "amp2d_uneven": (nn.AdaptiveMaxPool2d((3, 7)), (2, 4, 10, 11)),
     "amp3d_divides": (nn.AdaptiveMaxPool3d((4, 4, 4)), (1, 4, 8, 8, 8)),
+    "amp3d_divides_indices": (nn.AdaptiveMaxPool3d((4, 2, 8), return_indices=True), (2, 3, 8, 8, 8)),
     "amp3d_uneven": (nn.AdaptiveMaxPool3d((2, 4, 6)), (1, 4, 8, 8, 8)),
     "aap1d_divides": (nn.AdaptiveAvgPool1d(5), (1, 8, 100)),
     "aap1d_uneven": (nn.AdaptiveAvgPool1d(7), (2, 8, 100)),
@@ -86,7 +87,7 @@ def test_rewrite_computes_what_pytorch_computes(case):
 
 @pytest.mark.fast
 def test_pool_with_indices_and_no_kernel_stops_with_one_line():
-    module = nn.AdaptiveMaxPool3d((4, 4, 4), return_indices=True)
+    module = nn.AdaptiveMaxPool3d((3, 4, 4), return_indices=True)
     gm = torch.export.export(module, (torch.randn(1, 2, 8, 8, 8),)).module()
     with pytest.raises(NotImplementedError, match="adaptive_max_pool3d with return_indices=True .* no kernel") as err:
         core_aten_rewrites(gm)

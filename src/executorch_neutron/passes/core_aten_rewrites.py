@@ -19,8 +19,9 @@ The first three are outside the Core ATen opset (refused at `to_edge`; ExecuTorc
 - a `linear` of a rank-1 input (`nn.Linear` on one unbatched vector), which ExecuTorch's portable `linear.out`
   refuses and whose delegated fully connected layer has a rank-2 result: unsqueeze(0), linear, squeeze(0).
 
-An adaptive max pool whose indices are read and that is no `max_pool2d` has no kernel in any runtime: the lowering
-stops with a `NotImplementedError` naming it. Runs before quantization (NeutronQuantizer.transform_for_annotation).
+A 3-D one with indices whose output divides its input: per window amax and argmax (turned into the flat index into
+D x H x W). An adaptive max pool whose indices are read and whose output does not divide its input has no kernel in
+any runtime: the lowering stops with a `NotImplementedError` naming it. Runs before quantization (NeutronQuantizer.transform_for_annotation).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import operator
 import torch
 from torch.fx import GraphModule, Node
 
-from .fx_utils import arg, call, finish
+from .fx_utils import arg, call, finish, new_parameter
 
 aten = torch.ops.aten
 
@@ -101,6 +102,39 @@ def _adaptive_avg1d(gm: GraphModule, node: Node) -> None:
     gm.graph.erase_node(node)
 
 
+def _floor_div(gm: GraphModule, x: Node, k: int, like: Node) -> Node:
+    node = gm.graph.call_function(aten.div.Tensor_mode, (x, k), {"rounding_mode": "floor"})
+    node.meta.update({key: like.meta[key] for key in ("nn_module_stack", "stack_trace") if key in like.meta})
+    node.meta["val"] = torch.div(x.meta["val"], k, rounding_mode="floor")
+    return node
+
+
+def _max_pool3d_with_indices(gm: GraphModule, node: Node, x: Node, shape: list[int], outs: list[int]) -> None:
+    """Values and indices of a 3-D max pool with kernel = stride = input / output: each window's elements on a last
+    axis (reshape + permute), amax and argmax over it, and the argmax turned into the flat index into D x H x W."""
+    *lead, d, h, w = shape
+    (od, oh, ow), (kd, kh, kw) = outs, (d // outs[0], h // outs[1], w // outs[2])
+    r = len(lead)
+    base = (torch.arange(od).view(od, 1, 1) * kd * h * w + torch.arange(oh).view(1, oh, 1) * kh * w
+            + torch.arange(ow).view(1, 1, ow) * kw)
+    split = call(gm, aten.reshape.default, (x, [*lead, od, kd, oh, kh, ow, kw]), node)
+    order = [*range(r), r, r + 2, r + 4, r + 1, r + 3, r + 5]
+    windows = call(gm, aten.reshape.default, (call(gm, aten.permute.default, (split, order), node),
+                                              [*lead, od, oh, ow, kd * kh * kw]), node)
+    values = call(gm, aten.amax.default, (windows, [-1], False), node)
+    local = call(gm, aten.argmax.default, (windows, -1, False), node)
+    a = _floor_div(gm, local, kh * kw, node)
+    b = call(gm, aten.remainder.Scalar, (_floor_div(gm, local, kw, node), kh), node)
+    c = call(gm, aten.remainder.Scalar, (local, kw), node)
+    offset = call(gm, aten.add.Tensor, (call(gm, aten.add.Tensor, (call(gm, aten.mul.Tensor, (a, h * w), node),
+                                                                    call(gm, aten.mul.Tensor, (b, w), node)), node), c),
+                  node)
+    indices = call(gm, aten.add.Tensor, (offset, new_parameter(gm, "_pool_base", base, node)), node)
+    _replace_item(gm, node, 0, values)
+    _replace_item(gm, node, 1, indices)
+    gm.graph.erase_node(node)
+
+
 def _adaptive_max(gm: GraphModule, node: Node) -> None:
     x = node.args[0]
     vals = node.meta.get("val")
@@ -122,6 +156,9 @@ def _adaptive_max(gm: GraphModule, node: Node) -> None:
                 gm.graph.erase_node(node)
                 return
             values = call(gm, aten.max_pool2d.default, (x, kernel, kernel), node)
+        elif wants_indices and divides:
+            _max_pool3d_with_indices(gm, node, x, shape, outs)
+            return
         elif wants_indices:
             name = "adaptive_max_pool3d" if n == 3 else "adaptive_max_pool2d"
             raise NotImplementedError(
