@@ -1,6 +1,7 @@
 """A self-contained HTML page for a `DelegationReport`: inline CSS, no scripts, no network.
 
-Sections: totals (node and MAC shares, model size, memory estimate as a bar), a table of partitions, for
+Sections: totals (node and MAC shares, model size, memory estimate as a bar), a table of partitions, the program
+drawn as a graph (graph_svg.py: partitions, CPU nodes and boundary crossings, inline SVG), for
 Ethos-U targets Vela's estimate per layer (where the cycles go, as bars), a per-operator view (NPU vs CPU counts)
 and every CPU node with its reason and hint.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from html import escape
 
+from . import graph_svg
 from .macs import MAC_FORMULA
 from .notes import MEMORY_NOTE, REQUANTIZE_NOTE
 from .render import FORMATS, ethos_u_lines, human_bytes, human_macs, op_rows
@@ -66,7 +68,8 @@ def to_html(report) -> str:
     pct = min(100.0, max(0.5, 100 * mem.share))  # a sliver stays visible
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>{report.npu_family} delegation report: {escape(report.target)}</title><style>{_CSS}</style></head><body>",
+        f"<title>{report.npu_family} delegation report: {escape(report.target)}</title><style>{_CSS}{graph_svg.CSS}"
+        "</style></head><body>",
         f"<h1>{report.npu_family} delegation report</h1><div class='note'>target <code>{escape(report.target)}</code>, "
         f"{escape(report.limits)}</div>",
         "<div class='cards'>",
@@ -99,6 +102,7 @@ def to_html(report) -> str:
     if not report.partitions:
         parts.append("<tr><td colspan=9>nothing was delegated</td></tr>")
     parts.append("</table>")
+    parts += graph_svg.section(report.graph)
     parts += _vela_layers(report)
     parts.append("<h2>Operators</h2><table><tr><th>operator</th><th>on the NPU</th><th>on the CPU</th>"
                  "<th>NPU MACs</th></tr>")
