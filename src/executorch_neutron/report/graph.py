@@ -37,6 +37,7 @@ class Vertex:
     kernel: str | None = None  # CPU nodes run as an int8 Cortex-M kernel ("cortex_m.softmax")
     macs: int = 0
     cost: float | None = None  # the partition's per-layer estimate for this node (unit: Graph.cost_unit)
+    layers: list[str] = field(default_factory=list)  # the estimate's layers ending at this node ("Conv2D", ...)
 
     @property
     def label(self) -> str:
@@ -66,6 +67,7 @@ class Partition:
     inputs: int
     outputs: int
     macs: int = 0
+    unattributed_cost: float = 0  # estimated layers that end at no model node (e.g. layout transposes)
 
 
 @dataclass
@@ -229,12 +231,14 @@ def layer_costs(partition) -> tuple[list[dict], str] | None:
 
 
 def apply_costs(graph: ProgramGraph, partitions) -> ProgramGraph:
-    """Put each partition's per-layer estimate on the vertices that compute those layers (a layer is found by its
-    output tensor's name: the compute node's, or its quantize node's); layers of tensors the converter added
-    (e.g. a layout transpose) stay with no vertex."""
+    """Put each partition's per-layer estimate on the vertices that compute those layers. A layer is found by its
+    output tensor's name (the compute node's, or its quantize node's), so a layer the compiler fused (a
+    convolution with the ReLU after it) lands on its last node; layers of tensors the converter added (layout
+    transposes at the partition's inputs and outputs) end at no vertex and are summed per partition."""
+    parts = {p.tag: p for p in graph.partitions}
     for p in partitions:
         found = layer_costs(p)
-        if found is None:
+        if found is None or p.tag not in parts:
             continue
         layers, graph.cost_unit = found
         for layer in layers:
@@ -242,6 +246,9 @@ def apply_costs(graph: ProgramGraph, partitions) -> ProgramGraph:
             v = graph.vertices.get(name)
             if v is not None and v.place == p.tag:
                 v.cost = (v.cost or 0) + layer["cycles"]
+                v.layers.append(layer.get("op", "?"))
+            else:
+                parts[p.tag].unattributed_cost += layer["cycles"]
     return graph
 
 

@@ -193,7 +193,7 @@ def _vertex_box(graph: ProgramGraph, vid: str, max_cost: float) -> _Box:
         share = v.cost / max_cost
         light = round(92 - 50 * share)  # the costliest node darkest
         text = "#ffffff" if light < 62 else text
-        title += f"\n{v.cost:,.0f} {graph.cost_unit}"
+        title += f"\n{v.cost:,.0f} {graph.cost_unit}, layer(s) {', '.join(v.layers)}"
     classes = ["node", "npu", f"part-{v.place}"] + (["costed"] if v.cost is not None else [])
     return _Box(vid, [v.label], classes, f"hsl({h},45%,{light}%)", f"hsl({h},45%,32%)", title, text,
                 data={"node": vid, "cost": f"{v.cost:g}"} if v.cost is not None else {"node": vid})
@@ -210,12 +210,15 @@ def overview_svg(graph: ProgramGraph) -> str:
             label = graph.vertices[n].label
             ops[label] = ops.get(label, 0) + 1
         top = ", ".join(f"{op} x{c}" if c > 1 else op for op, c in sorted(ops.items(), key=lambda kv: -kv[1])[:3])
-        cost = sum(graph.vertices[n].cost or 0 for n in p.nodes)
+        cost = sum(graph.vertices[n].cost or 0 for n in p.nodes) + p.unattributed_cost
         lines = [p.tag, f"{len(p.nodes)} nodes, {human_macs(p.macs)}", top + (", ..." if len(ops) > 3 else "")]
         if cost:
             lines.insert(2, f"{cost:,.0f} {graph.cost_unit.split(' ')[0]}")
         title = (f"partition {p.tag}: {len(p.nodes)} nodes on the NPU, {human_macs(p.macs)}, {p.inputs} input(s), "
                  f"{p.outputs} output(s)\n" + ", ".join(f"{op} x{c}" for op, c in sorted(ops.items())))
+        if p.unattributed_cost:
+            title += (f"\n{p.unattributed_cost:,.0f} {graph.cost_unit} in layers of no model node (layout "
+                      "transposes at its boundary)")
         boxes.append(_Box(p.tag, lines, ["partition", f"part-{p.tag}"], f"hsl({h},45%,90%)", f"hsl({h},45%,32%)",
                           title, href=f"#part-{p.tag}", data={"partition": p.tag}))
     max_cost = max((v.cost or 0 for v in graph.vertices.values()), default=0)

@@ -1,0 +1,126 @@
+"""The HTML report's graph: one SVG element per node of the lowered program, with the partition (or the CPU) it
+runs on, CPU reasons in the tooltips, and one marked crossing per partition boundary tensor.
+
+References are read from the lowered program itself (the partitions' nodes, the partitioner's rejections, the
+delegate calls' arguments and outputs), not from the graph module under test.
+"""
+
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+import torch
+from torch import nn
+
+from executorch_neutron import lower
+from executorch_neutron.exported import lowered_modules
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+class ThreePartitions(nn.Module):
+    """conv, relu | GroupNorm on the CPU | conv, relu | PixelShuffle on the CPU | conv: three NPU partitions."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.gn = nn.Conv2d(3, 16, 3, padding=1), nn.GroupNorm(4, 16)
+        self.c2, self.ps, self.c3 = nn.Conv2d(16, 16, 3, padding=1), nn.PixelShuffle(2), nn.Conv2d(4, 8, 3, padding=1)
+
+    def forward(self, x):
+        return self.c3(self.ps(torch.relu(self.c2(self.gn(torch.relu(self.c1(x)))))))
+
+
+def _lowered(model, shape, **options):
+    torch.manual_seed(0)
+    x = torch.randn(*shape)
+    return lower(model.eval(), (x,), [(x,)], **options)
+
+
+def _svgs(html: str) -> list:
+    return [ET.fromstring(s) for s in re.findall(r"<svg .*?</svg>", html, flags=re.S)]
+
+
+def _nodes(svgs) -> dict[str, list]:
+    """data-node -> the <g> elements that draw it, over all SVGs of the page."""
+    found = {}
+    for svg in svgs:
+        for g in svg.iter(f"{SVG}g"):
+            if "node" in g.get("class", "").split():
+                found.setdefault(g.get("data-node"), []).append(g)
+    return found
+
+
+def _boundary_tensors(result) -> set[str]:
+    """Every delegate input argument and output of the lowered program, as "<tag>:in|out:<k>"."""
+    gm = result.edge_program.exported_program().graph_module
+    out = set()
+    for (call, lowered), part in zip(lowered_modules(gm).items(), result.report.partitions):
+        out |= {f"{part.tag}:in:{k}" for k in range(len(call.args) - 1)}
+        out |= {f"{part.tag}:out:{k}" for k in range(len(lowered.original_module.graph_signature.user_outputs))}
+    return out
+
+
+@pytest.fixture(scope="module")
+def three():
+    return _lowered(ThreePartitions(), (1, 3, 8, 8))
+
+
+def test_every_node_once_with_its_partition(three):
+    report = three.report
+    assert len(report.partitions) == 3, str(report)
+    nodes = _nodes(_svgs(report.to_html()))
+    for p in report.partitions:
+        for name in p.nodes:
+            assert len(nodes.get(name, [])) == 1, f"{name} of {p.tag} drawn {len(nodes.get(name, []))} times"
+            classes = nodes[name][0].get("class").split()
+            assert f"part-{p.tag}" in classes and "npu" in classes, classes
+    for r in report.rejections:
+        (g,) = nodes[r.node]
+        assert "cpu" in g.get("class").split()
+        title = g.find(f"{SVG}title").text
+        assert r.reason in title and r.op in title
+    drawn_compute = {n for n, gs in nodes.items() if "io" not in gs[0].get("class").split()}
+    assert drawn_compute == {n for p in report.partitions for n in p.nodes} | {r.node for r in report.rejections}
+
+
+def test_crossings_are_the_partition_boundary_tensors(three):
+    overview = _svgs(three.report.to_html())[0]
+    crossings = [p for p in overview.iter(f"{SVG}path") if "crossing" in p.get("class", "").split()]
+    ports = {port for p in crossings for port in p.get("data-ports").split()}
+    assert ports == _boundary_tensors(three)
+    titles = " ".join(p.find(f"{SVG}title").text for p in crossings)
+    assert "quantize" in titles and "dequantize" in titles  # GroupNorm computes in float between two partitions
+
+
+def test_partitions_collapse_to_boxes_with_counts(three):
+    overview = _svgs(three.report.to_html())[0]
+    boxes = {g.get("data-partition"): g for g in overview.iter(f"{SVG}g") if "partition" in g.get("class", "")}
+    assert set(boxes) == {p.tag for p in three.report.partitions}
+    for p in three.report.partitions:
+        assert f"{len(p.nodes)} nodes" in "".join(t.text for t in boxes[p.tag].iter(f"{SVG}text"))
+
+
+def test_hint_in_the_tooltip():
+    # the documented table wants a softmax's class count to be a multiple of num_macs: 10 classes stay on the CPU
+    result = _lowered(nn.Sequential(nn.Linear(16, 10), nn.Softmax(-1)), (1, 16), constraints="documented")
+    hinted = [r for r in result.report.rejections if r.hint]
+    assert hinted, str(result.report)
+    nodes = _nodes(_svgs(result.report.to_html()))
+    for r in hinted:
+        assert r.hint in nodes[r.node][0].find(f"{SVG}title").text
+
+
+def test_vela_cycles_shade_the_nodes():
+    result = _lowered(ThreePartitions(), (1, 3, 8, 8), target="ethos-u55-128")
+    nodes = _nodes(_svgs(result.report.to_html()))
+    for p in result.report.partitions:
+        layer_cycles = sum(la["cycles"] for la in p.vela["estimate"]["layers"])
+        costs = {n: float(nodes[n][0].get("data-cost")) for n in p.nodes if nodes[n][0].get("data-cost")}
+        assert costs, f"no node of {p.tag} carries Vela's cycles"
+        assert 0 < sum(costs.values()) <= layer_cycles
+        costliest = max(costs, key=costs.get)  # Vela fuses conv + relu into one layer named after the relu
+        assert "Conv2D" in nodes[costliest][0].find(f"{SVG}title").text
+    overview = _svgs(result.report.to_html())[0]
+    for g in overview.iter(f"{SVG}g"):
+        if "partition" in g.get("class", "").split():  # the partition's layers of no node: its I/O transposes
+            assert "layout transposes" in g.find(f"{SVG}title").text
