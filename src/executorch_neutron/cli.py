@@ -222,10 +222,12 @@ def _profile(args) -> int:
     if args.etrecord and not Path(args.etrecord).is_file():
         raise UserError(f"no ETRecord at {args.etrecord}", "write one with `executorch-neutron compile ... --etrecord "
                                                           "FILE`")
-    inputs = _pte_inputs(args, [("--etdump", args.etdump)], [("--etrecord", args.etrecord)])
+    inputs = _pte_inputs(args, [("--etdump", args.etdump), ("--trace", args.trace)], [("--etrecord", args.etrecord)])
     with _runtime_logs():  # a NeutronRuntimeError gets its hint in main()
         prof = profile(args.pte, inputs, runs=args.runs, etrecord=args.etrecord, etdump_path=args.etdump)
     print(prof)
+    trace = prof.save_trace(args.trace or prof.etdump_path.with_suffix(".trace.json"))
+    print(f"wrote {trace} (Chrome trace: open it in Perfetto or chrome://tracing)")
     return EXIT_OK
 
 
@@ -410,6 +412,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--runs", type=int, default=10, help="executions to profile (default 10)")
     f.add_argument("--etrecord", metavar="FILE", help="ETRecord from `compile --etrecord`: names the model's ops")
     f.add_argument("--etdump", metavar="FILE", help="keep the ETDump here (default: a temporary directory)")
+    f.add_argument("--trace", metavar="FILE", help="write the runs as a Chrome trace JSON here, for Perfetto or "
+                                                   "chrome://tracing (default: beside the ETDump, .trace.json)")
     f.set_defaults(func=_profile)
 
     s = sub.add_parser("report", help="what is inside a .pte: methods, CPU kernels, delegates and payloads")
