@@ -14,26 +14,13 @@ from torch import nn
 
 from executorch_neutron import lower
 from executorch_neutron.exported import lowered_modules
+from models.split_models import three_partitions
 
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-class ThreePartitions(nn.Module):
-    """conv, relu | GroupNorm on the CPU | conv, relu | PixelShuffle on the CPU | conv: three NPU partitions."""
-
-    def __init__(self):
-        super().__init__()
-        self.c1, self.gn = nn.Conv2d(3, 16, 3, padding=1), nn.GroupNorm(4, 16)
-        self.c2, self.ps, self.c3 = nn.Conv2d(16, 16, 3, padding=1), nn.PixelShuffle(2), nn.Conv2d(4, 8, 3, padding=1)
-
-    def forward(self, x):
-        return self.c3(self.ps(torch.relu(self.c2(self.gn(torch.relu(self.c1(x)))))))
-
-
-def _lowered(model, shape, **options):
-    torch.manual_seed(0)
-    x = torch.randn(*shape)
-    return lower(model.eval(), (x,), [(x,)], **options)
+def _lowered(model, inputs, **options):
+    return lower(model, inputs, [inputs], **options)
 
 
 def _svgs(html: str) -> list:
@@ -62,7 +49,7 @@ def _boundary_tensors(result) -> set[str]:
 
 @pytest.fixture(scope="module")
 def three():
-    return _lowered(ThreePartitions(), (1, 3, 8, 8))
+    return _lowered(*three_partitions())
 
 
 def test_every_node_once_with_its_partition(three):
@@ -102,7 +89,9 @@ def test_partitions_collapse_to_boxes_with_counts(three):
 
 def test_hint_in_the_tooltip():
     # the documented table wants a softmax's class count to be a multiple of num_macs: 10 classes stay on the CPU
-    result = _lowered(nn.Sequential(nn.Linear(16, 10), nn.Softmax(-1)), (1, 16), constraints="documented")
+    torch.manual_seed(0)
+    result = _lowered(nn.Sequential(nn.Linear(16, 10), nn.Softmax(-1)).eval(), (torch.randn(1, 16),),
+                      constraints="documented")
     hinted = [r for r in result.report.rejections if r.hint]
     assert hinted, str(result.report)
     nodes = _nodes(_svgs(result.report.to_html()))
@@ -111,7 +100,7 @@ def test_hint_in_the_tooltip():
 
 
 def test_vela_cycles_shade_the_nodes():
-    result = _lowered(ThreePartitions(), (1, 3, 8, 8), target="ethos-u55-128")
+    result = _lowered(*three_partitions(), target="ethos-u55-128")
     nodes = _nodes(_svgs(result.report.to_html()))
     for p in result.report.partitions:
         layer_cycles = sum(la["cycles"] for la in p.vela["estimate"]["layers"])

@@ -279,7 +279,7 @@ def section(graph: ProgramGraph | None) -> list[str]:
     if graph is None:
         return []
     crossings = len(graph.boundary_tensors)
-    out = ["<h2>Graph</h2>", legend(graph),
+    out = ["<h2 id='graph'>Graph</h2>", legend(graph),
            f"<p class='note'>Each coloured box is a partition on the NPU (click it, or open it below, to see its "
            f"nodes); red nodes stay on the CPU (hover for the reason). {crossings} tensor(s) cross a partition "
            f"boundary.</p>", f"<div class='graph-wrap'>{overview_svg(graph)}</div>"]

@@ -1,7 +1,7 @@
 """A self-contained HTML page for a `DelegationReport`: inline CSS, no scripts, no network.
 
-Sections: totals (node and MAC shares, model size, memory estimate as a bar), a table of partitions, the program
-drawn as a graph (graph_svg.py: partitions, CPU nodes and boundary crossings, inline SVG), for
+Sections: totals (node and MAC shares, model size, memory estimate as a bar), the program drawn as a graph
+(graph_svg.py: partitions, CPU nodes and boundary crossings, inline SVG), a table of partitions, for
 Ethos-U targets Vela's estimate per layer (where the cycles go, as bars), a per-operator view (NPU vs CPU counts)
 and every CPU node with its reason and hint.
 """
@@ -88,6 +88,7 @@ def to_html(report) -> str:
          f"<p>Memory (estimate): {escape(human_bytes(mem.total_bytes))} &mdash; weights "
          f"{escape(human_bytes(mem.weight_bytes))}, activations {escape(human_bytes(mem.activation_bytes))} (this "
          f"target sets no SRAM size)</p>"),
+        *graph_svg.section(report.graph),
         "<h2>Partitions</h2><table><tr><th>partition</th><th>nodes</th><th>MACs</th><th>inputs</th><th>outputs</th>"
         "<th>weights</th><th>largest activation</th><th>payload</th><th>ops</th></tr>",
     ]
@@ -102,7 +103,6 @@ def to_html(report) -> str:
     if not report.partitions:
         parts.append("<tr><td colspan=9>nothing was delegated</td></tr>")
     parts.append("</table>")
-    parts += graph_svg.section(report.graph)
     parts += _vela_layers(report)
     parts.append("<h2>Operators</h2><table><tr><th>operator</th><th>on the NPU</th><th>on the CPU</th>"
                  "<th>NPU MACs</th></tr>")
