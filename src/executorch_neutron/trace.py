@@ -34,6 +34,6 @@ def chrome_trace(events, source_scale: str = "ns", target_scale: str = "ms", pro
 
 
 def write_chrome_trace(path: str | Path, trace: dict) -> Path:
-    from .atomic import write_text
+    from .core.atomic import write_text
 
     return write_text(path, json.dumps(trace) + "\n")

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from executorch_neutron import lower
-from executorch_neutron.exported import lowered_modules
+from executorch_neutron.core.exported import lowered_modules
 from models.split_models import three_partitions
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass, field
 
-from ..exported import lowered_modules, op_base_name, op_name, partition_tag
+from ..core.exported import lowered_modules, op_base_name, op_name, partition_tag
 from . import macs as _macs
 
 CPU = "cpu"

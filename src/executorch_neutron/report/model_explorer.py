@@ -6,9 +6,10 @@
   .pte carries as named data);
 - `<name>.placement.json`: node data saying where each operator runs ("NPU"; "CPU" for an operator the NPU
   compiler would leave to the CPU);
-- `<name>.cycles.json`: node data with the per-layer estimate, where one exists: Vela's cycles for Ethos-U
-  partitions (Vela run again on the TFLite with the flags in the delegate's compile specs), or a per-layer
-  estimate handed in (`estimates`, e.g. the report's per partition), keyed by each layer's output tensor.
+- `<name>.cycles.json`: node data with the per-layer estimate, where one exists: the back end's
+  (`backends.Backend.layer_estimate`: for Ethos-U, Vela run again on the TFLite with the flags in the delegate's
+  compile specs), or one handed in (`estimates`, e.g. the report's per partition), keyed by each layer's output
+  tensor.
 
 The node data is built with Model Explorer's own `model_explorer.node_data_builder` (keys: output tensor names,
 which its TFLite adapter shows as `tensor_name`), so `model-explorer <name>.tflite --node_data_paths=
@@ -41,62 +42,43 @@ class PartitionOverlay:
         return f"model-explorer {tflite}" + (f" --node_data_paths={','.join(data)}" if data else "")
 
 
-def _specs(delegate_info) -> object:
+def _spec(compile_specs):
     """The NeutronCompileSpec a delegate was lowered with, from the compile specs stored in the .pte."""
     from executorch.exir.backend.compile_spec_schema import CompileSpec
 
     from ..compile_spec import NeutronCompileSpec
 
-    return NeutronCompileSpec.from_compile_specs([CompileSpec(cs.key, bytes(cs.value)) for cs in delegate_info])
+    return NeutronCompileSpec.from_compile_specs([CompileSpec(cs.key, bytes(cs.value)) for cs in compile_specs])
 
 
 def partitions_of(pte: bytes | str | Path) -> list[PartitionOverlay]:
-    """One overlay per delegate of the .pte's first method, with its TFLite and, for Ethos-U, Vela's estimate."""
+    """One overlay per delegate of the .pte's first method, named as its partition was (`<tag prefix>_<k>`), with
+    its TFLite and its back end's per-layer estimate where the back end has one (backends.py)."""
     from executorch.exir._serialize._program import deserialize_pte_binary
 
-    from ..ethos_u.payload import BACKEND_ID as ETHOS_U
-    from ..ethos_u.payload import REFERENCE_PREFIX
-    from ..neutron.backend import BACKEND_ID as NEUTRON
-    from ..neutron.payload import unpack
+    from .. import backends
 
     data = Path(pte).read_bytes() if isinstance(pte, (str, Path)) else bytes(pte)
     serialized = deserialize_pte_binary(data)
-    program = serialized.program
-    blobs = [bytes(d.data) for d in program.backend_delegate_data]
-    named = serialized.named_data
-    references = {} if named is None else {k: bytes(named.buffers[e.buffer_index]) for k, e in named.pte_data.items()}
+    blobs = [bytes(d.data) for d in serialized.program.backend_delegate_data]
     out, counts = [], {}
-    for d in program.execution_plan[0].delegates:
+    for d in serialized.program.execution_plan[0].delegates:
         blob = blobs[d.processed.index]
-        short = {NEUTRON: "neutron", ETHOS_U: "ethos_u"}.get(d.id, d.id)
-        name = f"{short}_{counts.setdefault(short, 0)}"
-        counts[short] += 1
-        if d.id == NEUTRON:
-            payload = unpack(blob)
-            out.append(PartitionOverlay(name, d.id, payload.tflite if payload.is_reference else None,
-                                        note="" if payload.is_reference else "a device microcode payload holds no "
-                                        "TFLite; lower with reference=True (or without the eIQ SDK) to get it"))
-        elif d.id == ETHOS_U:
-            import hashlib
-
-            ref = references.get(REFERENCE_PREFIX + hashlib.sha256(blob).hexdigest())
-            overlay = PartitionOverlay(name, d.id, unpack(ref).tflite if ref else None,
-                                       note="" if ref else "a device-only .pte (embed_reference=False) holds no "
-                                                           "TFLite")
-            if overlay.tflite is not None:
-                _vela_estimate(overlay, _specs(d.compile_specs))
-            out.append(overlay)
-        else:
+        backend = backends.for_id(d.id)
+        prefix = backend.partitioner.tag_prefix if backend else d.id
+        name = f"{prefix}_{counts.setdefault(prefix, 0)}"
+        counts[prefix] += 1
+        if backend is None or backend.pte_tflite is None:
             out.append(PartitionOverlay(name, d.id, None, note=f"not a delegate of this package ({d.id})"))
+            continue
+        overlay = PartitionOverlay(name, d.id, backend.pte_tflite(blob, serialized))
+        if overlay.tflite is None:
+            overlay.note = ("the .pte holds no TFLite for it (device microcode, or a device-only payload); lower "
+                            "with reference=True / embed_reference=True to get one")
+        elif backend.layer_estimate is not None:
+            overlay.layers, overlay.unit = backend.layer_estimate(overlay.tflite, _spec(d.compile_specs))
+        out.append(overlay)
     return out
-
-
-def _vela_estimate(overlay: PartitionOverlay, spec) -> None:
-    from ..ethos_u.backend import vela_flags
-    from ..ethos_u.vela_call import compile_tflite
-
-    est = compile_tflite(overlay.tflite, vela_flags(spec), overlay.name, spec.neutron_target.core_clock_hz).estimate
-    overlay.layers, overlay.unit = [vars(layer) for layer in est.layers], "cycles (Vela's estimate)"
 
 
 def _op_outputs(tflite: bytes) -> list[tuple[str, str]]:
@@ -143,7 +125,7 @@ def write_overlays(pte, out_dir: str | Path,
     """Write each partition's TFLite and node data into `out_dir` (see the module docstring); returns every
     partition, with the files written for it (none, and a `note` saying why, where the .pte holds no TFLite).
     `estimates`: partition name -> (per-layer estimate, unit), used where the .pte itself gives none."""
-    from ..atomic import write_bytes, write_text
+    from ..core.atomic import write_bytes, write_text
 
     out_dir = Path(out_dir)
     overlays = partitions_of(pte)
