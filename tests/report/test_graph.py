@@ -16,7 +16,7 @@ from executorch_neutron import lower
 from executorch_neutron.core.exported import lowered_modules
 from models.split_models import three_partitions
 
-SVG = "{http://www.w3.org/2000/svg}"
+SVG = ""  # inline SVG in HTML: no namespace (the page names no URL)
 
 
 def _lowered(model, inputs, **options):

@@ -83,6 +83,12 @@ class ProgramGraph:
         return self.vertices[vertex_id].place
 
 
+def _shape(node) -> tuple[int, ...] | None:
+    """A node's tensor shape; for a multi-output op (native_group_norm, ...), its first output's."""
+    val = node.meta.get("val")
+    return _macs.shape(val[0] if isinstance(val, (tuple, list)) and val else node)
+
+
 def _kind(node) -> str | None:
     if node.op != "call_function":
         return None
@@ -142,7 +148,7 @@ def program_graph(program, rejections=(), cortex_m_kernels=None, format_flags=No
         aliases.update({q.name: q.args[0].name for q in graph.nodes
                         if _kind(q) == "quantize" and q.args[0] in compute})
         for n in compute:
-            vertices[n.name] = Vertex(n.name, op_name(n.target), tag, _macs.shape(n), macs=_macs.node_macs(n))
+            vertices[n.name] = Vertex(n.name, op_name(n.target), tag, _shape(n), macs=_macs.node_macs(n))
         partitions.append(Partition(tag, [n.name for n in compute], len(placeholders), len(outputs),
                                     sum(vertices[n.name].macs for n in compute)))
         boundary.update(f"{tag}:in:{k}" for k in range(len(placeholders)))
@@ -184,17 +190,17 @@ def program_graph(program, rejections=(), cortex_m_kernels=None, format_flags=No
 
     for node in graph_module.graph.nodes:
         if node.op == "placeholder" and node.name in user_inputs:
-            vertices[node.name] = Vertex(node.name, "input", "io", _macs.shape(node))
+            vertices[node.name] = Vertex(node.name, "input", "io", _shape(node))
         elif node.op == "call_function" and node not in inner and _kind(node) is None \
                 and not _is_delegate_call(node):
             r = reasons.get(node.name)
-            vertices[node.name] = Vertex(node.name, r.op if r else op_name(node.target), CPU, _macs.shape(node),
+            vertices[node.name] = Vertex(node.name, r.op if r else op_name(node.target), CPU, _shape(node),
                                          reason=r.reason if r else None, hint=r.hint if r else None,
                                          kernel=kernels.get(node.name), macs=_macs.node_macs(node))
     for node in graph_module.graph.nodes:
         if node.name in vertices and vertices[node.name].place == CPU:
             for a in _inputs(node):
-                _link(edges, outside(a), node.name, _macs.shape(a))
+                _link(edges, outside(a), node.name, _shape(a))
         elif node in inner:
             tag, placeholders, _ = inner[node]
             for k, a in enumerate(node.args[1:]):
@@ -202,19 +208,19 @@ def program_graph(program, rejections=(), cortex_m_kernels=None, format_flags=No
                 conv = ("transpose",) if k < len(flags.get(tag, ())) and flags[tag][k] == 1 else ()
                 for user in _users_of_input(placeholders[k]):
                     if src is not None:
-                        _link(edges, (src[0], src[1], src[2] + conv), user, _macs.shape(a), f"{tag}:in:{k}")
+                        _link(edges, (src[0], src[1], src[2] + conv), user, _shape(a), f"{tag}:in:{k}")
         elif node.op == "output":
             for k, a in enumerate(node.args[0]):
                 vid = f"output {k}" if len(node.args[0]) > 1 else "output"
-                vertices[vid] = Vertex(vid, "output", "io", _macs.shape(a))
-                _link(edges, outside(a), vid, _macs.shape(a))
+                vertices[vid] = Vertex(vid, "output", "io", _shape(a))
+                _link(edges, outside(a), vid, _shape(a))
     for call, (tag, placeholders, _) in inner.items():  # edges inside each partition
         for n in delegates[call].original_module.graph.nodes:
             if n.name in vertices and vertices[n.name].place == tag:
                 for a in _inputs(n):
                     found = inside(a, placeholders)
                     if found is not None and found[0] == "node":
-                        edges.append(Edge(found[1], n.name, _macs.shape(a)))
+                        edges.append(Edge(found[1], n.name, _shape(a)))
     return ProgramGraph(vertices, edges, partitions, boundary_tensors=boundary, aliases=aliases)
 
 

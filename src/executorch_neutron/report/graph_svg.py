@@ -158,7 +158,7 @@ def _edge_title(e: Edge) -> str:
 
 def _svg(boxes: list[_Box], links: list[tuple[str, str, Edge]], label: str, uid: str) -> str:
     width, height, routed = _layout(boxes, links)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+    out = [f'<svg width="{width:.0f}" height="{height:.0f}" '
            f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{escape(label)}">',
            f'<defs><marker id="a{uid}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" markerHeight="9" markerUnits="userSpaceOnUse" '
            f'orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="#5a6474"/></marker></defs>']
