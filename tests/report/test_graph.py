@@ -113,3 +113,15 @@ def test_vela_cycles_shade_the_nodes():
     for g in overview.iter(f"{SVG}g"):
         if "partition" in g.get("class", "").split():  # the partition's layers of no node: its I/O transposes
             assert "layout transposes" in g.find(f"{SVG}title").text
+
+
+def test_bundled_example_graph_is_whole():
+    """CifarNet (max pooling with indices: getitem nodes inside the partition): every edge joins two drawn nodes,
+    and every partition node is drawn once."""
+    from executorch_neutron import zoo
+
+    result = _lowered(*zoo.cifarnet())
+    graph = result.report.graph
+    assert all(e.src in graph.vertices and e.dst in graph.vertices for e in graph.edges)
+    nodes = _nodes(_svgs(result.report.to_html()))
+    assert all(len(nodes[n]) == 1 for p in result.report.partitions for n in p.nodes)

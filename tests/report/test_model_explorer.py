@@ -65,3 +65,29 @@ def test_overlays_match_the_explorer_graph(target, tmp_path, capsys):
             if layer["name"] in tensors:
                 want[layer["name"]] = want.get(layer["name"], 0) + layer["cycles"]
         assert {k: v["value"] for k, v in cycles.items()} == want
+
+
+def test_an_estimate_handed_in_becomes_the_cycles_overlay(tmp_path):
+    """A Neutron .pte carries no per-layer estimate; one given per partition (as `compile --model-explorer` passes
+    the report's) is written as node data on the operators it names, and only those."""
+    from executorch_neutron.report.model_explorer import write_overlays
+
+    model, x = _model()
+    result = lower(model, x, [x], operators_not_to_delegate=("aten.tanh.default",))
+    tag = result.report.partitions[0].tag
+    tensors = _explorer_graph_of(result, tmp_path, tag)
+    named = sorted(tensors)[:2]
+    layers = [{"name": n, "op": "?", "cycles": 10 * (i + 1)} for i, n in enumerate(named)] + [
+        {"name": "not_a_tensor_of_the_graph", "op": "?", "cycles": 99}]
+    overlays = write_overlays(result.pte, tmp_path / "me", {tag: (layers, "cycles (estimate)")})
+    assert [o.name for o in overlays] == [p.tag for p in result.report.partitions]
+    (graph_id, _), = _explorer_graph(tmp_path / "me" / f"{tag}.tflite").items()
+    cycles = json.loads((tmp_path / "me" / f"{tag}.cycles.json").read_text())[graph_id]["results"]
+    assert {k: v["value"] for k, v in cycles.items()} == {n: 10 * (i + 1) for i, n in enumerate(named)}
+
+
+def _explorer_graph_of(result, tmp_path, tag):
+    path = tmp_path / f"{tag}.tflite"
+    path.write_bytes(next(p.tflite for p in result.report.partitions if p.tag == tag))
+    (tensors,) = _explorer_graph(path).values()
+    return tensors

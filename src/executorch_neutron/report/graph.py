@@ -158,7 +158,7 @@ def program_graph(program, rejections=(), cortex_m_kernels=None, format_flags=No
     def inside(node, placeholders):
         """Trace a partition-internal value back through quantize / dequantize to a compute node (its name) or
         to a user input placeholder (its index); None for a constant."""
-        while _kind(node) in ("quantize", "dequantize"):
+        while _kind(node) in ("quantize", "dequantize", "getitem"):  # getitem: of max_pool2d_with_indices, ...
             node = node.args[0]
         if node.op == "placeholder":
             return ("in", placeholders.index(node)) if node in placeholders else None
