@@ -291,7 +291,7 @@ def legend(graph: ProgramGraph) -> str:
     return f"<div class='legend'>{''.join(items)}</div>"
 
 
-OPEN_UP_TO = 40  # partitions of at most this many nodes are drawn expanded
+OPEN_UP_TO = 120  # partitions of at most this many nodes are drawn expanded (a larger one: click to open)
 
 
 def section(graph: ProgramGraph | None) -> list[str]:
