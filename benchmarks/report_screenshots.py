@@ -1,15 +1,15 @@
 """The HTML report as a person sees it: render the reports of the bundled examples, a 3-partition model and a
 ViT-sized graph in headless Chromium, save screenshots, and time the rendering.
 
-    .venv/bin/python benchmarks/report_screenshots.py [--models cifarnet three_partitions ...] [--docs]
+    .venv/bin/python benchmarks/report_screenshots.py [--models cifarnet three_partitions ...] [--write-docs]
 
 Per model (random weights, synthetic calibration): compute nodes, partitions, CPU nodes and boundary tensors of
 the lowered program; seconds of `report.to_html()` (graph layout by grandalf + SVG, median of 3); the HTML size;
 seconds of a headless Chromium screenshot of the page (browser start included); the screenshot under
 out/report_screenshots/. Then one Model Explorer check: `report --model-explorer` overlays of DS-CNN for
 ethos-u55-128, served by `model-explorer` and screenshot in the same browser once drawn (skipped when the
-`ai-edge-model-explorer` package is missing). `--docs` also writes docs/report_rendering.md and two PNGs under
-docs/img/ (the 3-partition report on ethos-u55-128, Model Explorer). Prints figures, never asserts.
+`ai-edge-model-explorer` package is missing). `--write-docs` also writes docs/report_rendering.md and two PNGs
+under docs/img/ (the 3-partition report on ethos-u55-128, Model Explorer). Prints figures, never asserts.
 """
 
 from __future__ import annotations
@@ -109,9 +109,11 @@ def model_explorer_check(browser: str, pte: Path, out: Path) -> str:
 
 
 def main() -> int:
+    import _docs
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", nargs="+", help="default: all")
-    p.add_argument("--docs", action="store_true", help="write docs/report_rendering.md and docs/img/*.png")
+    _docs.add_argument(p)
     args = p.parse_args()
     import logging
 
@@ -152,43 +154,30 @@ def main() -> int:
     if browser and (OUT / f"{EXPLORER_MODEL}.pte").is_file():
         me_line = model_explorer_check(browser, OUT / f"{EXPLORER_MODEL}.pte", OUT)
         print(me_line)
-    if args.docs:
+    if args.write_docs:
         _write_docs(rows, me_line)
     (OUT / "figures.json").write_text(json.dumps(rows, indent=2))
     return 0
 
 
 def _write_docs(rows, me_line: str) -> None:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
+    """docs/report_rendering.md: the figures block (through _docs) and the two screenshots under docs/img/."""
+    import _docs
+
     img = ROOT / "docs" / "img"
     img.mkdir(parents=True, exist_ok=True)
-    shots = []
     for name, file in DOC_SHOTS.items():
-        src = OUT / name
-        if src.is_file():
-            shutil.copyfile(src, img / file)
-            shots.append(f"![{file}](img/{file})")
-    lines = [
-        "# Rendering the HTML report (graph included)",
-        "",
-        f"Written by `benchmarks/report_screenshots.py --docs` at commit `{commit}`. Random weights, synthetic",
-        "calibration; `to_html` is the median of 3 calls (graph layout by grandalf + inline SVG); the Chromium",
-        "figure is one headless screenshot of the page, browser start included. Time figures are from a shared",
-        "2-core machine: compare them within one run.",
-        "",
-        "| model | target | compute nodes | partitions | CPU nodes | boundary tensors | to_html (s) | HTML (KiB) "
-        "| Chromium screenshot (s) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    lines += [f"| {r['model']} | {r['target']} | {r['nodes']} | {r['partitions']} | {r['cpu']} | {r['crossings']} | "
+        if (OUT / name).is_file():
+            shutil.copyfile(OUT / name, img / file)
+    table = ["| model | target | compute nodes | partitions | CPU nodes | boundary tensors | to_html (s) | HTML (KiB) "
+             "| Chromium screenshot (s) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    table += [f"| {r['model']} | {r['target']} | {r['nodes']} | {r['partitions']} | {r['cpu']} | {r['crossings']} | "
               f"{r['to_html_s']:.3f} | {r['html_kib']:.1f} | {r['chromium_s']:.2f} |" for r in rows]
-    lines += ["", "Screenshots (the top of each page): "
-              + ", ".join(f"`{r['screenshot']}`" for r in rows if r["screenshot"]) + " (out/, not committed).", ""]
+    table += ["", f"Screenshots (the top of each page) in {OUT.relative_to(ROOT)}/ (not committed)."]
     if me_line:
-        lines += [me_line + ".", ""]
-    lines += shots
-    (ROOT / "docs" / "report_rendering.md").write_text("\n".join(lines) + "\n")
+        table += ["", me_line + "."]
+    _docs.write_figures("benchmarks/report_screenshots.py", "report_rendering",
+                        "The HTML report and Model Explorer overlays in a browser", "\n".join(table) + "\n")
 
 
 if __name__ == "__main__":
