@@ -79,9 +79,6 @@ class ProgramGraph:
     boundary_tensors: set[str] = field(default_factory=set)  # every "<tag>:in:<k>" / "<tag>:out:<k>"
     aliases: dict[str, str] = field(default_factory=dict)  # TFLite tensor (quantize node) name -> vertex id
 
-    def place_of(self, vertex_id: str) -> str:
-        return self.vertices[vertex_id].place
-
 
 def _shape(node) -> tuple[int, ...] | None:
     """A node's tensor shape; for a multi-output op (native_group_norm, ...), its first output's."""

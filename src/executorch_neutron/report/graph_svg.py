@@ -20,7 +20,6 @@ from .graph import CPU, Edge, ProgramGraph
 from .render import human_macs
 
 _HUES = (145, 210, 265, 185, 320, 95, 235, 290, 160, 250)  # one per partition, none near the CPU's red
-_FONT = 12
 _CHAR_W = 7.0  # mean advance of a 12 px system-ui character, for box widths
 _H = 28
 _MAX_LABEL = 32
@@ -160,8 +159,8 @@ def _svg(boxes: list[_Box], links: list[tuple[str, str, Edge]], label: str, uid:
     width, height, routed = _layout(boxes, links)
     out = [f'<svg width="{width:.0f}" height="{height:.0f}" '
            f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{escape(label)}">',
-           f'<defs><marker id="a{uid}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" markerHeight="9" markerUnits="userSpaceOnUse" '
-           f'orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="#5a6474"/></marker></defs>']
+           f'<defs><marker id="a{uid}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" markerHeight="9" '
+           f'markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="#5a6474"/></marker></defs>']
     for pts, e in routed:
         d = "M" + " L".join(f"{x:.1f},{y:.1f}" for x, y in pts)
         cls = "edge crossing" if e.crossing else "edge"
