@@ -125,3 +125,30 @@ def test_bundled_example_graph_is_whole():
     assert all(e.src in graph.vertices and e.dst in graph.vertices for e in graph.edges)
     nodes = _nodes(_svgs(result.report.to_html()))
     assert all(len(nodes[n]) == 1 for p in result.report.partitions for n in p.nodes)
+
+
+def test_a_neutron_estimate_shades_the_nodes_its_tflite_layers_end_at(three):
+    """A per-layer estimate over a Neutron partition's TFLite operators (the shape Vela's has: output tensor name,
+    cycles), as the report's `neutron_estimate` carries it: each operator's cycles land on the edge node that
+    computes its output tensor; the operators no node computes (layout transposes) stay with the partition."""
+    import copy
+
+    from executorch_neutron.report.graph import apply_costs
+    from executorch_neutron.tflite.reader import op_name, read_model, tensor_name
+
+    report = copy.deepcopy(three.report)
+    expected = {}
+    for p in report.partitions:
+        model = read_model(p.tflite)
+        sub = model.subgraphs[0]
+        layers = [{"name": tensor_name(sub, op.outputs[0]), "op": op_name(model, op), "cycles": 100 + i}
+                  for i, op in enumerate(sub.operators)]
+        p.neutron_estimate = {"layers": layers}
+        expected[p.tag] = sum(la["cycles"] for la in layers)
+    graph = apply_costs(report.graph, report.partitions)
+    for p in graph.partitions:
+        costed = [graph.vertices[n].cost for n in p.nodes if graph.vertices[n].cost is not None]
+        assert costed, f"no node of {p.tag} got a layer"
+        assert sum(costed) + p.unattributed_cost == expected[p.tag]  # every layer counted once
+    assert graph.cost_unit == "cycles (estimate)"
+    assert "data-cost" in report.to_html()

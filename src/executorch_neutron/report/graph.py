@@ -7,9 +7,9 @@ partition boundary (`Edge.conversions`), together with a layout transpose when t
 the runtime for one. Every delegate input and output is one boundary tensor (`Edge.ports`, e.g. "neutron_0:in:0"),
 so the crossings a reader sees are exactly the partition boundary tensors of the lowered program.
 
-Per-node cost: a partition's per-layer estimate (`layer_costs`: Vela's cycles on Ethos-U targets today; a Neutron
-estimate in the same shape once the report carries one) is mapped from each layer's TFLite output tensor, named
-after the edge node that computes it, back to that node.
+Per-node cost: a partition's per-layer estimate (`layer_costs`: Vela's cycles on Ethos-U targets; the Neutron
+estimate, `PartitionReport.neutron_estimate`, in the same shape) is mapped from each layer's TFLite output tensor,
+named after the edge node that computes it, back to that node.
 """
 
 from __future__ import annotations
@@ -223,11 +223,11 @@ def program_graph(program, rejections=(), cortex_m_kernels=None, format_flags=No
 
 def layer_costs(partition) -> tuple[list[dict], str] | None:
     """A partition's per-layer estimate, `[{"name": TFLite output tensor, "cycles": n, ...}]`, and its unit: Vela's
-    (Ethos-U targets, `PartitionReport.vela`), or a Neutron estimate given in the same shape as the partition's
-    `estimate` attribute."""
+    (Ethos-U targets, `PartitionReport.vela`), or the Neutron estimate in the same shape
+    (`PartitionReport.neutron_estimate`, where the report carries one)."""
     if partition.vela:
         return partition.vela["estimate"]["layers"], "cycles (Vela's estimate)"
-    estimate = getattr(partition, "estimate", None)
+    estimate = getattr(partition, "neutron_estimate", None)
     if isinstance(estimate, dict) and estimate.get("layers"):
         return estimate["layers"], "cycles (estimate)"
     return None
