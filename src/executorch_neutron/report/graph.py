@@ -133,12 +133,12 @@ def program_graph(program, rejections=(), cortex_m_kernels=None, format_flags=No
     aliases: dict[str, str] = {}  # a quantize node inside a partition -> the compute node whose output it is
 
     # the partitions' own graphs: compute vertices, internal edges, and what each output port is computed by
-    inner: dict = {}  # delegate call node -> (tag, lowered module, user placeholders, output nodes)
+    inner: dict = {}  # delegate call node -> (tag, its user input placeholders, its output nodes)
     for call, lowered in delegates.items():
-        program = lowered.original_module
-        tag = partition_tag(program)
-        graph = program.graph
-        sig_inputs = set(program.graph_signature.user_inputs)
+        part = lowered.original_module
+        tag = partition_tag(part)
+        graph = part.graph
+        sig_inputs = set(part.graph_signature.user_inputs)
         placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.name in sig_inputs]
         outputs = list(next(n for n in graph.nodes if n.op == "output").args[0])
         compute = [n for n in graph.nodes if n.op == "call_function" and _kind(n) is None]
