@@ -1,6 +1,7 @@
 """ExecuTorch's backend test suite (the wheel's operators/) through this backend's flows: one model of one test of
 every operator file, the flows taking turns, with the suite's own run_test deciding the result (its comparison
-with PyTorch's quantized model, atol 0.1 / rtol 0.04). The whole suite: `make backend-suite`."""
+with PyTorch's quantized model, atol 0.1 / rtol 0.04), and the difference in output steps at most 1. The whole
+suite: `make backend-suite`."""
 
 import pytest
 
@@ -39,3 +40,5 @@ def test_operator_file(flows, index):
     for r in records:
         # SKIPPED: the suite's own verdict that the model is not a backend test (eager or export fails, NaN cases)
         assert r.result in ("SUCCESS", "SUCCESS_UNDELEGATED", "SKIPPED"), f"{target} {file}::{name}: {r.result}: {r.error}"
+        # the program that ran is within 1 int8 step of PyTorch's quantized model (the suite's own bound is wider)
+        assert r.max_steps is None or r.max_steps <= 1.001, f"{target} {file}::{name}: {r.max_steps:.2f} steps"
