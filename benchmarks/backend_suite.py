@@ -75,9 +75,11 @@ def table(flows: dict[str, list[dict]], before: dict[str, list[dict]]) -> list[s
     lines = ["| flow | " + " | ".join(RESULTS) + " | delegated | worst steps | records over 1 step |",
              "|---" * (len(RESULTS) + 4) + "|"]
     for name, records in flows.items():
+        files = {r["file"] for r in before[name]} if name in before else None  # compare the same files
         for label, recs in (("before", before.get(name)), ("after" if name in before else "", records)):
             if recs is None:
                 continue
+            recs = [r for r in recs if files is None or r["file"] in files]
             s = summary(recs)
             share = f"{s['delegated']}/{s['ran']} ({100 * s['delegated'] / max(s['ran'], 1):.0f}%)"
             worst = "-" if s["max_steps"] is None else f"{s['max_steps']:.2f}"

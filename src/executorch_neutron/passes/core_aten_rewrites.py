@@ -129,7 +129,7 @@ def _max_pool3d_with_indices(gm: GraphModule, node: Node, x: Node, shape: list[i
     offset = call(gm, aten.add.Tensor, (call(gm, aten.add.Tensor, (call(gm, aten.mul.Tensor, (a, h * w), node),
                                                                     call(gm, aten.mul.Tensor, (b, w), node)), node), c),
                   node)
-    indices = call(gm, aten.add.Tensor, (offset, new_parameter(gm, "_pool_base", base, node)), node)
+    indices = call(gm, aten.add.Tensor, (offset, new_parameter(gm, "_pool_base", base, x)), node)  # x: a fake value
     _replace_item(gm, node, 0, values)
     _replace_item(gm, node, 1, indices)
     gm.graph.erase_node(node)
