@@ -5,7 +5,7 @@ squeeze_/unsqueeze_ and a linear of a rank-1 input.
 The first three are outside the Core ATen opset (refused at `to_edge`; ExecuTorch's portable kernels lack them):
 - `adaptive_max_pool2d` (also `nn.AdaptiveMaxPool1d`, which exports as a 2-D one): where each output size divides
   its input size, a `max_pool2d` with kernel = stride = input / output (global pooling: kernel = the input); its
-  indices, when read, from `max_pool2d_with_indices` (the same flat index into each H x W plane). Otherwise, and
+  indices, when read, as for a 3-D one over a 1 x H x W volume (below). Otherwise, and
   for `adaptive_max_pool3d`, a max over each pooled axis in turn (a max over a box is the max over each of its
   axes): per axis a reshape + amax where the size divides, else one slice + amax per output bin [floor(i*in/out),
   ceil((i+1)*in/out)) and a cat.
@@ -19,8 +19,8 @@ The first three are outside the Core ATen opset (refused at `to_edge`; ExecuTorc
 - a `linear` of a rank-1 input (`nn.Linear` on one unbatched vector), which ExecuTorch's portable `linear.out`
   refuses and whose delegated fully connected layer has a rank-2 result: unsqueeze(0), linear, squeeze(0).
 
-A 3-D one with indices whose output divides its input: per window amax and argmax (turned into the flat index into
-D x H x W). An adaptive max pool whose indices are read and whose output does not divide its input has no kernel in
+A pool with indices whose output divides its input: per window amax and argmax (turned into the flat index into
+D x H x W), on the CPU. An adaptive max pool whose indices are read and whose output does not divide its input has no kernel in
 any runtime: the lowering stops with a `NotImplementedError` naming it. Runs before quantization (NeutronQuantizer.transform_for_annotation).
 """
 
@@ -109,7 +109,7 @@ def _floor_div(gm: GraphModule, x: Node, k: int, like: Node) -> Node:
     return node
 
 
-def _max_pool3d_with_indices(gm: GraphModule, node: Node, x: Node, shape: list[int], outs: list[int]) -> None:
+def _max_pool3d_with_indices(gm: GraphModule, node: Node, x: Node, shape: list[int], outs: list[int]):
     """Values and indices of a 3-D max pool with kernel = stride = input / output: each window's elements on a last
     axis (reshape + permute), amax and argmax over it, and the argmax turned into the flat index into D x H x W."""
     *lead, d, h, w = shape
@@ -130,9 +130,7 @@ def _max_pool3d_with_indices(gm: GraphModule, node: Node, x: Node, shape: list[i
                                                                     call(gm, aten.mul.Tensor, (b, w), node)), node), c),
                   node)
     indices = call(gm, aten.add.Tensor, (offset, new_parameter(gm, "_pool_base", base, x)), node)  # x: a fake value
-    _replace_item(gm, node, 0, values)
-    _replace_item(gm, node, 1, indices)
-    gm.graph.erase_node(node)
+    return values, indices
 
 
 def _adaptive_max(gm: GraphModule, node: Node) -> None:
@@ -148,23 +146,27 @@ def _adaptive_max(gm: GraphModule, node: Node) -> None:
     wants_indices = any(len(u.users) for u in items.get(1, []))
     divides = all(s % o == 0 for s, o in zip(sizes, outs))
     with gm.graph.inserting_before(node):
-        if n == 2 and divides:
-            kernel = [s // o for s, o in zip(sizes, outs)]
-            if wants_indices:
-                pooled = call(gm, aten.max_pool2d_with_indices.default, (x, kernel, kernel), node)
-                node.replace_all_uses_with(pooled)
-                gm.graph.erase_node(node)
-                return
-            values = call(gm, aten.max_pool2d.default, (x, kernel, kernel), node)
-        elif wants_indices and divides:
-            _max_pool3d_with_indices(gm, node, x, shape, outs)
+        if wants_indices and divides:
+            # a 2-D pool as a 3-D one over a 1 x H x W volume (its flat indices are the same); not
+            # max_pool2d_with_indices, whose indices ExecuTorch's Cortex-M passes cannot keep
+            x3 = x if n == 3 else call(gm, aten.unsqueeze.default, (x, -3), node)
+            outs3 = outs if n == 3 else [1, *outs]
+            values, indices = _max_pool3d_with_indices(gm, node, x3, _shape(x3), outs3)
+            if n == 2:
+                values, indices = (call(gm, aten.squeeze.dims, (v, [-3]), node) for v in (values, indices))
+            _replace_item(gm, node, 0, values)
+            _replace_item(gm, node, 1, indices)
+            gm.graph.erase_node(node)
             return
+        if n == 2 and divides:
+            values = call(gm, aten.max_pool2d.default, (x, [s // o for s, o in zip(sizes, outs)],
+                                                        [s // o for s, o in zip(sizes, outs)]), node)
         elif wants_indices:
             name = "adaptive_max_pool3d" if n == 3 else "adaptive_max_pool2d"
             raise NotImplementedError(
                 f"{node.name}: {name} with return_indices=True from {sizes} to {outs} has no kernel in any runtime "
                 f"(ExecuTorch's portable kernels have no adaptive max pool and no 3-D max pool, the NPU returns no "
-                f"indices): use return_indices=False, or a 2-D pool whose output size divides its input size")
+                f"indices): use return_indices=False, or a pool whose output size divides its input size")
         else:
             values = x
             rank = len(shape)
