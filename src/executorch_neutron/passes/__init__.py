@@ -25,13 +25,14 @@ from .permute_rank4 import permute_rank4
 from .pool1d_to_pool2d import pool1d_to_pool2d
 from .remove_bn_counters import remove_bn_counters
 from .remove_noops import remove_noops
+from .rnn_unroll import rnn_unroll
 from .sdpa_to_matmul import sdpa_to_matmul
 from .silu_to_sigmoid_mul import silu_to_sigmoid_mul
 from .sink_batch_reshapes import sink_batch_reshapes
 from .split_to_slices import split_to_slices
 from .sum_all_keepdim import sum_all_keepdim
 
-ATEN_PASSES = (inline_autocast, remove_noops, fold_constants, split_to_slices, sdpa_to_matmul, matmul_to_bmm,
+ATEN_PASSES = (inline_autocast, remove_noops, fold_constants, rnn_unroll, split_to_slices, sdpa_to_matmul, matmul_to_bmm,
                sink_batch_reshapes, permute_rank4, remove_bn_counters, batch_norm_to_conv, conv1d_to_conv2d, pool1d_to_pool2d, mean1d_to_mean2d,
                div_to_mul, hardsigmoid_to_conv, silu_to_sigmoid_mul, gelu_to_sigmoid, layer_norm_decompose,
                max_pool_padding, sum_all_keepdim)
@@ -50,5 +51,5 @@ def run_aten_passes(gm: GraphModule, is_qat: bool = False, skip=()) -> GraphModu
 __all__ = ["ATEN_PASSES", "run_aten_passes", "batch_norm_to_conv", "conv1d_to_conv2d", "div_to_mul", "fold_constants",
            "gelu_to_sigmoid", "hardsigmoid_to_conv", "inline_autocast", "layer_norm_decompose", "matmul_to_bmm",
            "max_pool_padding", "silu_to_sigmoid_mul", "mean1d_to_mean2d", "permute_rank4", "pool1d_to_pool2d",
-           "remove_bn_counters", "remove_noops", "sdpa_to_matmul", "sink_batch_reshapes", "split_to_slices",
+           "remove_bn_counters", "remove_noops", "rnn_unroll", "sdpa_to_matmul", "sink_batch_reshapes", "split_to_slices",
            "sum_all_keepdim"]
