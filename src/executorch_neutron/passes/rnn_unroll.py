@@ -10,7 +10,8 @@ elementwise mul / add / sub, one step per time step, per layer and direction.
 Each gate has its own fully connected layers (the rows of the layer's weights that compute it), so every gate's
 pre-activation gets its own int8 scale, and the input and recurrent biases of a gate are one bias (the GRU's
 n gate keeps b_hn inside r * (...)). A zero initial state (no `hx`, or constant zeros) drops the terms it
-multiplies at the first step. The step input is a slice of the sequence along its time dim; the outputs are the
+multiplies at the first step; a sequence that repeats one step along time (an autoencoder's decoder input) is
+projected once. The step input is a slice of the sequence along its time dim; the outputs are the
 hidden states concatenated along time (the two directions of a bidirectional layer side by side), and h_n / c_n
 the last states stacked per layer and direction, so the graph PyTorch's quantized model computes is the one
 the NPU runs. ExecuTorch would otherwise decompose the recurrent op after quantization into float ops on the
@@ -32,6 +33,7 @@ aten = torch.ops.aten
 #: recurrent op -> (gates per layer, the cell's activation); the GRU and LSTM cells are written out below
 _KINDS = {aten.lstm.input: ("lstm", 4), aten.gru.input: ("gru", 3), aten.rnn_tanh.input: ("rnn_tanh", 1),
           aten.rnn_relu.input: ("rnn_relu", 1)}
+_REPEATS = {aten.expand.default, aten.repeat.default}
 _ZERO_MAKERS = {aten.zeros.default, aten.zeros_like.default, aten.new_zeros.default}
 
 
@@ -77,7 +79,11 @@ class _Unroll:
         return self._cache[key][1]
 
     def linear(self, x: Node, w: Node, b: Node | None) -> Node:
-        return self.op(aten.linear.default, x, w, b)
+        """x W^T + b, made once per (x, W): a repeated step input is projected once."""
+        key = ("linear", x, w)
+        if key not in self._cache:
+            self._cache[key] = self.op(aten.linear.default, x, w, b)
+        return self._cache[key]
 
     def add(self, a: Node, b: Node | None) -> Node:
         return a if b is None else self.op(aten.add.Tensor, a, b)
@@ -146,10 +152,21 @@ class _Unroll:
 
     # -- the whole op --------------------------------------------------------------------------------------------
 
-    def build(self) -> tuple[Node, ...]:
+    def step_inputs(self) -> list[Node]:
+        """The input of each time step as [B, in]: slices of the sequence, or, for a sequence that repeats one
+        step along time (an autoencoder's decoder input, `z.unsqueeze(1).expand(...)` / `.repeat(...)`), that
+        step at every time step."""
         width = self.x.meta["val"].shape[2]
-        inputs = [self.op(aten.reshape.default, self.op(aten.slice.Tensor, self.x, self.tdim, t, t + 1),
-                          [self.batch, width]) for t in range(self.steps)]
+        src = self.x.args[0] if self.x.op == "call_function" and self.x.target in _REPEATS else None
+        val = src.meta.get("val") if isinstance(src, Node) else None
+        if isinstance(val, torch.Tensor) and val.dim() == 3 and val.shape[self.tdim] == 1 and \
+                val.shape[1 - self.tdim] == self.batch and val.shape[2] == width:
+            return [self.op(aten.reshape.default, src, [self.batch, width])] * self.steps
+        return [self.op(aten.reshape.default, self.op(aten.slice.Tensor, self.x, self.tdim, t, t + 1),
+                        [self.batch, width]) for t in range(self.steps)]
+
+    def build(self) -> tuple[Node, ...]:
+        inputs = self.step_inputs()
         finals_h, finals_c, seqs = [], [], []
         for layer in range(self.layers):
             seqs = []
