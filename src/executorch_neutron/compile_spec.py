@@ -85,13 +85,9 @@ class NeutronCompileSpec:
             object.__setattr__(self, "intermediates_dir", str(self.intermediates_dir))
 
     @property
-    def neutron_target(self) -> AnyTarget:
+    def target_info(self) -> AnyTarget:
+        """The target's facts (`target.py`) for any back end; `target_info.kind` names the back end that lowers it."""
         return get_target(self.target)
-
-    @property
-    def is_ethos_u(self) -> bool:
-        """The target is an Arm Ethos-U (lowered through Vela), not a Neutron NPU."""
-        return self.neutron_target.kind == "ethos-u"
 
     def replace(self, **changes) -> "NeutronCompileSpec":
         return dataclasses.replace(self, **changes)

@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+#: The back-end kinds (`target.kind`): which back end lowers for a target; every other module takes them from here.
+NEUTRON = "neutron"
+ETHOS_U = "ethos-u"
+BACKEND_KINDS = (NEUTRON, ETHOS_U)
+
 
 @dataclass(frozen=True)
 class NeutronTarget:
@@ -31,7 +36,7 @@ class NeutronTarget:
     cortex_m: str | None = None
     # The target name the eIQ Neutron converter knows, when it differs from `name` (imxrt700cm -> imxrt700).
     converter_name: str | None = None
-    kind = "neutron"  # the back end that lowers for this target (class attribute, not a field)
+    kind = NEUTRON  # the back end that lowers for this target (class attribute, not a field)
 
     @property
     def macs_per_cycle(self) -> int:
@@ -130,7 +135,7 @@ class EthosUTarget:
     cpu: str
     notes: tuple[str, ...] = field(default_factory=tuple)
     cortex_m = None  # leftovers stay portable kernels (no Cortex-M stage for Ethos-U targets)
-    kind = "ethos-u"
+    kind = ETHOS_U
     # no `num_macs`: the registry's `% num_macs` constraints are Neutron's (backends=NEUTRON), never checked here
 
     @property

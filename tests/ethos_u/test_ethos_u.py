@@ -236,7 +236,7 @@ def test_targets_and_compile_spec(name):
     ini.read(Path(importlib.util.find_spec("ethosu").submodule_search_locations[0]) / "config_files/Arm/vela.ini")
     assert float(ini[f"System_Config.{system}"]["core_clock"]) == clock and f"Memory_Mode.{memory}" in ini
     spec = NeutronCompileSpec(target=name, extra_flags="--memory-mode=Sram_Only --optimise=Size")
-    assert spec.is_ethos_u and NeutronCompileSpec.from_compile_specs(spec.to_compile_specs()) == spec
+    assert spec.target_info.kind == "ethos-u" and NeutronCompileSpec.from_compile_specs(spec.to_compile_specs()) == spec
     flags = vela_flags(spec)
     assert "--memory-mode=Sram_Only" in flags and f"--memory-mode={memory}" not in flags
     assert flags[0] == f"--accelerator-config={acc}" and flags[-1] == "--optimise=Size"

@@ -19,7 +19,8 @@ import torch
 
 from executorch_neutron import lower
 from executorch_neutron.numerics import sqnr
-from executorch_neutron.passes import fold_constants, rnn_unroll
+from executorch_neutron.passes.fold_constants import fold_constants
+from executorch_neutron.passes.rnn_unroll import rnn_unroll
 from executorch_neutron.runtime import run
 from executorch_neutron.zoo import calibration
 from harness import model_output_qparams, quantize_np, steps

@@ -14,12 +14,19 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import backends
 from ..compile_spec import DEFAULT_PROFILE, NeutronCompileSpec
-from ..exported import constants, lowered_modules, partition_tag
+from ..core import qdq
+from ..core.atomic import write_text
+from ..core.exported import constants, lowered_modules, partition_tag
+from ..core.qdq import per_tensor_kind
+from ..ops.registry import op_name
 from ..partition.support import Rejection
+from ..target import get_target
 from . import macs as _macs
 from .html import to_html
 from .render import to_dict, to_markdown, to_text
+
 
 @dataclass
 class PartitionReport:
@@ -41,9 +48,11 @@ class PartitionReport:
 
     @property
     def tflite(self) -> bytes:
-        from ..neutron.payload import unpack
-
-        return unpack(self.blob).tflite
+        """The partition's int8 TFLite as the host runs it (its back end's host-reference payload)."""
+        found = backends.for_blob(self.blob).view(self.blob)["tflite"]
+        if found is None:
+            raise ValueError(f"{self.tag}: its payload carries no TFLite (device microcode or a Vela payload)")
+        return found()
 
     @property
     def payload_bytes(self) -> int:
@@ -215,8 +224,6 @@ class DelegationReport:
 
     @property
     def memory(self) -> MemoryEstimate:
-        from ..target import get_target
-
         return MemoryEstimate(
             sram_bytes=get_target(self.target).sram_bytes,
             weight_bytes=sum(p.weight_bytes for p in self.partitions),
@@ -228,9 +235,7 @@ class DelegationReport:
     @property
     def npu_family(self) -> str:
         """'Neutron' or 'Ethos-U': the NPU family of the report's target (its back end)."""
-        from ..target import get_target
-
-        return "Ethos-U" if get_target(self.target).kind == "ethos-u" else "Neutron"
+        return backends.BACKENDS[get_target(self.target).kind].npu
 
     @property
     def limits(self) -> str:
@@ -271,7 +276,6 @@ class DelegationReport:
         suffix = path.suffix.lower()
         text = {".md": self.to_markdown, ".html": self.to_html, ".htm": self.to_html,
                 ".json": self.to_json}.get(suffix, self.__str__)()
-        from ..atomic import write_text
 
         return write_text(path, text + ("" if text.endswith("\n") else "\n"))
 
@@ -302,8 +306,6 @@ class DelegationReport:
 
 def _requantizations(gm) -> list[Requantization]:
     """Per-tensor dequantize -> quantize pairs with different parameters left in the top-level (CPU) graph."""
-    from ..qdq import per_tensor_kind
-
     out = []
     for q in gm.graph.nodes:
         dq = q.args[0] if per_tensor_kind(q) == "q" else None
@@ -332,17 +334,11 @@ def _constant_bytes(program) -> int:
 
 def _is_qparam(node) -> bool:
     """A constant used only as the scale / zero point of quantize or dequantize nodes."""
-    from .. import qdq
-
     return bool(node.users) and all(
         (qdq.is_q(u) or qdq.is_dq(u)) and u.args and u.args[0] is not node for u in node.users)
 
 
 def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
-    from .. import qdq
-    from ..ops.registry import op_name
-    from ..neutron.payload import unpack
-
     original = lowered.original_module
     graph = original.graph
     names = set(compute_names)
@@ -350,14 +346,7 @@ def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
     consts = constants(original)
     placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.name in original.graph_signature.user_inputs]
     outputs = next(n for n in graph.nodes if n.op == "output").args[0]
-    from ..ethos_u.payload import is_payload
-
-    vela = None
-    if is_payload(bytes(lowered.processed_bytes)):  # Ethos-U: no Neutron header; I/O as the TFLite has it
-        vela = dict(getattr(lowered, "meta", {}).get("_delegate_info_meta") or {})
-        payload = None
-    else:
-        payload = unpack(lowered.processed_bytes)
+    view = backends.view(lowered)  # its back end's reading: kind, format flags (None: as the TFLite has it), meta
 
     def int8_bytes(node) -> int:  # activations inside the partition are int8: one byte per element
         dims = _macs.shape(node)
@@ -383,17 +372,17 @@ def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
         nodes=[n.name for n in compute],
         ops=Counter(op_name(n.target) for n in compute),
         blob=bytes(lowered.processed_bytes),
-        kind=payload.kind if payload else "ethos-u-vela",
+        kind=view["kind"],
         input_shapes=[tuple(n.meta["val"].shape) for n in placeholders],
         output_shapes=[tuple(n.meta["val"].shape) for n in outputs],
-        input_formats=payload.header.input_formats if payload else (0,) * len(placeholders),
-        output_formats=payload.header.output_formats if payload else (0,) * len(outputs),
+        input_formats=view["input_formats"] or (0,) * len(placeholders),
+        output_formats=view["output_formats"] or (0,) * len(outputs),
         macs=sum(op_macs.values()),
         op_macs=+op_macs,
         weight_bytes=weights,
         largest_activation_bytes=max(acts, default=0),
         working_set_bytes=working,
-        vela=vela or None,
+        vela=view["meta"],
     )
 
 
