@@ -15,8 +15,6 @@ rsqrt(sum(x^2)) times |x| / s_out, at most 1 step here, plus the product's own s
 
 import pytest
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 from executorch_neutron import lower
 from executorch_neutron.passes.fold_constants import fold_constants
@@ -25,61 +23,33 @@ from executorch_neutron.passes.l2_normalize_decompose import l2_normalize_decomp
 from executorch_neutron.passes.pixel_shuffle_to_permute import pixel_shuffle_to_permute
 from executorch_neutron.runtime import run
 from executorch_neutron.zoo import calibration
-from harness import Fn, model_output_qparams, quantize_np, steps
+from harness import model_output_qparams, quantize_np, steps
+from models.norm_shuffle_blocks import LAYERS
 
 aten = torch.ops.aten
 
 
-def _seeded(make):
-    def case():
-        torch.manual_seed(0)
-        module, inputs = make()
-        return module.eval(), inputs
-    return case
-
-
-def _affine_group_norm(groups, channels):
-    gn = nn.GroupNorm(groups, channels)
-    with torch.no_grad():  # a trained-looking affine (the default is the identity)
-        gn.weight.uniform_(0.5, 1.5)
-        gn.bias.uniform_(-0.3, 0.3)
-    return gn
-
-
-# name -> (factory, the ATen op the rewrite removes, max output steps)
+_GN, _SHUFFLE, _UNSHUFFLE, _NORM = (aten.group_norm.default, aten.pixel_shuffle.default, aten.pixel_unshuffle.default,
+                                   aten.linalg_vector_norm.default)
+# name -> (the ATen op the rewrite removes, max output steps)
 CASES = {
-    "group_norm": (_seeded(lambda: (_affine_group_norm(4, 16), (torch.randn(1, 16, 6, 5),))),
-                   aten.group_norm.default, 3),
-    "group_norm_rank3": (_seeded(lambda: (_affine_group_norm(2, 16), (torch.randn(1, 16, 12),))),
-                         aten.group_norm.default, 3),
-    "group_norm_no_affine": (_seeded(lambda: (nn.GroupNorm(8, 16, affine=False), (torch.randn(1, 16, 7, 4),))),
-                             aten.group_norm.default, 3),
-    "conv_group_norm_silu": (_seeded(lambda: (nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), _affine_group_norm(4, 16),
-                                                            nn.SiLU()), (torch.randn(1, 8, 10, 6),))),
-                             aten.group_norm.default, 4),
-    "pixel_shuffle": (_seeded(lambda: (nn.PixelShuffle(2), (torch.randn(1, 16, 5, 6),))),
-                      aten.pixel_shuffle.default, 0),
-    "pixel_shuffle_r3": (_seeded(lambda: (nn.PixelShuffle(3), (torch.randn(1, 18, 4, 5),))),
-                         aten.pixel_shuffle.default, 0),
-    "pixel_unshuffle": (_seeded(lambda: (nn.PixelUnshuffle(2), (torch.randn(1, 4, 10, 12),))),
-                        aten.pixel_unshuffle.default, 0),
-    "conv_pixel_shuffle": (_seeded(lambda: (nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.PixelShuffle(2)),
-                                            (torch.randn(1, 8, 5, 6),))), aten.pixel_shuffle.default, 1),
-    "normalize_embedding": (_seeded(lambda: (nn.Sequential(nn.Linear(16, 32),
-                                                           Fn(lambda s, x: F.normalize(x, dim=-1))),
-                                             (torch.randn(1, 16),))), aten.linalg_vector_norm.default, 2),
-    "normalize_channels": (_seeded(lambda: (Fn(lambda s, x: F.normalize(x, dim=1)), (torch.randn(1, 16, 4, 5),))),
-                           aten.linalg_vector_norm.default, 2),
-    "divide_by_norm": (_seeded(lambda: (Fn(lambda s, x: x / x.norm(dim=-1, keepdim=True)),
-                                        (torch.randn(2, 24),))), aten.linalg_vector_norm.default, 2),
+    "group_norm": (_GN, 3), "group_norm_rank3": (_GN, 3), "group_norm_no_affine": (_GN, 3),
+    "conv_group_norm_silu": (_GN, 4),
+    "pixel_shuffle": (_SHUFFLE, 0), "pixel_shuffle_r3": (_SHUFFLE, 0), "pixel_unshuffle": (_UNSHUFFLE, 0),
+    "conv_pixel_shuffle": (_SHUFFLE, 1),
+    "normalize_embedding": (_NORM, 2), "normalize_channels": (_NORM, 2), "divide_by_norm": (_NORM, 2),
 }
 REWRITES = (fold_constants, pixel_shuffle_to_permute, group_norm_decompose, l2_normalize_decompose)
 
 
+def test_every_layer_has_a_case():
+    assert set(CASES) == set(LAYERS)
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_rewrite_computes_the_layer(name):
-    make, op, _ = CASES[name]
-    module, inputs = make()
+    op, _ = CASES[name]
+    module, inputs = LAYERS[name]()
     gm = torch.export.export(module, inputs, strict=False).module()
     for rewrite in REWRITES:
         gm = rewrite(gm)
@@ -91,8 +61,8 @@ def test_rewrite_computes_the_layer(name):
 @pytest.mark.parametrize("target", ["imxrt700", "imx93"])
 @pytest.mark.parametrize("name", CASES)
 def test_layer_on_the_npu(name, target):
-    make, _, bound = CASES[name]
-    module, inputs = make()
+    _, bound = CASES[name]
+    module, inputs = LAYERS[name]()
     calib = [inputs] + calibration(inputs, 6)
     result = lower(module, inputs, calib, target=target)
     report = result.report
@@ -109,8 +79,7 @@ def test_layer_on_the_npu(name, target):
 def test_without_rsqrt_the_layer_stays_float_on_the_cpu(name):
     """Neutron's documented table has no rsqrt: the layer is not rewritten, stays one float computation on the
     CPU (with a reason in the report), and the .pte computes it as PyTorch does."""
-    make, _, _ = CASES[name]
-    module, inputs = make()
+    module, inputs = LAYERS[name]()
     result = lower(module, inputs, [inputs], constraints="documented")
     assert not result.report.partitions and result.report.rejections, str(result.report)
     assert all(r.reason for r in result.report.rejections)
