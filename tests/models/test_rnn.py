@@ -40,12 +40,34 @@ def _flat(out) -> list[torch.Tensor]:
 @pytest.mark.parametrize("name", rnn_blocks.LAYERS)
 def test_unrolled_graph_computes_the_recurrent_op(name):
     model, inputs = rnn_blocks.LAYERS[name]()
-    gm = rnn_unroll(fold_constants(torch.export.export(model, inputs, strict=False).module()))
+    gm = _unrolled(model, inputs)
     assert not any(n.target in RECURRENT for n in gm.graph.nodes), gm.graph
     with torch.no_grad():
         for got, want in zip(_flat(gm(*inputs)), _flat(model(*inputs)), strict=True):
             assert got.shape == want.shape
             torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def _unrolled(model, inputs):
+    return rnn_unroll(fold_constants(torch.export.export(model, inputs, strict=False).module()))
+
+
+def test_repeated_step_input_is_projected_once():
+    """The autoencoder's decoder reads one latent vector at every step: its 4 input-side gate layers are made once,
+    the recurrent ones once per step after the first (zero initial state). The encoder's forget gate is not
+    computed at its first step (it multiplies a zero cell state)."""
+    model, inputs = rnn_blocks.MODELS["lstm_autoencoder"]()
+    steps_ = inputs[0].shape[1]
+    linears = sum(n.target == torch.ops.aten.linear.default for n in _unrolled(model, inputs).graph.nodes)
+    encoder, decoder = 4 * steps_ - 1 + 4 * (steps_ - 1), 4 + 4 * (steps_ - 1)
+    assert linears == encoder + decoder + 1  # + the output layer
+
+
+def test_lstm_with_projections_is_left_alone():
+    """proj_size adds a projection of h per layer, which the unrolled cell does not compute: the op stays whole."""
+    model = rnn_blocks.Recurrent(torch.nn.LSTM(8, 16, proj_size=8, batch_first=True)).eval()
+    gm = _unrolled(model, (torch.randn(1, 4, 8),))
+    assert any(n.target == torch.ops.aten.lstm.input for n in gm.graph.nodes)
 
 
 def _pte_vs_quantized(result, model, samples):
