@@ -1,8 +1,7 @@
 """Recurrent networks and normalization / shuffle layers benchmark: how much runs on the NPU, how close it computes,
 before and after a change.
 
-    .venv/bin/python benchmarks/rnn.py [--cases crnn_kws lstm ...] [--before /path/to/other/checkout/src]
-                                       [--write docs/rnn.md]
+    .venv/bin/python benchmarks/rnn.py [--cases crnn_kws lstm ...] [--before /path/to/main/src] [--write-docs]
 
 Cases: the CRNN keyword spotter and the LSTM autoencoder of tests/models/rnn_blocks.py on imxrt700, imxrt700cm
 (Neutron + Cortex-M) and imx93 (Ethos-U); single nn.LSTM / nn.GRU layers on imxrt700; the GroupNorm,
@@ -11,8 +10,8 @@ case: partitions, CPU compute nodes (float or Cortex-M), max output steps of the
 quantized model, SQNR vs float of the .pte and of PyTorch's quantized model, lowering seconds. Each case is
 measured in a child process importing the package from `--src` (default: this checkout), and, with `--before`,
 once more from that source tree (e.g. a checkout of main), so the two columns come from the same inputs. A
-failure (lowering, or the .pte refused on the host) is a figure too. Prints figures, never asserts; `--write`
-also writes the page (its first lines name this script and the commit).
+failure (lowering, or the .pte refused on the host) is a figure too. Prints figures, never asserts;
+`--write-docs` puts them on docs/rnn.md.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 #: (case, target) pairs: the models on every target kind, the layers on imxrt700
 MODELS = ("crnn_kws", "lstm_autoencoder")
@@ -102,34 +102,33 @@ HEADER = ["case", "target", "partitions (NPU compute nodes)", "CPU compute nodes
 
 
 def main() -> None:
+    import _docs
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--child", nargs=2, metavar=("CASE", "TARGET"), help=argparse.SUPPRESS)
     p.add_argument("--cases", nargs="*", default=sorted({n for n, _ in CASES}), help="case names")
     p.add_argument("--src", default=str(ROOT / "src"), help="source tree measured as 'after'")
     p.add_argument("--before", help="source tree measured as 'before' (e.g. a checkout of main's src)")
-    p.add_argument("--write", help="also write the markdown page here (e.g. docs/rnn.md)")
+    _docs.add_argument(p)
     args = p.parse_args()
     if args.child:
         print(json.dumps(measure(*args.child)))
         return
     trees = [("before", args.before)] * bool(args.before) + [("after", args.src)]
-    lines = ["| " + " | ".join(HEADER + (["when"] if args.before else [])) + " |",
-             "|" + "---|" * (len(HEADER) + bool(args.before))]
-    print(lines[0], lines[1], sep="\n", flush=True)
-    for name, target in CASES:
-        if name not in args.cases:
-            continue
-        for when, src in trees:
-            row = [name, target] + _cell(_child(src, name, target)) + ([when] if args.before else [])
-            lines.append("| " + " | ".join(row) + " |")
-            print(lines[-1], flush=True)
-    if args.write:
-        page = ["# Recurrent networks and normalization / shuffle layers on the NPU",
-                "", f"Written by `benchmarks/rnn.py` at commit {_commit(ROOT)}"
-                + (f" (before: {args.before} at commit {_commit(Path(args.before))})" if args.before else "") + ".",
-                "",
-                __doc__.split("\n\n", 2)[2].strip(), ""] + lines
-        Path(args.write).write_text("\n".join(page) + "\n")
+    with _docs.capture() as printed:
+        if args.before:
+            print(f"before: {args.before} at commit `{_commit(Path(args.before))}`; after: {args.src}")
+        print("| " + " | ".join(HEADER + (["when"] if args.before else [])) + " |")
+        print("|" + "---|" * (len(HEADER) + bool(args.before)), flush=True)
+        for name, target in CASES:
+            if name not in args.cases:
+                continue
+            for when, src in trees:
+                row = [name, target] + _cell(_child(src, name, target)) + ([when] if args.before else [])
+                print("| " + " | ".join(row) + " |", flush=True)
+    if args.write_docs:
+        _docs.write_figures("benchmarks/rnn.py", "rnn", "Recurrent networks and normalization / shuffle layers on "
+                            "the NPU", _docs.as_markdown(printed.getvalue()))
 
 
 if __name__ == "__main__":

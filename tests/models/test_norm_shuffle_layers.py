@@ -42,10 +42,12 @@ CASES = {
 REWRITES = (fold_constants, pixel_shuffle_to_permute, group_norm_decompose, l2_normalize_decompose)
 
 
+@pytest.mark.fast
 def test_every_layer_has_a_case():
     assert set(CASES) == set(LAYERS)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", CASES)
 def test_rewrite_computes_the_layer(name):
     op, _ = CASES[name]

@@ -37,6 +37,7 @@ def _flat(out) -> list[torch.Tensor]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", rnn_blocks.LAYERS)
 def test_unrolled_graph_computes_the_recurrent_op(name):
     model, inputs = rnn_blocks.LAYERS[name]()
@@ -52,6 +53,7 @@ def _unrolled(model, inputs):
     return rnn_unroll(fold_constants(torch.export.export(model, inputs, strict=False).module()))
 
 
+@pytest.mark.fast
 def test_repeated_step_input_is_projected_once():
     """The autoencoder's decoder reads one latent vector at every step: its 4 input-side gate layers are made once,
     the recurrent ones once per step after the first (zero initial state). The encoder's forget gate is not
@@ -63,6 +65,7 @@ def test_repeated_step_input_is_projected_once():
     assert linears == encoder + decoder + 1  # + the output layer
 
 
+@pytest.mark.fast
 def test_lstm_with_projections_is_left_alone():
     """proj_size adds a projection of h per layer, which the unrolled cell does not compute: the op stays whole."""
     model = rnn_blocks.Recurrent(torch.nn.LSTM(8, 16, proj_size=8, batch_first=True)).eval()
