@@ -3,7 +3,8 @@ benchmarks/rnn.py.
 
 `LAYERS`: nn.LSTM / nn.GRU / nn.RNN alone, name -> () -> (module, example inputs): 1 and 2 layers, batch_first
 either way, with and without bias, returning the hidden states, bidirectional, initial states given, batch 1 (what
-an MCU runs) and batch 2. Hidden size 16 and input size 8, multiples of Neutron's 8 MACs.
+an MCU runs) and batch 2; the single-step cells (nn.LSTMCell, nn.GRUCell, nn.RNNCell) with the state as input and
+output. Hidden size 16 and input size 8, multiples of Neutron's 8 MACs.
 `MODELS`: a CRNN keyword spotter (conv front end + GRU + linear on a 1x49x10 MFCC) and an LSTM autoencoder for
 sensor anomaly detection (20 steps of 8 features).
 """
@@ -41,6 +42,27 @@ def _layer(cls, batch_first=True, batch=1, steps=5, layers=1, bias=True, bidirec
     return Recurrent(rnn, states).eval(), (x,) + hx
 
 
+class Step(nn.Module):
+    """One step of a cell (nn.LSTMCell / GRUCell / RNNCell), as a streaming model runs it once per frame: the
+    state comes in and goes out (or starts at zero when not given)."""
+
+    def __init__(self, cell: nn.Module):
+        super().__init__()
+        self.cell = cell
+
+    def forward(self, x, *state):
+        out = self.cell(x, (state[0] if len(state) == 1 else tuple(state))) if state else self.cell(x)
+        return tuple(out) if isinstance(out, tuple) else out
+
+
+def _cell(cls, batch=1, state=True, **kw):
+    torch.manual_seed(0)
+    cell = cls(8, 16, **kw)
+    x = torch.randn(batch, 8)
+    states = 2 if cls is nn.LSTMCell else 1
+    return Step(cell).eval(), (x,) + ((tuple(0.5 * torch.randn(batch, 16) for _ in range(states))) if state else ())
+
+
 LAYERS = {
     "lstm": lambda: _layer(nn.LSTM),
     "lstm_time_first_no_bias": lambda: _layer(nn.LSTM, batch_first=False, bias=False),
@@ -55,6 +77,10 @@ LAYERS = {
     "gru_initial_state": lambda: _layer(nn.GRU, initial=True, states=True),
     "rnn_tanh": lambda: _layer(nn.RNN),
     "rnn_relu_2_layers": lambda: _layer(nn.RNN, nonlinearity="relu", layers=2),
+    "lstm_cell_step": lambda: _cell(nn.LSTMCell),
+    "gru_cell_step": lambda: _cell(nn.GRUCell),
+    "gru_cell_zero_state_no_bias": lambda: _cell(nn.GRUCell, state=False, bias=False),
+    "rnn_cell_step_batch2": lambda: _cell(nn.RNNCell, batch=2),
 }
 
 

@@ -26,11 +26,12 @@ from executorch_neutron.zoo import calibration
 from harness import model_output_qparams, quantize_np, steps
 from models import rnn_blocks
 
-RECURRENT = {torch.ops.aten.lstm.input, torch.ops.aten.gru.input, torch.ops.aten.rnn_tanh.input,
-             torch.ops.aten.rnn_relu.input}
+A = torch.ops.aten
+RECURRENT = {A.lstm.input, A.gru.input, A.rnn_tanh.input, A.rnn_relu.input, A.lstm_cell.default, A.gru_cell.default,
+             A.rnn_tanh_cell.default, A.rnn_relu_cell.default}
 #: the layer cases also lowered for Ethos-U (each case costs a full lower)
 ETHOS_U_LAYERS = ("lstm_2_layers_states", "lstm_initial_states", "gru_2_layers_bidirectional_states",
-                  "rnn_relu_2_layers")
+                  "rnn_relu_2_layers", "gru_cell_step")
 
 
 def _flat(out) -> list[torch.Tensor]:

@@ -16,7 +16,8 @@ hidden states concatenated along time (the two directions of a bidirectional lay
 the last states stacked per layer and direction, so the graph PyTorch's quantized model computes is the one
 the NPU runs. ExecuTorch would otherwise decompose the recurrent op after quantization into float ops on the
 CPU. Left alone: packed sequences (`aten.lstm.data`), LSTM projections (`proj_size`), dropout in training mode,
-weights that are not constants. Runs before quantization.
+weights that are not constants. The single-step cells (nn.LSTMCell, nn.GRUCell, nn.RNNCell, what a streaming
+model calls once per frame with its state as input and output) become one such step. Runs before quantization.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ aten = torch.ops.aten
 #: recurrent op -> (gates per layer, the cell's activation); the GRU and LSTM cells are written out below
 _KINDS = {aten.lstm.input: ("lstm", 4), aten.gru.input: ("gru", 3), aten.rnn_tanh.input: ("rnn_tanh", 1),
           aten.rnn_relu.input: ("rnn_relu", 1)}
+#: the single-step cells (nn.LSTMCell, nn.GRUCell, nn.RNNCell: x [B, in], states [B, H])
+_CELLS = {aten.lstm_cell.default: ("lstm", 4), aten.gru_cell.default: ("gru", 3),
+          aten.rnn_tanh_cell.default: ("rnn_tanh", 1), aten.rnn_relu_cell.default: ("rnn_relu", 1)}
+_MADE = "rnn_unroll_parameters"  # gm.meta key: the parameters this pass made (those left unread are dropped)
 _REPEATS = {aten.expand.default, aten.repeat.default}
 _ZERO_MAKERS = {aten.zeros.default, aten.zeros_like.default, aten.new_zeros.default}
 
@@ -47,20 +52,12 @@ def _is_zero(gm: GraphModule, node) -> bool:
     return value is not None and not bool(value.any())
 
 
-class _Unroll:
-    """Builds the unrolled graph of one recurrent node (inserted before it)."""
+class _Cell:
+    """Builds the graph of recurrent steps (inserted before the recurrent node `node`)."""
 
-    def __init__(self, gm: GraphModule, node: Node, kind: str, gates: int):
+    def __init__(self, gm: GraphModule, node: Node, kind: str, gates: int, w_hh: Node):
         self.gm, self.node, self.kind, self.gates = gm, node, kind, gates
-        x, hx, params, self.has_bias, self.layers, _, _, bidirectional, self.batch_first = node.args[:9]
-        self.x = x
-        self.dirs = 2 if bidirectional else 1
-        self.hx = list(hx) if kind == "lstm" else [hx]
-        self.params = list(params)
-        shape = x.meta["val"].shape
-        self.steps, self.batch = (shape[1], shape[0]) if self.batch_first else (shape[0], shape[1])
-        self.hidden = int(constant(gm, self.params[1]).shape[1])
-        self.tdim = 1 if self.batch_first else 0
+        self.hidden = int(constant(gm, w_hh).shape[1])
         self._cache: dict = {}
 
     # -- small builders --------------------------------------------------------------------------------------
@@ -69,7 +66,9 @@ class _Unroll:
         return call(self.gm, target, args, self.node)
 
     def param(self, stem: str, value: torch.Tensor, like: Node) -> Node:
-        return new_parameter(self.gm, f"_neutron_{self.kind}_{stem}", value, like)
+        node = new_parameter(self.gm, f"_neutron_{self.kind}_{stem}", value, like)
+        self.gm.meta.setdefault(_MADE, []).append(node.target)
+        return node
 
     def cached(self, stem: str, value: torch.Tensor, shape: list[int], like: Node) -> Node:
         """`value` reshaped to `shape` as a parameter made once (the GRU's b_hn, read at every step)."""
@@ -91,31 +90,24 @@ class _Unroll:
     def cat(self, parts: list[Node], dim: int) -> Node:
         return parts[0] if len(parts) == 1 else self.op(aten.cat.default, parts, dim)
 
-    def time_shape(self, n: int) -> list[int]:
-        """[B, n, H] (batch_first) or [n, B, H]."""
-        return [self.batch, n, self.hidden] if self.batch_first else [n, self.batch, self.hidden]
-
     # -- the cell ----------------------------------------------------------------------------------------------
 
-    def weights(self, layer: int, direction: int):
+    def weights(self, w_ih: Node, w_hh: Node, b_ih: Node | None, b_hh: Node | None, tag: str):
         """Per gate: (input weight, recurrent weight, input-side bias) parameter nodes and the recurrent-side bias
         (a tensor: only the GRU's n gate has one)."""
-        per = 4 if self.has_bias else 2
-        base = (layer * self.dirs + direction) * per
-        w_ih, w_hh = self.params[base], self.params[base + 1]
         wi, wh = constant(self.gm, w_ih).detach(), constant(self.gm, w_hh).detach()
-        bi = constant(self.gm, self.params[base + 2]).detach() if self.has_bias else None
-        bh = constant(self.gm, self.params[base + 3]).detach() if self.has_bias else None
+        bi = constant(self.gm, b_ih).detach() if b_ih is not None else torch.zeros(wi.shape[0])
+        bh = constant(self.gm, b_hh).detach() if b_hh is not None else torch.zeros(wi.shape[0])
+        if b_ih is None and b_hh is None:
+            bi = bh = None
         H, out = self.hidden, []
         for g in range(self.gates):
             rows = slice(g * H, (g + 1) * H)
             split_bias = self.kind == "gru" and g == 2  # b_hn stays inside r * (U h + b_hn)
             b_x = None if bi is None else (bi[rows] if split_bias else bi[rows] + bh[rows])
             b_h = None if bh is None or not split_bias else bh[rows]
-            tag = f"l{layer}d{direction}g{g}"
-            out.append((self.param(f"w_{tag}_", wi[rows], w_ih), self.param(f"u_{tag}_", wh[rows], w_hh),
-                        None if b_x is None else self.param(f"b_{tag}_", b_x, w_ih),
-                        b_h))
+            out.append((self.param(f"w_{tag}g{g}_", wi[rows], w_ih), self.param(f"u_{tag}g{g}_", wh[rows], w_hh),
+                        None if b_x is None else self.param(f"b_{tag}g{g}_", b_x, w_ih), b_h))
         return out
 
     def step(self, w, x: Node, h: Node | None, c: Node | None):
@@ -141,6 +133,32 @@ class _Unroll:
             return self.add(n, self.op(aten.mul.Tensor, z, self.op(aten.sub.Tensor, h, n))), None
         act = aten.tanh.default if self.kind == "rnn_tanh" else aten.relu.default
         return self.op(act, pre[0]), None
+
+
+
+class _Unroll(_Cell):
+    """The unrolled graph of one recurrent layer stack (aten.lstm.input, gru.input, rnn_*.input)."""
+
+    def __init__(self, gm: GraphModule, node: Node, kind: str, gates: int):
+        x, hx, params, self.has_bias, self.layers, _, _, bidirectional, self.batch_first = node.args[:9]
+        super().__init__(gm, node, kind, gates, params[1])
+        self.x = x
+        self.dirs = 2 if bidirectional else 1
+        self.hx = list(hx) if kind == "lstm" else [hx]
+        self.params = list(params)
+        shape = x.meta["val"].shape
+        self.steps, self.batch = (shape[1], shape[0]) if self.batch_first else (shape[0], shape[1])
+        self.tdim = 1 if self.batch_first else 0
+
+    def time_shape(self, n: int) -> list[int]:
+        """[B, n, H] (batch_first) or [n, B, H]."""
+        return [self.batch, n, self.hidden] if self.batch_first else [n, self.batch, self.hidden]
+
+    def layer_weights(self, layer: int, direction: int):
+        per = 4 if self.has_bias else 2
+        p = self.params[(layer * self.dirs + direction) * per:][:per]
+        return self.weights(p[0], p[1], p[2] if self.has_bias else None, p[3] if self.has_bias else None,
+                            f"l{layer}d{direction}")
 
     def initial(self, which: int, k: int) -> Node | None:
         """The initial state `which` (0: h, 1: c) of layer-direction k as [B, H], or None when it is zero."""
@@ -172,7 +190,7 @@ class _Unroll:
             seqs = []
             for d in range(self.dirs):
                 k = layer * self.dirs + d
-                w = self.weights(layer, d)
+                w = self.layer_weights(layer, d)
                 h, c = self.initial(0, k), (self.initial(1, k) if self.kind == "lstm" else None)
                 hs = [None] * self.steps
                 for t in (range(self.steps) if d == 0 else reversed(range(self.steps))):
@@ -193,6 +211,29 @@ class _Unroll:
         return (output, stacked(finals_h)) + ((stacked(finals_c),) if self.kind == "lstm" else ())
 
 
+def _cell_step(gm: GraphModule, node: Node) -> tuple[Node, ...] | Node:
+    """One step of an nn.LSTMCell / GRUCell / RNNCell op: (h', c') for the LSTM cell, else h'."""
+    x, hx, w_ih, w_hh = node.args[:4]
+    b_ih, b_hh = (list(node.args[4:6]) + [None, None])[:2]
+    kind, gates = _CELLS[node.target]
+    cell = _Cell(gm, node, kind, gates, w_hh)
+    states = list(hx) if kind == "lstm" else [hx]
+    h, c = [None if _is_zero(gm, s) else s for s in states + [None] * (2 - len(states))]
+    h, c = cell.step(cell.weights(w_ih, w_hh, b_ih, b_hh, "cell"), x, h, c)
+    return (h, c) if kind == "lstm" else h
+
+
+def _cell_ok(gm: GraphModule, node: Node) -> bool:
+    x = node.args[0]
+    val = x.meta.get("val") if isinstance(x, Node) else None
+    if not isinstance(val, torch.Tensor) or val.dim() != 2:
+        return False
+    if any(p is not None and constant(gm, p) is None for p in node.args[2:6]):
+        return False
+    return node.target != aten.lstm_cell.default or all(
+        u.op == "call_function" and u.target is operator.getitem for u in node.users)
+
+
 def _unrollable(gm: GraphModule, node: Node) -> bool:
     x, hx, params, has_bias, _, dropout, train, _, _ = node.args[:9]
     val = x.meta.get("val") if isinstance(x, Node) else None
@@ -210,14 +251,34 @@ def _unrollable(gm: GraphModule, node: Node) -> bool:
 def rnn_unroll(gm: GraphModule) -> GraphModule:
     changed = False
     for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in _KINDS or not _unrollable(gm, node):
+        if node.op != "call_function":
             continue
-        kind, gates = _KINDS[node.target]
-        with gm.graph.inserting_before(node):
-            outputs = _Unroll(gm, node, kind, gates).build()
+        if node.target in _CELLS and _cell_ok(gm, node):
+            with gm.graph.inserting_before(node):
+                outputs = _cell_step(gm, node)
+            if isinstance(outputs, Node):  # GRU / RNN cell: one tensor
+                node.replace_all_uses_with(outputs)
+                gm.graph.erase_node(node)
+                changed = True
+                continue
+        elif node.target in _KINDS and _unrollable(gm, node):
+            kind, gates = _KINDS[node.target]
+            with gm.graph.inserting_before(node):
+                outputs = _Unroll(gm, node, kind, gates).build()
+        else:
+            continue
         for user in list(node.users):
             user.replace_all_uses_with(outputs[user.args[1]])
             gm.graph.erase_node(user)
         gm.graph.erase_node(node)
         changed = True
-    return finish(gm) if changed else gm
+    return _drop_unread(finish(gm)) if changed else gm
+
+
+def _drop_unread(gm: GraphModule) -> GraphModule:
+    """Delete the parameters made here that no node reads (a gate whose result multiplies a zero state)."""
+    read = {n.target for n in gm.graph.nodes if n.op == "get_attr"}
+    for name in gm.meta.pop(_MADE, []):
+        if name not in read:
+            delattr(gm, name)
+    return gm
