@@ -31,7 +31,7 @@ from .fx_utils import call, constant, finish, new_parameter
 
 aten = torch.ops.aten
 
-#: recurrent op -> (gates per layer, the cell's activation); the GRU and LSTM cells are written out below
+#: recurrent op -> (cell kind, gates per layer); the cells are written out in `_Cell.step`
 _KINDS = {aten.lstm.input: ("lstm", 4), aten.gru.input: ("gru", 3), aten.rnn_tanh.input: ("rnn_tanh", 1),
           aten.rnn_relu.input: ("rnn_relu", 1)}
 #: the single-step cells (nn.LSTMCell, nn.GRUCell, nn.RNNCell: x [B, in], states [B, H])
@@ -96,10 +96,8 @@ class _Cell:
         """Per gate: (input weight, recurrent weight, input-side bias) parameter nodes and the recurrent-side bias
         (a tensor: only the GRU's n gate has one)."""
         wi, wh = constant(self.gm, w_ih).detach(), constant(self.gm, w_hh).detach()
-        bi = constant(self.gm, b_ih).detach() if b_ih is not None else torch.zeros(wi.shape[0])
-        bh = constant(self.gm, b_hh).detach() if b_hh is not None else torch.zeros(wi.shape[0])
-        if b_ih is None and b_hh is None:
-            bi = bh = None
+        vector = lambda b: torch.zeros(wi.shape[0]) if b is None else constant(self.gm, b).detach()  # noqa: E731
+        bi, bh = (None, None) if b_ih is None and b_hh is None else (vector(b_ih), vector(b_hh))
         H, out = self.hidden, []
         for g in range(self.gates):
             rows = slice(g * H, (g + 1) * H)
@@ -133,7 +131,6 @@ class _Cell:
             return self.add(n, self.op(aten.mul.Tensor, z, self.op(aten.sub.Tensor, h, n))), None
         act = aten.tanh.default if self.kind == "rnn_tanh" else aten.relu.default
         return self.op(act, pre[0]), None
-
 
 
 class _Unroll(_Cell):
