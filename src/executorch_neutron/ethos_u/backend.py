@@ -2,7 +2,7 @@
 
 Glue only: the TFLite comes from convert/ (as for Neutron), the compile step from vela_call.py, the block stream
 from payload.py. With `embed_reference` (the default) the partition's TFLite also travels in the .pte as named
-data (key `reference_key(payload)`), packed as a host-reference payload so the host runtime can run it in
+data (key `reference_key(payload, reference)`), packed as a host-reference payload so the host runtime can run it in
 LiteRT; without it the .pte holds only what the device reads. Vela's estimate and flags go to the lowered
 module's metadata (`_delegate_info_meta`), where the delegation report reads them.
 """
@@ -28,8 +28,14 @@ from . import payload
 from .vela_call import compile_tflite
 
 
-def reference_key(blob: bytes) -> str:
-    """The named-data key of the host reference of an Ethos-U payload: found again from the payload alone."""
+def reference_key(blob: bytes, reference: bytes) -> str:
+    """The named-data key of the host reference of an Ethos-U payload: the payload's SHA-256 (it is found again from
+    the payload alone: `reference_prefix`), then the reference's, since two partitions can compile to one command
+    stream (a `* 10` and a `* 0.1` of equal int8 arithmetic) and keep different references."""
+    return f"{reference_prefix(blob)}.{hashlib.sha256(reference).hexdigest()[:16]}"
+
+
+def reference_prefix(blob: bytes) -> str:
     return payload.REFERENCE_PREFIX + hashlib.sha256(blob).hexdigest()
 
 
@@ -48,7 +54,8 @@ def host_payload(lowered) -> bytes | None:
     if not payload.is_payload(blob):
         return blob
     store = lowered.named_data_store_output
-    entry = None if store is None else store.pte_data.get(reference_key(blob))
+    prefix = reference_prefix(blob)
+    entry = None if store is None else next((e for k, e in store.pte_data.items() if k.startswith(prefix)), None)
     return None if entry is None else bytes(store.buffers[entry.buffer_index])
 
 
@@ -78,7 +85,8 @@ class EthosUBackend(BackendDetails):
                             output_formats=converted.output_formats, input_args=converted.input_args,
                             output_args=tuple(range(len(converted.output_formats))), version=0)
             store = NamedDataStore()
-            store.add_named_data(reference_key(blob), pack_reference(Payload.reference(header, converted.tflite)))
+            reference = pack_reference(Payload.reference(header, converted.tflite))
+            store.add_named_data(reference_key(blob, reference), reference)
         # one entry per TFLite operator (what the host runs) plus the profile-dump entry, as for Neutron
         debug_map = handle_map(converted.debug_handles)
         emit("partition", name=name)

@@ -48,7 +48,7 @@ def references_in(pte) -> dict[str, bytes]:
     """The host-reference payloads a deserialized .pte carries as named data, by their Vela payload's SHA-256."""
     named = pte.named_data
     return {} if named is None else {
-        key[len(REFERENCE_PREFIX):]: bytes(named.buffers[entry.buffer_index])
+        key[len(REFERENCE_PREFIX):].split(".")[0]: bytes(named.buffers[entry.buffer_index])
         for key, entry in named.pte_data.items() if key.startswith(REFERENCE_PREFIX)}
 
 
