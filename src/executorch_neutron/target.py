@@ -129,6 +129,7 @@ class EthosUTarget:
     sram_bytes: int  # the memory mode's SRAM for the NPU (its arena cache); 0: not bounded by Vela's config
     cpu: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    config_ini: str = "Arm/vela.ini"  # Vela's --config: the .ini holding system_config and memory_mode
     cortex_m = None  # leftovers stay portable kernels (no Cortex-M stage for Ethos-U targets)
     kind = "ethos-u"
     # no `num_macs`: the registry's `% num_macs` constraints are Neutron's (backends=NEUTRON), never checked here
@@ -136,7 +137,7 @@ class EthosUTarget:
     @property
     def vela_flags(self) -> tuple[str, ...]:
         """The Vela arguments that select this configuration (without output dir and input path)."""
-        return (f"--accelerator-config={self.accelerator}", "--config=Arm/vela.ini",
+        return (f"--accelerator-config={self.accelerator}", f"--config={self.config_ini}",
                 f"--system-config={self.system_config}", f"--memory-mode={self.memory_mode}",
                 "--output-format=raw")
 
@@ -145,7 +146,12 @@ class EthosUTarget:
 _U55 = dict(system_config="Ethos_U55_High_End_Embedded", memory_mode="Shared_Sram", core_clock_hz=500e6, sram_bytes=0)
 _U65 = dict(system_config="Ethos_U65_High_End", memory_mode="Dedicated_Sram_384KB", core_clock_hz=1e9,
             sram_bytes=384 * 1024)
+# ExecuTorch's Arm backend defaults for U85 (`ethosu_compile_spec`): 1 GHz, SRAM x2 (32 GB/s) + DRAM (12 GB/s),
+# every tensor and the weights in SRAM (Sram_Only sets no arena cache size: Vela does not bound it)
+_U85 = dict(system_config="Ethos_U85_SYS_DRAM_Mid", memory_mode="Sram_Only", core_clock_hz=1e9, sram_bytes=0)
 _NOTES = {
+    "ethos-u85": "Vela's U85 system with SRAM and DRAM at 1 GHz (Ethos_U85_SYS_DRAM_Mid), all data in SRAM "
+                 "(Sram_Only): the defaults of ExecuTorch's Arm backend for U85",
     "ethos-u55": "Vela's U55 high-end embedded system (500 MHz, SRAM + flash) with the SRAM shared with the Cortex-M",
     "ethos-u65": "Vela's U65 high-end system (1 GHz, SRAM + DRAM) with a 384 KB SRAM dedicated to the NPU as a cache",
 }
@@ -167,7 +173,8 @@ ETHOS_U_TARGETS: dict[str, EthosUTarget] = {
         *(
             EthosUTarget(name=acc, soc="any SoC with this Ethos-U", npu=f"Arm {acc.replace('ethos-u', 'Ethos-U')}",
                          accelerator=acc, **config, cpu="the SoC's CPU", notes=(_NOTES[acc[:9]],))
-            for acc, config in (("ethos-u55-128", _U55), ("ethos-u55-256", _U55), ("ethos-u65-256", _U65))
+            for acc, config in (("ethos-u55-128", _U55), ("ethos-u55-256", _U55), ("ethos-u65-256", _U65),
+                                *((f"ethos-u85-{n}", _U85) for n in (128, 256, 512, 1024, 2048)))
         ),
     )
 }
