@@ -31,6 +31,13 @@ class NeutronTarget:
     cortex_m: str | None = None
     # The target name the eIQ Neutron converter knows, when it differs from `name` (imxrt700cm -> imxrt700).
     converter_name: str | None = None
+    # The figures of the per-layer estimate (report/estimate.py); `estimate_sources` says where each comes from
+    # ("assumed" where nothing is published): override them with dataclasses.replace(target, ...).
+    npu_clock_hz: float = 0.0
+    activation_bytes_per_cycle: float = 0.0  # NPU <-> the memory holding activations (SRAM / TCM)
+    weight_bytes_per_cycle: float = 0.0  # NPU <- the memory holding weights (`weight_memory`)
+    weight_memory: str = ""
+    estimate_sources: tuple[tuple[str, str], ...] = ()
     kind = "neutron"  # the back end that lowers for this target (class attribute, not a field)
 
     @property
@@ -63,6 +70,14 @@ TARGETS: dict[str, NeutronTarget] = {
                 "prefetched (fetch_constants_to_sram)",
                 "num_units=1 is inferred from the N3-64 name (8 pipes x 8 MACs)",
             ),
+            npu_clock_hz=325e6, activation_bytes_per_cycle=16, weight_bytes_per_cycle=16, weight_memory="SRAM",
+            estimate_sources=(
+                ("MACs/cycle", "NXP's simulator config for the target: 8 pipelines x 8 MACs"),
+                ("clock", "assumed: the Cortex-M33's clock; NXP publishes no NPU clock"),
+                ("activations", "assumed: one 128-bit on-chip SRAM port; no public figure"),
+                ("weights", "assumed: one 128-bit SRAM port (the NPU cannot read flash: weights sit or are prefetched "
+                            "in SRAM); no public figure"),
+            ),
         ),
         NeutronTarget(
             name="mcxn94x",
@@ -80,6 +95,13 @@ TARGETS: dict[str, NeutronTarget] = {
                 "16 MACs/cycle, about 4.8 GOPS; the 2 pipes x 8 MACs split and the 512 KB SRAM are inferred",
                 "not supported by the converter in upstream ExecuTorch: preview target",
             ),
+            npu_clock_hz=150e6, activation_bytes_per_cycle=8, weight_bytes_per_cycle=4, weight_memory="flash",
+            estimate_sources=(
+                ("MACs/cycle", "NXP: 16 MACs/cycle, about 4.8 GOPS"),
+                ("clock", "NXP: 150 MHz; 16 MACs x 2 ops x 150 MHz = 4.8 GOPS"),
+                ("activations", "assumed: one 64-bit SRAM port; no public figure"),
+                ("weights", "assumed: one 32-bit bus beat per cycle from on-chip flash; no public figure"),
+            ),
         ),
         NeutronTarget(
             name="imx95",
@@ -96,6 +118,13 @@ TARGETS: dict[str, NeutronTarget] = {
             notes=(
                 "2 TOPS at about 1 GHz; units/pipes/MACs split and the 1 MB TCM are inferred",
                 "not supported by the converter in upstream ExecuTorch: preview target",
+            ),
+            npu_clock_hz=1e9, activation_bytes_per_cycle=32, weight_bytes_per_cycle=8, weight_memory="DDR",
+            estimate_sources=(
+                ("MACs/cycle", "derived: 2 TOPS / (2 ops x 1 GHz); the 4 units x 16 pipes x 16 MACs split is inferred"),
+                ("clock", "NXP: about 1 GHz"),
+                ("activations", "assumed: the NPU's TCM; no public figure"),
+                ("weights", "assumed: DDR through the data mover; no public figure"),
             ),
         ),
     )

@@ -38,6 +38,7 @@ class PartitionReport:
     largest_activation_bytes: int = 0  # largest single int8 tensor inside or at the boundary of the partition
     working_set_bytes: int = 0  # largest input+output activation bytes of one operator
     vela: dict | None = None  # Ethos-U: {"vela_flags": [...], "estimate": Vela's estimate (vela_call.Estimate)}
+    neutron_estimate: dict | None = None  # Neutron: the per-layer estimate (estimate.PartitionEstimate.to_dict())
 
     @property
     def tflite(self) -> bytes:
@@ -134,6 +135,18 @@ class DelegationReport:
                 "sram_bytes": max(e["sram_bytes"] for e in estimates),
                 "off_chip_bytes": sum(e["off_chip_bytes"] for e in estimates),
                 "macs": sum(e["macs"] for e in estimates)}
+
+    # --- the per-layer estimate (Neutron targets) ----------------------------------------------------------
+    @property
+    def neutron_estimate(self) -> dict | None:
+        """The Neutron estimate summed over the partitions (they run one after another)."""
+        estimates = [p.neutron_estimate for p in self.partitions if p.neutron_estimate]
+        if not estimates:
+            return None
+        cycles = sum(e["cycles"] for e in estimates)
+        return {"source": estimates[0]["source"], "cycles": cycles,
+                "inference_seconds": sum(e["inference_seconds"] for e in estimates),
+                "core_clock_hz": estimates[0]["core_clock_hz"], "macs": sum(e["macs"] for e in estimates)}
 
     # --- counts -------------------------------------------------------------------------------------------
     @property
@@ -282,9 +295,10 @@ class DelegationReport:
         program = edge.exported_program()
         gm = program.graph_module
         partitions = []
+        target = spec.neutron_target
         for lowered in lowered_modules(gm).values():
             tag = partition_tag(lowered.original_module)
-            partitions.append(_partition(tag, lowered, partitioner.partition_tags.get(tag, [])))
+            partitions.append(_partition(tag, lowered, partitioner.partition_tags.get(tag, []), target))
         by_name = {n.name: n for n in gm.graph.nodes}
         cpu_macs = {r.node: _macs.node_macs(by_name[r.node]) for r in partitioner.rejections if r.node in by_name}
         npu = sum(p.macs for p in partitions)
@@ -338,7 +352,16 @@ def _is_qparam(node) -> bool:
         (qdq.is_q(u) or qdq.is_dq(u)) and u.args and u.args[0] is not node for u in node.users)
 
 
-def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
+def _neutron_estimate(info: dict, target) -> dict | None:
+    """The converter's own figures when it reported them, else our estimate of the partition's TFLite."""
+    from . import estimate
+
+    if info.get(estimate.CONVERTER_KEY):
+        return estimate.from_converter(info[estimate.CONVERTER_KEY], target).to_dict()
+    return estimate.estimate_tflite(info["tflite"], target).to_dict() if info.get("tflite") else None
+
+
+def _partition(tag: str, lowered, compute_names: list[str], target) -> PartitionReport:
     from .. import qdq
     from ..ops.registry import op_name
     from ..neutron.payload import unpack
@@ -352,12 +375,16 @@ def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
     outputs = next(n for n in graph.nodes if n.op == "output").args[0]
     from ..ethos_u.payload import is_payload
 
-    vela = None
+    vela, neutron_estimate = None, None
+    info = dict(getattr(lowered, "meta", {}).get("_delegate_info_meta") or {})
     if is_payload(bytes(lowered.processed_bytes)):  # Ethos-U: no Neutron header; I/O as the TFLite has it
-        vela = dict(getattr(lowered, "meta", {}).get("_delegate_info_meta") or {})
+        vela = info
         payload = None
     else:
         payload = unpack(lowered.processed_bytes)
+        if target.kind == "neutron":
+            neutron_estimate = _neutron_estimate(
+                {"tflite": payload.tflite if payload.is_reference else None, **info}, target)
 
     def int8_bytes(node) -> int:  # activations inside the partition are int8: one byte per element
         dims = _macs.shape(node)
@@ -394,6 +421,7 @@ def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
         largest_activation_bytes=max(acts, default=0),
         working_set_bytes=working,
         vela=vela or None,
+        neutron_estimate=neutron_estimate,
     )
 
 

@@ -9,3 +9,12 @@ FORMAT_NOTE = ("format none: the partition takes and returns ExecuTorch's channe
 
 REQUANTIZE_NOTE = ("dequantize -> quantize with new parameters, on the CPU between partitions; it comes from the "
                    "quantized model (an op with fixed output parameters feeding one with shared parameters)")
+
+NEUTRON_ESTIMATE_NOTE = ("Neutron estimate: a model of this package, not NXP's and not a measurement (NXP publishes no "
+                         "cost model; with the eIQ Neutron SDK installed, the converter's own figures replace it)")
+
+#: the estimate held against NXP's published figure (benchmarks/neutron_estimate.py prints it; a test recomputes it)
+NEUTRON_CALIBRATION_NOTE = ("held against NXP's published figure: MLPerf Tiny's anomaly-detection autoencoder takes "
+                            "0.797 ms on the MCX N94x NPU; this estimate gives 0.454 ms for it on mcxn94x "
+                            "(measured / estimate = 1.75: the estimate is optimistic, read it as a lower bound and "
+                            "its per-layer shares as the useful part)")
