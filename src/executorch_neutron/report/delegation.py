@@ -374,6 +374,7 @@ def _partition(tag: str, lowered, compute_names: list[str], target) -> Partition
     placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.name in original.graph_signature.user_inputs]
     outputs = next(n for n in graph.nodes if n.op == "output").args[0]
     from ..ethos_u.payload import is_payload
+    from ..tflite.layout import stored_channels_last
 
     vela, neutron_estimate = None, None
     info = dict(getattr(lowered, "meta", {}).get("_delegate_info_meta") or {})
@@ -413,8 +414,10 @@ def _partition(tag: str, lowered, compute_names: list[str], target) -> Partition
         kind=payload.kind if payload else "ethos-u-vela",
         input_shapes=[tuple(n.meta["val"].shape) for n in placeholders],
         output_shapes=[tuple(n.meta["val"].shape) for n in outputs],
-        input_formats=payload.header.input_formats if payload else (0,) * len(placeholders),
-        output_formats=payload.header.output_formats if payload else (0,) * len(outputs),
+        input_formats=payload.header.input_formats if payload else tuple(
+            int(stored_channels_last(n)) for n in placeholders),  # Ethos-U: the TFLite takes them as stored
+        output_formats=payload.header.output_formats if payload else tuple(
+            int(stored_channels_last(n)) for n in outputs),
         macs=sum(op_macs.values()),
         op_macs=+op_macs,
         weight_bytes=weights,
