@@ -59,17 +59,17 @@ def test_imports_go_down():
     assert not wrong, "imports that go up or sideways:\n" + "\n".join(wrong)
 
 
-def _readme_table_paths() -> set[str]:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Architecture"):]
+def _module_table_paths() -> set[str]:
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    section = text[text.index("## Modules"):]
     section = section[:section.index("\n## ", 1)]
     return {p.rstrip("/") for row in section.splitlines() if row.startswith("| `")
             for p in re.findall(r"`([^`]+)`", row.split("|")[1])}
 
 
-def test_readme_architecture_table_matches_the_tree():
-    listed = _readme_table_paths() - {"examples"}
+def test_module_table_matches_the_tree():
+    listed = _module_table_paths() - {"examples"}
     present = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     present |= {p.name for p in PKG.glob("*.py") if p.name not in ("__init__.py", "__main__.py")}
-    assert not listed - present, f"README's architecture table names what is not in the tree: {listed - present}"
-    assert not present - listed, f"README's architecture table lacks: {sorted(present - listed)}"
+    assert not listed - present, f"ARCHITECTURE.md's module table names what is not in the tree: {listed - present}"
+    assert not present - listed, f"ARCHITECTURE.md's module table lacks: {sorted(present - listed)}"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from executorch_neutron import atomic
+from executorch_neutron.core import atomic
 
 
 def _interrupt_in(monkeypatch, name: str, after: bool) -> None:

@@ -7,7 +7,7 @@ from torch import nn
 
 from executorch_neutron import lower
 from executorch_neutron.neutron.backend import BACKEND_ID, NeutronBackend
-from executorch_neutron.partition import NeutronPartitioner
+from executorch_neutron import NeutronPartitioner
 
 
 def test_backend_id_is_the_class_name():

@@ -8,7 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from executorch_neutron import atomic, lower
+from executorch_neutron import lower
+from executorch_neutron.core import atomic
 from executorch_neutron.zoo import calibration
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-from . import _quiet
+from .core import _quiet
 
 _quiet.install()
 
@@ -22,8 +22,8 @@ from .target import TARGETS, NeutronTarget, get_target
 _LAZY = {
     "NeutronQuantizer": ".quantizer",
     "NeutronCortexMQuantizer": ".quantizer",
-    "NeutronPartitioner": ".partition",
-    "NeutronBackend": ".backend",
+    "NeutronPartitioner": ".neutron.partitioner",
+    "NeutronBackend": ".neutron.backend",
     "lower": ".lowering",
     "LoweringResult": ".lowering",
     "compare": ".numerics",

@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from .atomic import PathCollision, check_distinct, replacing
+from .core.atomic import PathCollision, check_distinct, replacing
 from .loading import (EXIT_BAD_INPUT, MODEL_HELP, UserError, check_finite, check_inputs_fit, load_model, load_samples,
                       load_tensor, model_file, random_samples)
 

@@ -97,16 +97,12 @@ class NeutronCompileSpec:
             object.__setattr__(self, "intermediates_dir", str(self.intermediates_dir))
 
     @property
-    def neutron_target(self) -> AnyTarget:
-        """The target, with `system_config` / `memory_mode` / `config_ini` applied to an Ethos-U target."""
+    def target_info(self) -> AnyTarget:
+        """The target's facts (`target.py`) for any back end; `target_info.kind` names the back end that lowers it.
+        On an Ethos-U target, `system_config` / `memory_mode` / `config_ini` replace the target's own."""
         tgt = get_target(self.target)
         changes = {n: getattr(self, n) for n in _VELA_CONFIG if getattr(self, n) is not None}
         return dataclasses.replace(tgt, **changes) if changes else tgt
-
-    @property
-    def is_ethos_u(self) -> bool:
-        """The target is an Arm Ethos-U (lowered through Vela), not a Neutron NPU."""
-        return self.neutron_target.kind == "ethos-u"
 
     def replace(self, **changes) -> "NeutronCompileSpec":
         return dataclasses.replace(self, **changes)

@@ -17,10 +17,14 @@ from typing import Callable, Iterable
 
 import torch
 
-from .atomic import replacing, write_bytes
 from .compile_spec import NeutronCompileSpec
-from .messages import first_line
+from .core.atomic import replacing, write_bytes
+from .core.messages import first_line
+from .core.progress import listening
+from .core.qdq import per_tensor_kind
+from .loading import CALIBRATION_HINT, calibration_problem
 from .pipeline import LoweringError, assemble, resolve_spec
+from .report import DelegationReport
 
 log = logging.getLogger("executorch_neutron")
 _LOWER_LOCK = threading.Lock()  # torch.export and the PT2E passes are not thread-safe: one lower() at a time
@@ -119,8 +123,6 @@ def _view_base(value):
 
 
 def _check_finite(sample: tuple, what: str) -> None:
-    from .loading import CALIBRATION_HINT, calibration_problem
-
     problem = calibration_problem(sample)
     if problem:
         raise LoweringError(f"{what}: {problem}; {CALIBRATION_HINT}")
@@ -129,7 +131,6 @@ def _check_finite(sample: tuple, what: str) -> None:
 def _already_quantized(model) -> bool:
     """A GraphModule with PT2E quantize/dequantize nodes (convert_pt2e output): quantizing it again would feed
     observers int8 values and abort the process in a quantize kernel."""
-    from .qdq import per_tensor_kind
 
     graph = getattr(model, "graph", None)
     return isinstance(model, torch.fx.GraphModule) and graph is not None and any(
@@ -223,8 +224,6 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
            spec_options) -> LoweringResult:
     from executorch.exir import to_edge_transform_and_lower
 
-    from .progress import listening
-    from .report import DelegationReport
 
     spec = resolve_spec(target, spec, **spec_options)
     pipeline = assemble(spec, quantizer)

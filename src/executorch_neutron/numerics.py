@@ -24,7 +24,15 @@ from typing import Iterable, Sequence
 import numpy as np
 import torch
 
-from .qdq import per_tensor_kind
+from .backends import host_payload
+from .core.exported import lowered_modules
+from .core.qdq import per_tensor_kind
+from .lowering import lower
+from .neutron.payload import unpack
+from .runtime import load
+from .runtime.executor import run_reference_payload
+from .tflite.layout import Layout, from_channels_last, physical_shape
+from .tflite.reader import op_name, read_model, tensor_name
 
 
 @dataclass
@@ -186,12 +194,10 @@ def compare(
         optional).
     samples: input tuples to evaluate on; default: up to `max_samples` calibration samples, else the inputs.
     """
-    from .runtime import load
 
     if result is None:
         if model is None or inputs is None:
             raise ValueError("compare() needs a model and example inputs, or result=LoweringResult")
-        from .lowering import lower
 
         calibration = list(calibration) if calibration is not None else None
         result = lower(model, inputs, calibration, target, progress=progress, **lower_options)
@@ -269,12 +275,6 @@ class _Capture(torch.fx.Interpreter):
 
 def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
     """Run every host-reference partition in LiteRT on the quantized model's values at its inputs."""
-    from .ethos_u.backend import host_payload
-    from .exported import lowered_modules
-    from .neutron.payload import unpack
-    from .runtime.executor import run_reference_payload
-    from .tflite.reader import read_model
-
     gm = result.edge_program.exported_program().graph_module
     lowered = list(lowered_modules(gm).values())
     bounds = [_boundaries(m.original_module) for m in lowered]
@@ -337,7 +337,6 @@ def _op_keys(original) -> dict[str, tuple]:
 def _logical(value: np.ndarray, shape: tuple, kind: str) -> np.ndarray | None:
     """An op output read from LiteRT in PyTorch's order: rank-4 values live channels-last inside a partition,
     except the result of a RESHAPE (a view is defined on PyTorch's order); None when the shape does not fit."""
-    from .tflite.layout import Layout, from_channels_last, physical_shape
 
     if value.ndim == 4 and kind != "RESHAPE":
         if value.shape == physical_shape(shape, Layout.CHANNELS_LAST):
@@ -347,8 +346,6 @@ def _logical(value: np.ndarray, shape: tuple, kind: str) -> np.ndarray | None:
 
 def _op_diffs(model, interpreter, op_keys: dict, seen: dict, per_op: dict[int, list[np.ndarray]]) -> None:
     """Add one sample's |LiteRT - quantized model| of every op output of the partition's TFLite to `per_op`."""
-    from .tflite.reader import op_name, tensor_name
-
     graph = model.subgraphs[0]
     for k, op in enumerate(graph.operators):
         t = op.outputs[0]
@@ -362,8 +359,6 @@ def _op_diffs(model, interpreter, op_keys: dict, seen: dict, per_op: dict[int, l
 
 
 def _op_rows(model, per_op: dict[int, list[np.ndarray]]) -> list[OpStats]:
-    from .tflite.reader import op_name, tensor_name
-
     graph = model.subgraphs[0]
     out = []
     for k, diffs in sorted(per_op.items()):

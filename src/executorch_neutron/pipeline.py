@@ -12,7 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .backends import partitioner_for
 from .compile_spec import NeutronCompileSpec
+from .cortex_m.stage import (
+    cortex_m_core,
+    edge_compile_config,
+    lower_leftovers,
+    prepare_leftovers,
+)
+from .partition.support import resolve_excluded
+from .quantizer import quantizer_for
 from .target import get_target
 
 DEFAULT_TARGET = "imxrt700"
@@ -26,7 +35,6 @@ def resolve_spec(target: str | None = None, spec: NeutronCompileSpec | None = No
                  **spec_options) -> NeutronCompileSpec:
     """The compile spec of a lowering: `spec`, or one built for `target` (default imxrt700), with `spec_options`
     applied and excluded operators in their one spelling. A `target` different from `spec.target` is an error."""
-    from .partition.support import resolve_excluded
 
     if spec is None:
         spec = NeutronCompileSpec.coerce(None, target=target or DEFAULT_TARGET, **spec_options)
@@ -51,8 +59,6 @@ class Pipeline:
 
     @property
     def cortex_m_core(self) -> str | None:
-        from .cortex_m.stage import cortex_m_core
-
         return cortex_m_core(self.spec)
 
     def _cpu_nodes(self) -> list[str]:
@@ -63,7 +69,6 @@ class Pipeline:
         target without a Cortex-M core."""
         if not self.cortex_m_core:
             return edge, None
-        from .cortex_m.stage import lower_leftovers
 
         return lower_leftovers(edge, self.spec, self._cpu_nodes())
 
@@ -71,7 +76,6 @@ class Pipeline:
         """The Cortex-M step as a recipe's EDGE_PROGRAM_MANAGER_TRANSFORM (None without a Cortex-M core)."""
         if not self.cortex_m_core:
             return None
-        from .cortex_m.stage import prepare_leftovers
 
         def cortex_m_leftovers(edge):
             return prepare_leftovers(edge, self.spec, self._cpu_nodes())[0]
@@ -82,9 +86,6 @@ class Pipeline:
 def assemble(spec: NeutronCompileSpec, quantizer=None, **quantizer_options) -> Pipeline:
     """The pipeline of a resolved spec; `quantizer` replaces the target's own (`quantizer_for(target,
     **quantizer_options)`: is_qat, per_channel, observer, modules_to_skip)."""
-    from .backends import partitioner_for
-    from .cortex_m.stage import edge_compile_config
-    from .quantizer import quantizer_for
 
     partitioner = partitioner_for(spec)  # a ValueError names an option the target's back end cannot honour
     return Pipeline(

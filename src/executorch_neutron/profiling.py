@@ -22,10 +22,12 @@ from typing import Sequence
 
 import torch
 
-from .neutron.backend import BACKEND_ID
+from .backends import BACKENDS
+from .pte import inspect_pte
+from .runtime import load
 
 DELEGATE_CALL = "DELEGATE_CALL"
-_DELEGATE_NAMES = {BACKEND_ID: "Neutron", "XnnpackBackend": "XNNPACK"}  # backend id -> row name
+_DELEGATE_NAMES = {**{b.backend_id: b.npu for b in BACKENDS.values()}, "XnnpackBackend": "XNNPACK"}  # backend id -> row name
 _LOAD_EVENTS = ("Method::init", "Program::load_method")
 
 
@@ -87,8 +89,6 @@ def profile(
 ) -> Profile:
     """Execute `method` `runs` times on the host with ETDump on, write the ETDump, and read it with ExecuTorch's
     Inspector (with `etrecord`, an ETRecord object or path, events carry the model's operator names)."""
-    from .pte import inspect_pte
-    from .runtime import load
 
     if runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}")

@@ -13,9 +13,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .neutron.backend import BACKEND_ID
-from .ethos_u.payload import BACKEND_ID as ETHOS_U_BACKEND_ID
-from .ethos_u.payload import is_payload as is_vela_payload
+from . import backends
+from .tflite.reader import op_name, read_model
 
 
 class PteError(ValueError):
@@ -103,8 +102,6 @@ def _tensor_info(value) -> TensorInfo:
 
 
 def _tflite_ops(tflite: bytes) -> dict[str, int]:
-    from .tflite.reader import op_name, read_model
-
     model = read_model(tflite)
     return dict(Counter(op_name(model, op) for sub in model.subgraphs for op in sub.operators))
 
@@ -118,20 +115,16 @@ def _delegate(index: int, delegate, blob: bytes) -> DelegateInfo:
         except (UnicodeDecodeError, json.JSONDecodeError):
             specs[cs.key] = value.hex()
     info = DelegateInfo(index, delegate.id, len(blob), specs)
-    if delegate.id == ETHOS_U_BACKEND_ID and is_vela_payload(bytes(blob[:16])):
-        info.kind = "ethos-u-vela"  # Vela's command stream (ethos_u/payload.py)
-    if delegate.id != BACKEND_ID:
-        return info
-    from .neutron.payload import PayloadError, unpack
-
+    backend = backends.for_id(delegate.id)
+    if backend is None or not backend.claims(bytes(blob)):
+        return info  # another vendor's delegate, or a blob its back end does not recognise
     try:
-        payload = unpack(blob)
-        h = payload.header
-        info.kind, info.inputs, info.outputs = payload.kind, h.n_inputs, h.n_outputs
-        info.input_formats, info.output_formats = list(h.input_formats), list(h.output_formats)
-        if payload.is_reference:
-            info.tflite_ops = _tflite_ops(payload.tflite)
-    except (PayloadError, Exception) as exc:  # noqa: BLE001 - a damaged blob is reported, not fatal
+        view = backend.view(bytes(blob))
+        info.kind, info.inputs, info.outputs = view["kind"], view["inputs"], view["outputs"]
+        info.input_formats, info.output_formats = list(view["input_formats"] or ()), list(view["output_formats"] or ())
+        if view["tflite"] is not None:
+            info.tflite_ops = _tflite_ops(view["tflite"]())
+    except Exception as exc:  # noqa: BLE001 - a damaged blob is reported, not fatal
         info.error = str(exc)
     return info
 

@@ -26,12 +26,17 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 import executorch.kernels.quantized  # noqa: F401  (out variants of quantize/dequantize, as lower() imports)
-
-from executorch.export.recipe import ExportRecipe, LoweringRecipe, QuantizationRecipe, RecipeType
+from executorch.export.recipe import (
+    ExportRecipe,
+    LoweringRecipe,
+    QuantizationRecipe,
+    RecipeType,
+)
 from executorch.export.recipe_provider import BackendRecipeProvider
 from executorch.export.recipe_registry import recipe_registry
 
 from .compile_spec import NeutronCompileSpec
+from .pipeline import assemble, resolve_spec
 
 BACKEND_NAME = "neutron"
 
@@ -71,7 +76,6 @@ def neutron_recipe(
     target / spec / spec_options: as for `lower()` (default target imxrt700; a target different from spec.target
         is an error); spec options are NeutronCompileSpec's fields (operators_not_to_delegate=..., reference=True).
     """
-    from .pipeline import assemble, resolve_spec
 
     spec = resolve_spec(target, spec, **spec_options)
     if qat and train_fn is None:

@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+#: The back-end kinds (`target.kind`): which back end lowers for a target; every other module takes them from here.
+NEUTRON = "neutron"
+ETHOS_U = "ethos-u"
+BACKEND_KINDS = (NEUTRON, ETHOS_U)
+
 
 @dataclass(frozen=True)
 class NeutronTarget:
@@ -38,7 +43,7 @@ class NeutronTarget:
     weight_bytes_per_cycle: float = 0.0  # NPU <- the memory holding weights (`weight_memory`)
     weight_memory: str = ""
     estimate_sources: tuple[tuple[str, str], ...] = ()
-    kind = "neutron"  # the back end that lowers for this target (class attribute, not a field)
+    kind = NEUTRON  # the back end that lowers for this target (class attribute, not a field)
 
     @property
     def macs_per_cycle(self) -> int:
@@ -160,7 +165,7 @@ class EthosUTarget:
     notes: tuple[str, ...] = field(default_factory=tuple)
     config_ini: str = "Arm/vela.ini"  # Vela's --config: the .ini holding system_config and memory_mode
     cortex_m = None  # leftovers stay portable kernels (no Cortex-M stage for Ethos-U targets)
-    kind = "ethos-u"
+    kind = ETHOS_U
     # no `num_macs`: the registry's `% num_macs` constraints are Neutron's (backends=NEUTRON), never checked here
 
     @property

@@ -11,7 +11,7 @@ from harness import Fn
 
 from executorch_neutron import lower
 from executorch_neutron.convert import convert_program
-from executorch_neutron.exported import lowered_modules, partition_tag
+from executorch_neutron.core.exported import lowered_modules, partition_tag
 from executorch_neutron.ops.registry import CheckContext
 from executorch_neutron.neutron.payload import unpack
 

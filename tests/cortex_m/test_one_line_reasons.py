@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from executorch_neutron import lower
-from executorch_neutron.messages import first_line
+from executorch_neutron.core.messages import first_line
 
 
 def _fx_error() -> Exception:

@@ -96,3 +96,16 @@ LAST_DIM = {
 }
 
 ALL = {**DELEGATED, **REFUSED, **LAST_DIM}
+
+
+#: the last accepted case of each Vela limit that ethos_u/constraints.py names itself (Vela checks it inline, with
+#: no class data to read): Vela compiles them; the first refused cases are in REFUSED (transposed_conv_stride_3,
+#: nearest_upsample_3x, bilinear_upsample_4x), which Vela refuses without our limits
+VELA_INLINE_ACCEPTED = {
+    "transposed_conv_stride_2": Case(lambda: nn.ConvTranspose2d(8, 8, 3, stride=2), (1, 8, 5, 7),
+                                     "aten.convolution.default", "npu"),
+    "nearest_upsample_8x": Case(lambda: nn.Upsample(scale_factor=8, mode="nearest"), (1, 4, 5, 6),
+                                "aten.upsample_nearest2d.vec", "npu"),
+    "bilinear_upsample_2x_half_pixel": Case(lambda: nn.Upsample(scale_factor=2, mode="bilinear"), (1, 3, 5, 7),
+                                            "aten.upsample_bilinear2d.vec", "npu"),
+}

@@ -285,7 +285,7 @@ def test_targets_and_compile_spec(name):
     assert float(ini[f"System_Config.{system}"]["core_clock"]) == clock and f"Memory_Mode.{memory}" in ini
     other = "Shared_Sram" if memory == "Sram_Only" else "Sram_Only"
     spec = NeutronCompileSpec(target=name, extra_flags=f"--memory-mode={other} --optimise=Size")
-    assert spec.is_ethos_u and NeutronCompileSpec.from_compile_specs(spec.to_compile_specs()) == spec
+    assert spec.target_info.kind == "ethos-u" and NeutronCompileSpec.from_compile_specs(spec.to_compile_specs()) == spec
     flags = vela_flags(spec)
     assert f"--memory-mode={other}" in flags and f"--memory-mode={memory}" not in flags
     assert flags[0] == f"--accelerator-config={acc}" and flags[-1] == "--optimise=Size"

@@ -20,7 +20,7 @@ from executorch_neutron import lower, zoo
 from executorch_neutron.ops import registry
 from executorch_neutron.runtime import run
 from harness import assert_within_steps, model_output_qparams, quantize_np
-from ethos_u.neutron_limit_cases import DELEGATED, LAST_DIM, REFUSED
+from ethos_u.neutron_limit_cases import DELEGATED, LAST_DIM, REFUSED, VELA_INLINE_ACCEPTED
 
 NEUTRON_WORD = re.compile(r"\bNeutron\b")  # the NPU; NeutronQuantizer, the quantizer's class name, may appear
 
@@ -70,28 +70,48 @@ def test_neutron_limit_does_not_refuse_on_ethos_u(case, tmp_path):
 
 
 @pytest.mark.parametrize("case", REFUSED.values(), ids=REFUSED.keys())
-def test_vela_limit_refuses_with_vela_reason(case, tmp_path):
+def test_vela_limit_refuses_with_vela_reason(case, tmp_path, monkeypatch):
     # Vela itself puts the operator on the CPU: the TFLite of the node, lowered with Vela's limits switched off
     from executorch_neutron.ethos_u import VelaError
-    from executorch_neutron.ethos_u import constraints
 
-    saved = constraints.CONSTRAINTS
-    constraints.CONSTRAINTS = ()
-    try:
+    with monkeypatch.context() as m:
+        _without_vela_limits(m)
         with pytest.raises(VelaError, match="on the CPU|could not run on NPU"):
             _lower(case, "ethos-u55-128")
-    finally:
-        constraints.CONSTRAINTS = saved
     result, _ = _lower(case, "ethos-u55-128")
     reasons = [r for r in result.report.rejections if r.op == case.op]
     assert reasons and case.ethos_u in reasons[0].reason and "Vela" in reasons[0].reason, str(result.report)
     _assert_no_neutron_reason(result.report)
 
 
+@pytest.mark.parametrize("case", VELA_INLINE_ACCEPTED.values(), ids=VELA_INLINE_ACCEPTED.keys())
+def test_last_accepted_case_of_an_inline_vela_limit_runs_on_vela(case, tmp_path):
+    """Vela's limits are read from Vela's own tables where it has them (ethos_u/constraints.py); the three it
+    checks inline are held against Vela here: the last accepted case compiles (and the first refused one, in
+    REFUSED, is refused by Vela itself)."""
+    _assert_on_vela_within_one_step(case, tmp_path)
+
+
 @pytest.mark.parametrize("case", LAST_DIM.values(), ids=LAST_DIM.keys())
 def test_reduction_over_the_last_dim_runs_on_vela(case, tmp_path):
     """Vela compiles every partition (its raw output refuses a CPU operator) and the host run is within 1 step."""
     _assert_on_vela_within_one_step(case, tmp_path)
+
+
+def _without_vela_limits(monkeypatch):
+    """The operator registry without the constraints the Ethos-U back end added (Vela's limits)."""
+    import dataclasses
+
+    from executorch_neutron.ops import registry
+
+    added = [c for _, c in registry.ADDED]
+    stripped, table = {}, {}
+    for key, entry in registry.REGISTRY.items():
+        if id(entry) not in stripped:
+            kept = tuple(c for c in entry.constraints if not any(c is a for a in added))
+            stripped[id(entry)] = dataclasses.replace(entry, constraints=kept)
+        table[key] = stripped[id(entry)]
+    monkeypatch.setattr(registry, "REGISTRY", table)
 
 
 def _assert_no_neutron_reason(report):

@@ -100,9 +100,9 @@ UNREACHABLE = {
 def test_delegated_case(case, monkeypatch):
     make, inputs, expected_ops, without_passes = case
     if without_passes:
-        import executorch_neutron.passes as passes
+        from executorch_neutron.passes import pipeline
 
-        monkeypatch.setattr(passes, "ATEN_PASSES", ())
+        monkeypatch.setattr(pipeline, "PIPELINE", ())
     torch.manual_seed(0)
     r = lower_and_run(make().eval(), inputs)
     assert r.delegated_ops == expected_ops, str(r.result.report)
@@ -118,9 +118,9 @@ WITHOUT_FOLD = {"mm_constants_only_without_fold"}
 def test_rejected_case(name, monkeypatch):
     make, inputs, op, needle = REJECTED[name]
     if name in WITHOUT_FOLD:
-        import executorch_neutron.passes as passes
+        from executorch_neutron.passes import pipeline
 
-        monkeypatch.setattr(passes, "ATEN_PASSES", tuple(p for p in passes.ATEN_PASSES if p is not passes.fold_constants))
+        monkeypatch.setattr(pipeline, "PIPELINE", tuple(s for s in pipeline.PIPELINE if s.name != "fold_constants"))
     torch.manual_seed(0)
     r = lower(make().eval(), inputs, [inputs])
     mine = [j for j in r.report.rejections if j.op == op]

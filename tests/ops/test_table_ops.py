@@ -154,9 +154,9 @@ CONV1D_DIRECT = {
 @pytest.mark.parametrize("case", CONV1D_DIRECT.values(), ids=CONV1D_DIRECT.keys())
 def test_conv1d_without_the_rewrite_pass(case, monkeypatch):
     """A rank-3 convolution that reaches the partitioner (no conv1d->conv2d pass) is converted directly."""
-    import executorch_neutron.passes as passes
+    from executorch_neutron.passes import pipeline
 
-    monkeypatch.setattr(passes, "ATEN_PASSES", ())
+    monkeypatch.setattr(pipeline, "PIPELINE", ())
     make, inputs = case
     torch.manual_seed(0)
     r = lower_and_run(make().eval(), inputs)

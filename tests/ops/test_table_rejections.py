@@ -156,7 +156,7 @@ def test_allow_any_permutation_option():
 
 
 def test_unknown_delegation_option_is_an_error():
-    from executorch_neutron.partition import NeutronPartitioner
+    from executorch_neutron import NeutronPartitioner
 
     with pytest.raises(ValueError, match="allow_float_constants"):
         NeutronPartitioner(custom_delegation_options=("allow_everything",))

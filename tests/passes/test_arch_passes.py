@@ -6,8 +6,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from executorch_neutron.passes import (hardsigmoid_to_conv, max_pool_padding, permute_rank4,
-                                       remove_noops, run_aten_passes, silu_to_sigmoid_mul)
+from executorch_neutron.passes.hardsigmoid_to_conv import hardsigmoid_to_conv
+from executorch_neutron.passes.max_pool_padding import max_pool_padding
+from executorch_neutron.passes.permute_rank4 import permute_rank4
+from executorch_neutron.passes.remove_noops import remove_noops
+from executorch_neutron.passes import run_passes as run_aten_passes
+from executorch_neutron.passes.silu_to_sigmoid_mul import silu_to_sigmoid_mul
 from executorch_neutron.passes.permute_rank4 import merged
 from executorch_neutron.zoo import warm_up_batch_norm
 

@@ -4,8 +4,13 @@ import pytest
 import torch
 from torch import nn
 
-from executorch_neutron.passes import (conv1d_to_conv2d, div_to_mul, matmul_to_bmm, mean1d_to_mean2d, pool1d_to_pool2d,
-                                       remove_noops, split_to_slices)
+from executorch_neutron.passes.conv1d_to_conv2d import conv1d_to_conv2d
+from executorch_neutron.passes.div_to_mul import div_to_mul
+from executorch_neutron.passes.matmul_to_bmm import matmul_to_bmm
+from executorch_neutron.passes.mean1d_to_mean2d import mean1d_to_mean2d
+from executorch_neutron.passes.pool1d_to_pool2d import pool1d_to_pool2d
+from executorch_neutron.passes.remove_noops import remove_noops
+from executorch_neutron.passes.split_to_slices import split_to_slices
 
 from harness import Fn
 
@@ -112,7 +117,7 @@ class ReadsItsCounter(nn.Module):
 
 def test_remove_bn_counters_keeps_counters_that_are_read():
     """Train-mode export: a batch norm counter update nobody reads goes; a counter that is read stays."""
-    from executorch_neutron.passes import remove_bn_counters
+    from executorch_neutron.passes.remove_bn_counters import remove_bn_counters
 
     def counter_updates(gm):
         return [n for n in gm.graph.nodes if n.target == aten.add_.Tensor]

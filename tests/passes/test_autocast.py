@@ -75,7 +75,7 @@ def test_only_the_division_by_a_computed_tensor_stays_on_the_cpu():
 
 @pytest.mark.parametrize("convert", ["float", "to_float32"])
 def test_conversion_to_the_same_dtype_is_removed(convert):
-    from executorch_neutron.passes import run_aten_passes
+    from executorch_neutron.passes import run_passes as run_aten_passes
 
     class M(nn.Module):
         def forward(self, a):

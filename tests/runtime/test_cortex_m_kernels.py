@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from executorch_neutron import cortex_m_wheel as wheel
+from executorch_neutron.cortex_m import wheel
 
 wheel.load()
 from executorch.backends.cortex_m.passes.passes_utils import quantize_multiplier_aot  # noqa: E402

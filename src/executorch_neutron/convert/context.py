@@ -14,7 +14,7 @@ import torch
 from ai_edge_litert import schema_py_generated as schema
 from torch.fx import Node
 
-from .. import qdq
+from ..core import qdq
 from ..ops.fusion import result_node
 from ..tflite.builder import ModelBuilder, Quant, Value, options
 from ..tflite.layout import Layout, is_memory_preserving, physical_shape, to_physical_perm, transpose_perm

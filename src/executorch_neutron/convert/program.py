@@ -16,8 +16,10 @@ import torch
 from torch.export import ExportedProgram
 from torch.fx import Node
 
-from .. import qdq
-from ..exported import constants
+from ..compile_spec import NeutronCompileSpec
+from ..core import qdq
+from ..core.atomic import write_bytes
+from ..core.exported import constants, partition_tag
 from ..ops import registry
 from ..ops.fusion import activation_codes, fused_activation
 from ..ops.registry import CheckContext
@@ -152,9 +154,6 @@ def convert_partition(edge_program: ExportedProgram, compile_specs) -> tuple:
     partition's TFLite written to `intermediates_dir` when set."""
     from pathlib import Path
 
-    from ..atomic import write_bytes
-    from ..compile_spec import NeutronCompileSpec
-    from ..exported import partition_tag
 
     spec = NeutronCompileSpec.from_compile_specs(compile_specs)
     name = partition_tag(edge_program)

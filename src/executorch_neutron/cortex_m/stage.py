@@ -24,7 +24,9 @@ import torch
 from executorch.exir.pass_base import ExportedProgramPassBase, ExportedProgramPassResult
 
 from ..compile_spec import NeutronCompileSpec
-from ..messages import first_line
+from ..core.messages import first_line
+from ..ops.registry import op_name
+from ..partition.support import is_compute
 
 _log = logging.getLogger("executorch_neutron")
 
@@ -34,7 +36,7 @@ BOUNDARY_KERNELS = frozenset({"cortex_m.quantize_per_tensor", "cortex_m.dequanti
 
 def cortex_m_core(spec: NeutronCompileSpec) -> str | None:
     """The Cortex-M core that runs the leftovers (`cortex-m33`), or None for a Neutron-only target."""
-    return spec.neutron_target.cortex_m
+    return spec.target_info.cortex_m
 
 
 def edge_compile_config(spec: NeutronCompileSpec):
@@ -42,16 +44,18 @@ def edge_compile_config(spec: NeutronCompileSpec):
     hardswish, hardsigmoid and silu whole) for a target with a Cortex-M core, else None (ExecuTorch's default)."""
     if cortex_m_core(spec) is None:
         return None
-    from .. import cortex_m_wheel as wheel
+    from . import wheel
 
     wheel.load()
-    from executorch.backends.cortex_m.edge_compile_config import cortex_m_edge_compile_config
+    from executorch.backends.cortex_m.edge_compile_config import (
+        cortex_m_edge_compile_config,
+    )
 
     return cortex_m_edge_compile_config()
 
 
 def _target_config(core: str):
-    from .. import cortex_m_wheel as wheel
+    from . import wheel
 
     wheel.load()
     from executorch.backends.cortex_m.target_config import CortexMTargetConfig
@@ -67,7 +71,9 @@ class CortexMLeftoversPass(ExportedProgramPassBase):
         self.target_config = _target_config(core)
 
     def call(self, exported_program) -> ExportedProgramPassResult:
-        from executorch.backends.cortex_m.passes.cortex_m_pass_manager import CortexMPassManager
+        from executorch.backends.cortex_m.passes.cortex_m_pass_manager import (
+            CortexMPassManager,
+        )
 
         out = CortexMPassManager(exported_program, target_config=self.target_config).transform()
         return ExportedProgramPassResult(out, True)
@@ -195,15 +201,11 @@ def kernel_name(node) -> str | None:
 
 
 def _op_name(node) -> str:
-    from ..ops.registry import op_name
-
     return op_name(node.target)
 
 
 def classify(handles: dict, after_gm, core: str) -> Leftovers:
     """Match CPU nodes (debug handle -> name, from the partitioned graph) to the nodes of `after_gm`."""
-    from ..partition.support import is_compute
-
     out = Leftovers(core)
     for node in after_gm.graph.nodes:
         source = handles.get(node.meta.get("debug_handle"))

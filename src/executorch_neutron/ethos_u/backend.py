@@ -22,8 +22,8 @@ from ..compile_spec import NeutronCompileSpec
 from ..convert import convert_partition
 from ..neutron.payload import Header, Payload
 from ..neutron.payload import pack as pack_reference
-from ..neutron.npu.profile_map import handle_map
-from ..progress import emit
+from ..core.debug_handles import handle_map
+from ..core.progress import emit
 from . import payload
 from .vela_call import compile_tflite
 
@@ -38,7 +38,7 @@ def vela_flags(spec: NeutronCompileSpec) -> list[str]:
     extra flag replaces the target's flag of the same name."""
     extra = spec.extra_flags.split()
     given = {f.split("=", 1)[0] for f in extra}
-    return [f for f in spec.neutron_target.vela_flags if f.split("=", 1)[0] not in given] + extra
+    return [f for f in spec.target_info.vela_flags if f.split("=", 1)[0] not in given] + extra
 
 
 def host_payload(lowered) -> bytes | None:
@@ -70,7 +70,7 @@ class EthosUBackend(BackendDetails):
                 f"use_neutron_for_format_conversion=True (channels-last tensors need no flag for it)")
         flags = vela_flags(spec)
         t0 = time.perf_counter()
-        out = compile_tflite(converted.tflite, flags, name, spec.neutron_target.core_clock_hz)
+        out = compile_tflite(converted.tflite, flags, name, spec.target_info.core_clock_hz)
         vela_seconds = time.perf_counter() - t0
         blob = payload.pack(out.raw)
         store = None

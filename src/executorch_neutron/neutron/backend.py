@@ -12,9 +12,9 @@ from executorch.exir.backend.backend_details import BackendDetails, PreprocessRe
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 from torch.export import ExportedProgram
 
-from ..progress import emit
+from ..core.progress import emit
 from .npu import compile_partition
-from .npu.profile_map import handle_map
+from ..core.debug_handles import handle_map
 from .payload import Header
 from ..convert import convert_partition
 

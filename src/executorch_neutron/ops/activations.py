@@ -15,7 +15,7 @@ import torch
 from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 
-from ..qdq import SIGMOID_SOFTMAX_QPARAMS, TANH_QPARAMS
+from ..core.qdq import SIGMOID_SOFTMAX_QPARAMS, TANH_QPARAMS
 from ..tflite.builder import Quant, options
 from ..tflite.layout import Layout
 from .fusion import SUPPORTED_BOUNDS_TEXT, activation_bounds, activation_codes

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 from torch.fx import Node
 
-from ..exported import schema_args
+from ..core.exported import schema_args
 
 
 class NodeArgs(dict):

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from .. import qdq
-from ..qdq import is_dq, is_dq_per_tensor, is_q  # noqa: F401 - the op families import them from here
+from ..core import qdq
+from ..core.qdq import is_dq, is_dq_per_tensor, is_q  # noqa: F401 - the op families import them from here
 from .fusion import result_node
 from .registry import NEUTRON, Constraint
 

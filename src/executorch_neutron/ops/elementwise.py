@@ -17,7 +17,7 @@ from torch.fx import Node
 import numpy as np
 import torch
 
-from ..qdq import qparams
+from ..core.qdq import qparams
 from ..tflite.builder import Quant, Value, options
 from ..tflite.layout import Layout, to_physical_perm
 from .fusion import fused_code

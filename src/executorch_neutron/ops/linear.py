@@ -11,7 +11,7 @@ from ai_edge_litert import schema_py_generated as schema
 import torch
 from executorch.exir.dialects._ops import ops as exir_ops
 
-from .. import qdq
+from ..core import qdq
 from ..tflite.builder import Quant, options
 from ..tflite.layout import Layout
 from .common import is_int8_constant, quantize_bias

@@ -21,6 +21,7 @@ target applies every entry and every constraint tagged for it whatever the profi
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -28,9 +29,12 @@ from torch.fx import Node
 
 from ..compile_spec import CONSTRAINT_PROFILES as PROFILES
 from ..compile_spec import DEFAULT_PROFILE, NeutronCompileSpec
-from ..exported import op_name
-from ..messages import first_line
-from ..target import NeutronTarget
+from ..core.exported import constant_names, op_name
+from ..core.messages import first_line
+from ..core.qdq import is_dq, is_q
+from ..target import BACKEND_KINDS, NeutronTarget
+from ..target import ETHOS_U as ETHOS_U_KIND
+from ..target import NEUTRON as NEUTRON_KIND
 from .args import NodeArgs
 
 
@@ -43,11 +47,8 @@ class CheckContext:
 
     @classmethod
     def for_program(cls, spec: NeutronCompileSpec, program) -> "CheckContext":
-        from ..exported import constant_names
-        from ..qdq import is_q
-
         quantized = any(is_q(n) for n in program.graph.nodes)
-        return cls(spec.neutron_target, spec, constant_names(program), quantized)
+        return cls(spec.target_info, spec, constant_names(program), quantized)
 
     def is_constant(self, node) -> bool:
         return isinstance(node, Node) and (
@@ -56,8 +57,6 @@ class CheckContext:
 
     def is_constant_operand(self, node) -> bool:
         """A constant, or the dequantize of one (a weight, a bias, a scalar baked into the flatbuffer)."""
-        from ..qdq import is_dq
-
         return self.is_constant(node) or (is_dq(node) and self.is_constant(node.args[0]))
 
     @property
@@ -111,13 +110,15 @@ CheckFn = Callable[[NodeArgs, CheckContext], Optional[str]]
 ALL_PROFILES = frozenset(PROFILES)
 
 #: The back ends a constraint can limit: the target kinds of target.py (`NeutronTarget.kind`, `EthosUTarget.kind`).
-ALL_BACKENDS = frozenset({"neutron", "ethos-u"})
+ALL_BACKENDS = frozenset(BACKEND_KINDS)
 #: A Neutron hardware or SDK limit: Ethos-U targets do not apply it (Vela's limits apply there instead).
-NEUTRON = frozenset({"neutron"})
+NEUTRON = frozenset({NEUTRON_KIND})
+#: A limit of the Ethos-U back end (Vela's, registered by ethos_u/constraints.py with `add_constraint`).
+ETHOS_U = frozenset({ETHOS_U_KIND})
 #: The back ends whose operator tables the constraint profiles are: for the others a profile selects nothing.
-PROFILED_BACKENDS = frozenset({"neutron"})
+PROFILED_BACKENDS = frozenset({NEUTRON_KIND})
 #: How a rejection names the NPU of each back end.
-NPU_NAMES = {"neutron": "Neutron", "ethos-u": "Ethos-U"}
+NPU_NAMES = {NEUTRON_KIND: "Neutron", ETHOS_U_KIND: "Ethos-U"}
 
 
 def in_profile(profiles: frozenset[str], backend: str, profile: str) -> bool:
@@ -254,7 +255,6 @@ def register(*targets, constraints=(), noop=False, quantize=None, preserve=None,
 
 def constraint(text: str, hint: str | None = None, profiles=ALL_PROFILES, backends=ALL_BACKENDS):
     """Decorator form: @constraint("stride 1 or 2", backends=NEUTRON) def _(args, ctx): return None or reason."""
-
     def deco(fn: CheckFn) -> Constraint:
         return Constraint(text, fn, hint, frozenset(profiles), frozenset(backends))
 
@@ -265,6 +265,32 @@ def documented_only(c: Constraint) -> Constraint:
     """The same constraint, applied only with the documented table (NXP's current SDK does not enforce it): a
     limit of Neutron's documented operator table, so a Neutron-only one."""
     return Constraint(c.text, c.check, c.hint, frozenset({"documented"}), NEUTRON)
+
+
+#: (edge ops, constraint) added by a back end with `add_constraint`, in the order added (its docs list them)
+ADDED: list[tuple[frozenset, Constraint]] = []
+
+
+def add_constraint(ops, c: Constraint) -> Constraint:
+    """A back end's own limit on edge ops `ops` (already registered): appended to each op's entry, after the entry's
+    own constraints, and checked like them (`Constraint.applies` with the constraint's `backends`). The check
+    sees every node of the entry, so it should return None for a node whose target is not in `ops`. Returns `c`."""
+    _ensure_loaded()
+    ops = frozenset(ops)
+    if any(c is added for _, added in ADDED):
+        raise ValueError(f"constraint {c.text!r} is added twice")
+    for op in sorted(ops, key=op_name):
+        entry = REGISTRY.get(op)
+        if entry is None:
+            raise ValueError(f"constraint {c.text!r}: {op_name(op)} has no registry entry")
+        if any(x is c for x in entry.constraints):
+            continue  # another op of the same entry
+        grown = dataclasses.replace(entry, constraints=entry.constraints + (c,))
+        for key, value in REGISTRY.items():
+            if value is entry:
+                REGISTRY[key] = grown
+    ADDED.append((ops, c))
+    return c
 
 
 def lookup(target) -> OpEntry | None:

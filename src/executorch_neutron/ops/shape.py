@@ -9,12 +9,19 @@ cat and pad map their logical axes through layout.py. All need equal input/outpu
 from __future__ import annotations
 
 import numpy as np
-from ai_edge_litert import schema_py_generated as schema
 import torch
+from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 
+from ..core import qdq
 from ..tflite.builder import options
-from ..tflite.layout import Layout, logical_perm_to_physical, physical_axis, physical_shape, to_physical_perm
+from ..tflite.layout import (
+    Layout,
+    logical_perm_to_physical,
+    physical_axis,
+    physical_shape,
+    to_physical_perm,
+)
 from .common import is_dq, is_q, shared_quantization
 from .limits import PERMUTE_RANK
 from .registry import NEUTRON, constraint, register
@@ -104,8 +111,6 @@ def _cat_channels(a, ctx):
 
 @constraint("equal quantization of all inputs and the output")
 def _cat_shared(a, ctx):
-    from .. import qdq
-
     params = [qdq.qparams(t) for t in a["tensors"] if is_dq(t)]
     outs = [qdq.qparams(u) for u in a.node.users if is_q(u)]
     ref = outs[0] if outs else (params[0] if params else None)

@@ -18,7 +18,7 @@ import torch
 from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 
-from ..qdq import SIGMOID_SOFTMAX_QPARAMS
+from ..core.qdq import SIGMOID_SOFTMAX_QPARAMS
 from ..tflite.builder import options
 from ..tflite.layout import Layout, physical_axis
 from .activations import fixed_output

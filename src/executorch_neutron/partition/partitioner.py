@@ -1,4 +1,7 @@
-"""NeutronPartitioner: tags the edge nodes the NPU runs, grouping them into partitions with int8 boundaries.
+"""The neutral base partitioner: tags the edge nodes an NPU runs, grouping them into partitions with int8
+boundaries. It knows no back end: each back end subclasses `BasePartitioner` in its own folder, setting the delegate
+id its backend class bears (`backend_id`) and the partition tag prefix (`tag_prefix`); which constraints apply is
+the registry's business (`Constraint.applies` with the target's kind).
 
 Each supported compute node goes to the NPU together with the dequantize nodes of its inputs and the quantize
 nodes of its output, so a partition takes and returns int8 tensors. A partitioner must not change the graph, so
@@ -28,15 +31,13 @@ from torch.fx import Node
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from ..neutron import backend as _backend  # noqa: F401  (defines NeutronBackend for ExecuTorch's lookup)
-from .. import qdq
+from ..core import qdq
 from ..compile_spec import NeutronCompileSpec
 from ..ops import registry
-from ..neutron.backend import BACKEND_ID
 from ..ops.args import NodeArgs
 from ..ops.fusion import result_node
 from ..ops.registry import CheckContext
-from ..progress import emit
+from ..core.progress import emit
 from .support import Rejection, decide, decide_aten, is_compute, resolve_excluded
 
 log = logging.getLogger("executorch_neutron")
@@ -50,24 +51,24 @@ class _Support(OperatorSupportBase):
         return node in self.supported
 
 
-class NeutronPartitioner(Partitioner):
-    backend_id = BACKEND_ID  # the delegate's backend id (a back end's partitioner sets its own)
-    tag_prefix = "neutron"  # partition tags: neutron_0, neutron_1, ...
+class BasePartitioner(Partitioner):
+    backend_id: str  # the delegate's backend id: the class name of the back end's BackendDetails (set by a subclass)
+    tag_prefix: str  # partition tags: <tag_prefix>_0, <tag_prefix>_1, ...
 
     def __init__(self, spec: NeutronCompileSpec | Sequence[CompileSpec] | None = None, **options) -> None:
         spec = NeutronCompileSpec.coerce(spec, **options)
         # one spelling of each excluded operator (the edge name), whichever way the user wrote it, so that every
         # flow (lower(), the recipes, the plain ExecuTorch one) stores the same compile spec in the .pte
-        self.neutron_spec = spec.replace(operators_not_to_delegate=resolve_excluded(spec.operators_not_to_delegate))
-        registry.validate_delegation_options(self.neutron_spec.custom_delegation_options)
-        self.delegation_spec = DelegationSpec(self.backend_id, self.neutron_spec.to_compile_specs())
+        self.compile_spec = spec.replace(operators_not_to_delegate=resolve_excluded(spec.operators_not_to_delegate))
+        registry.validate_delegation_options(self.compile_spec.custom_delegation_options)
+        self.delegation_spec = DelegationSpec(self.backend_id, self.compile_spec.to_compile_specs())
         self.rejections: list[Rejection] = []
         self.partition_tags: dict[str, list[str]] = {}
         # ops kept from decomposition only when delegated (prelu, ...): why they were not, by ATen node name
         self._refused_before_decomposition: dict[str, Rejection] = {}
 
     def ops_to_not_decompose(self, ep: ExportedProgram):
-        ctx = CheckContext.for_program(self.neutron_spec, ep)
+        ctx = CheckContext.for_program(self.compile_spec, ep)
         always, if_delegated = registry.preserved_ops("always"), registry.preserved_ops("if_delegated")
 
         def keep(node: Node) -> bool:
@@ -99,8 +100,8 @@ class NeutronPartitioner(Partitioner):
 
     def partition(self, exported_program: ExportedProgram) -> PartitionResult:
         gm = exported_program.graph_module
-        ctx = CheckContext.for_program(self.neutron_spec, exported_program)
-        decisions = self._decide(gm.graph, ctx)
+        ctx = CheckContext.for_program(self.compile_spec, exported_program)
+        decisions = decide(gm.graph, ctx)
         _reject_shared_dequants(decisions, ctx.npu)
         self.rejections = list(self._refused_before_decomposition.values())
         self.rejections += [r for r in decisions.values() if r is not None]
@@ -142,10 +143,6 @@ class NeutronPartitioner(Partitioner):
         for r in self.rejections:
             log.info(r.message())
         return PartitionResult(tagged_exported_program=exported_program, partition_tags=tags)
-
-    def _decide(self, graph, ctx: CheckContext) -> dict:
-        """Per compute node: None (delegated) or its Rejection; a back end's partitioner adds its own limits."""
-        return decide(graph, ctx)
 
 
 def _requantizations(members: set) -> set:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch.fx import Graph, Node
 
-from .. import qdq
+from ..core import qdq
 from ..ops import registry
 from ..ops.fusion import fused_activation, result_node
 from ..ops.registry import CheckContext
@@ -145,9 +145,8 @@ def _constant_only(node: Node, ctx: CheckContext) -> bool:
     return bool(inputs) and all(ctx.is_constant_operand(a) for a in inputs)
 
 
-def decide(graph: Graph, ctx: CheckContext, extra=None) -> dict[Node, Rejection | None]:
-    """`extra(node)`: a back end's own limits (None or a Rejection), checked after the registry's; a fused
-    activation follows its producer's decision either way."""
+def decide(graph: Graph, ctx: CheckContext) -> dict[Node, Rejection | None]:
+    """Per compute node: None (delegated) or its Rejection; a fused activation follows its producer's decision."""
     decisions: dict[Node, Rejection | None] = {}
     absorbed: dict[Node, Node] = {}  # fused activation -> producer
     for node in graph.nodes:
@@ -158,7 +157,7 @@ def decide(graph: Graph, ctx: CheckContext, extra=None) -> dict[Node, Rejection 
     for node in graph.nodes:
         if not is_compute(node) or node in absorbed:
             continue
-        decisions[node] = _decide_one(node, ctx) or (extra(node) if extra is not None else None)
+        decisions[node] = _decide_one(node, ctx)
     for act, producer in absorbed.items():
         rej = decisions.get(producer)
         if rej is None:

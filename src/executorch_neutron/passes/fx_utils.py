@@ -7,7 +7,7 @@ import operator
 import torch
 from torch.fx import GraphModule, Node
 
-from ..exported import schema_args
+from ..core.exported import schema_args
 
 _KEEP_META = ("nn_module_stack", "stack_trace", "source_fn_stack", "torch_fn", "custom")
 

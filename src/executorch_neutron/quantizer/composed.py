@@ -40,7 +40,7 @@ def _cortex_m_quantizer() -> Quantizer:
     """ExecuTorch's Cortex-M quantizer. It has observer configs only (no fake-quantize ones): under QAT its few
     annotations (ops Neutron has no kernel for, e.g. gelu) observe the fake-quantized graph during training and
     are not trained themselves; every Neutron annotation is QAT as usual."""
-    from .. import cortex_m_wheel as wheel
+    from ..cortex_m import wheel
 
     wheel.load()
     from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer

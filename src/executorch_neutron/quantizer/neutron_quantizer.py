@@ -11,10 +11,9 @@ QAT is the same with `is_qat=True` and `prepare_qat_pt2e`, a few training steps,
 The specs are in `qconfig.py`, the per-op annotation rules in `patterns.py`; ops missing from that table stay
 float (they run on the CPU).
 
-Before annotation (`transform_for_annotation`): linear+bn1d is folded (`fold_linear_batch_norm.py`; conv+bn is
-folded by `prepare_pt2e` itself, or rewritten for QAT by `prepare_qat_pt2e`), the ATen passes of
-`executorch_neutron.passes.ATEN_PASSES` run (each listed with its docstring in SUPPORTED_OPS.md), and the squeeze
-left by conv1d->conv2d is moved below the conv's batch norm / activation (`sink_squeeze.py`).
+Before annotation (`transform_for_annotation`) the ATen rewrites of `executorch_neutron.passes.PIPELINE` run, in
+that one ordered list, for the quantizer's target kind, constraint profile and QAT flag (conv+bn is folded by
+`prepare_pt2e` itself, or rewritten for QAT by `prepare_qat_pt2e`).
 """
 
 from __future__ import annotations
@@ -24,15 +23,11 @@ from typing import Iterable
 from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.quantizer import Quantizer
 
-from executorch.exir.dialects._ops import ops as exir_ops
-
 from ..compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
-from ..ops import registry
 from ..target import NeutronTarget, get_target
-from .fold_linear_batch_norm import fold_linear_batch_norm
+from ..passes import PassContext, run_passes
 from .patterns import ANNOTATORS, AnnotationContext, annotate_graph
 from .qconfig import NeutronQConfig, make_qconfig
-from .sink_squeeze import sink_squeeze
 
 
 class NeutronQuantizer(Quantizer):
@@ -82,11 +77,7 @@ class NeutronQuantizer(Quantizer):
     # -- Quantizer API ---------------------------------------------------------------------------------------
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
-        from ..passes import layer_norm_decompose, run_aten_passes
-
-        rsqrt = registry.runs(exir_ops.edge.aten.rsqrt.default, self.target.kind, self.constraints)
-        skip = () if rsqrt else (layer_norm_decompose,)  # layer norm's pieces would not all run on the NPU
-        return sink_squeeze(run_aten_passes(fold_linear_batch_norm(model), is_qat=self.is_qat, skip=skip))
+        return run_passes(model, PassContext(is_qat=self.is_qat, backend=self.target.kind, profile=self.constraints))
 
     def annotate(self, model: GraphModule) -> GraphModule:
         annotate_graph(model, AnnotationContext(qconfig=self.qconfig, skip=self._skipped))

@@ -31,7 +31,7 @@ from torchao.quantization.pt2e.quantizer import (
     QuantizationSpec,
 )
 
-from ..qdq import SIGMOID_SOFTMAX_QPARAMS, TANH_QPARAMS
+from ..core.qdq import SIGMOID_SOFTMAX_QPARAMS, TANH_QPARAMS
 
 ACT_QMIN, ACT_QMAX = -128, 127
 WEIGHT_QMIN, WEIGHT_QMAX = -127, 127  # symmetric: LiteRT requires weight zero point 0

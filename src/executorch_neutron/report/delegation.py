@@ -14,12 +14,20 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import backends
 from ..compile_spec import DEFAULT_PROFILE, NeutronCompileSpec
-from ..exported import constants, lowered_modules, partition_tag
+from ..core import qdq
+from ..core.atomic import write_text
+from ..core.exported import constants, lowered_modules, partition_tag
+from ..core.qdq import per_tensor_kind
+from ..ops.registry import op_name
 from ..partition.support import Rejection
+from ..target import NEUTRON, get_target
+from ..tflite.layout import stored_channels_last
 from . import macs as _macs
 from .html import to_html
 from .render import to_dict, to_markdown, to_text
+
 
 @dataclass
 class PartitionReport:
@@ -42,9 +50,11 @@ class PartitionReport:
 
     @property
     def tflite(self) -> bytes:
-        from ..neutron.payload import unpack
-
-        return unpack(self.blob).tflite
+        """The partition's int8 TFLite as the host runs it (its back end's host-reference payload)."""
+        found = backends.for_blob(self.blob).view(self.blob)["tflite"]
+        if found is None:
+            raise ValueError(f"{self.tag}: its payload carries no TFLite (device microcode or a Vela payload)")
+        return found()
 
     @property
     def payload_bytes(self) -> int:
@@ -228,8 +238,6 @@ class DelegationReport:
 
     @property
     def memory(self) -> MemoryEstimate:
-        from ..target import get_target
-
         return MemoryEstimate(
             sram_bytes=get_target(self.target).sram_bytes,
             weight_bytes=sum(p.weight_bytes for p in self.partitions),
@@ -241,9 +249,7 @@ class DelegationReport:
     @property
     def npu_family(self) -> str:
         """'Neutron' or 'Ethos-U': the NPU family of the report's target (its back end)."""
-        from ..target import get_target
-
-        return "Ethos-U" if get_target(self.target).kind == "ethos-u" else "Neutron"
+        return backends.BACKENDS[get_target(self.target).kind].npu
 
     @property
     def limits(self) -> str:
@@ -284,7 +290,6 @@ class DelegationReport:
         suffix = path.suffix.lower()
         text = {".md": self.to_markdown, ".html": self.to_html, ".htm": self.to_html,
                 ".json": self.to_json}.get(suffix, self.__str__)()
-        from ..atomic import write_text
 
         return write_text(path, text + ("" if text.endswith("\n") else "\n"))
 
@@ -295,7 +300,7 @@ class DelegationReport:
         program = edge.exported_program()
         gm = program.graph_module
         partitions = []
-        target = spec.neutron_target
+        target = spec.target_info
         for lowered in lowered_modules(gm).values():
             tag = partition_tag(lowered.original_module)
             partitions.append(_partition(tag, lowered, partitioner.partition_tags.get(tag, []), target))
@@ -316,8 +321,6 @@ class DelegationReport:
 
 def _requantizations(gm) -> list[Requantization]:
     """Per-tensor dequantize -> quantize pairs with different parameters left in the top-level (CPU) graph."""
-    from ..qdq import per_tensor_kind
-
     out = []
     for q in gm.graph.nodes:
         dq = q.args[0] if per_tensor_kind(q) == "q" else None
@@ -346,8 +349,6 @@ def _constant_bytes(program) -> int:
 
 def _is_qparam(node) -> bool:
     """A constant used only as the scale / zero point of quantize or dequantize nodes."""
-    from .. import qdq
-
     return bool(node.users) and all(
         (qdq.is_q(u) or qdq.is_dq(u)) and u.args and u.args[0] is not node for u in node.users)
 
@@ -362,10 +363,6 @@ def _neutron_estimate(info: dict, target) -> dict | None:
 
 
 def _partition(tag: str, lowered, compute_names: list[str], target) -> PartitionReport:
-    from .. import qdq
-    from ..ops.registry import op_name
-    from ..neutron.payload import unpack
-
     original = lowered.original_module
     graph = original.graph
     names = set(compute_names)
@@ -373,19 +370,11 @@ def _partition(tag: str, lowered, compute_names: list[str], target) -> Partition
     consts = constants(original)
     placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.name in original.graph_signature.user_inputs]
     outputs = next(n for n in graph.nodes if n.op == "output").args[0]
-    from ..ethos_u.payload import is_payload
-    from ..tflite.layout import stored_channels_last
-
-    vela, neutron_estimate = None, None
-    info = dict(getattr(lowered, "meta", {}).get("_delegate_info_meta") or {})
-    if is_payload(bytes(lowered.processed_bytes)):  # Ethos-U: no Neutron header; I/O as the TFLite has it
-        vela = info
-        payload = None
-    else:
-        payload = unpack(lowered.processed_bytes)
-        if target.kind == "neutron":
-            neutron_estimate = _neutron_estimate(
-                {"tflite": payload.tflite if payload.is_reference else None, **info}, target)
+    view = backends.view(lowered)  # its back end's reading: kind, format flags (None: as the TFLite has it), meta
+    neutron_estimate = None
+    if target.kind == NEUTRON:  # the TFLite the compile step was given (backend metadata, else the reference's)
+        info = dict(getattr(lowered, "meta", {}).get("_delegate_info_meta") or {})
+        neutron_estimate = _neutron_estimate({"tflite": view["tflite"]() if view["tflite"] else None, **info}, target)
 
     def int8_bytes(node) -> int:  # activations inside the partition are int8: one byte per element
         dims = _macs.shape(node)
@@ -411,19 +400,18 @@ def _partition(tag: str, lowered, compute_names: list[str], target) -> Partition
         nodes=[n.name for n in compute],
         ops=Counter(op_name(n.target) for n in compute),
         blob=bytes(lowered.processed_bytes),
-        kind=payload.kind if payload else "ethos-u-vela",
+        kind=view["kind"],
         input_shapes=[tuple(n.meta["val"].shape) for n in placeholders],
         output_shapes=[tuple(n.meta["val"].shape) for n in outputs],
-        input_formats=payload.header.input_formats if payload else tuple(
-            int(stored_channels_last(n)) for n in placeholders),  # Ethos-U: the TFLite takes them as stored
-        output_formats=payload.header.output_formats if payload else tuple(
-            int(stored_channels_last(n)) for n in outputs),
+        # no flags (Ethos-U): the TFLite takes and gives the tensors as ExecuTorch stores them
+        input_formats=view["input_formats"] or tuple(int(stored_channels_last(n)) for n in placeholders),
+        output_formats=view["output_formats"] or tuple(int(stored_channels_last(n)) for n in outputs),
         macs=sum(op_macs.values()),
         op_macs=+op_macs,
         weight_bytes=weights,
         largest_activation_bytes=max(acts, default=0),
         working_set_bytes=working,
-        vela=vela or None,
+        vela=view["meta"],
         neutron_estimate=neutron_estimate,
     )
 

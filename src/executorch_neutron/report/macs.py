@@ -19,7 +19,7 @@ import math
 import torch
 from torch.fx import Node
 
-from ..exported import op_base_name
+from ..core.exported import op_base_name
 
 MAC_FORMULA = (
     "convolution: numel(output) * prod(weight.shape[1:]) (= C_in/groups * kernel area per output element); "

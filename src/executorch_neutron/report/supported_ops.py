@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import sys
 
+from .. import backends as _backends  # noqa: F401  (each back end registers its own limits)
 from ..compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
 from ..ops import registry
 from ..ops.fusion import SUPPORTED_BOUNDS_TEXT
+from ..passes import PIPELINE
 from ..passes.fold_constants import FOLD_MAX_ELEMENTS
 from ..target import TARGETS, NeutronTarget, get_target
 
@@ -32,7 +34,6 @@ _GENERIC = (
 )
 
 
-
 def _sentence(text: str) -> str:
     text = text.strip()
     text = text[0].upper() + text[1:] if text else text
@@ -40,16 +41,13 @@ def _sentence(text: str) -> str:
 
 
 def passes() -> list[tuple[str, str]]:
-    """(name, first paragraph of its module docstring) for every rewrite NeutronQuantizer runs before annotation."""
-    from ..passes import ATEN_PASSES
-    from ..quantizer.fold_linear_batch_norm import fold_linear_batch_norm
-    from ..quantizer.sink_squeeze import sink_squeeze
-
+    """(name, first paragraph of its module docstring) for every rewrite NeutronQuantizer runs before annotation,
+    in the pipeline's order."""
     out = []
-    for p in (fold_linear_batch_norm, *ATEN_PASSES, sink_squeeze):
-        doc = (sys.modules[p.__module__].__doc__ or "").strip().split("\n\n")[0]
+    for step in PIPELINE:
+        doc = (sys.modules[step.run.__module__].__doc__ or "").strip().split("\n\n")[0]
         doc = " ".join(doc.split()).removeprefix("ATen pass: ").removeprefix("Graph pass: ")
-        out.append((p.__name__, doc))
+        out.append((step.name, doc))
     return out
 
 
@@ -92,7 +90,8 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
     for entry in registry.entries():
         names = sorted({registry.op_name(t) for t in entry.targets})
         ops = "<br>".join(f"`{n}`" for n in names) + _profile_tag(entry.profiles)
-        cons = [_sentence(c.describe(tgt)) + _profile_tag(c.profiles, c.backends) for c in entry.constraints]
+        cons = [_sentence(c.describe(tgt)) + _profile_tag(c.profiles, c.backends) for c in entry.constraints
+                if not _added(c)]  # a back end's own limits: its section below
         if entry.noop:
             cons.append("No-op (moves no data): not delegated on its own.")
         text = " ".join(cons) if cons else "None beyond int8."
@@ -115,10 +114,12 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
     return "\n".join(lines)
 
 
-def _ethos_u_section() -> list[str]:
-    """The Ethos-U targets: the same table, with Vela's own limits on top (ethos_u/constraints.py)."""
-    from ..ethos_u.constraints import CONSTRAINTS
+def _added(c) -> bool:
+    return any(c is added for _, added in registry.ADDED)
 
+
+def _ethos_u_section() -> list[str]:
+    """The Ethos-U targets: the same table, with Vela's own limits on top (registered by ethos_u/constraints.py)."""
     lines = ["## Arm Ethos-U targets (Vela)", "",
              "For `imx93`, `ethos-u55-128`, `ethos-u55-256` and `ethos-u65-256` the table above applies without "
              "the constraints marked *(Neutron only)*, and without the constraint profiles: they are Neutron's "
@@ -126,7 +127,9 @@ def _ethos_u_section() -> list[str]:
              "these limits of Vela 5.2 apply (each node breaking one stays on the CPU with the rule as its "
              "reason):", "",
              "| operators (edge) | Vela's rule |", "|---|---|"]
-    for c in CONSTRAINTS:
-        ops = "<br>".join(f"`{registry.op_name(t)}`" for t in sorted(c.ops, key=registry.op_name))
+    for ops, c in registry.ADDED:
+        if c.backends != registry.ETHOS_U:
+            continue
+        ops = "<br>".join(f"`{registry.op_name(t)}`" for t in sorted(ops, key=registry.op_name))
         lines.append(f"| {ops} | {c.text} |")
     return lines + [""]

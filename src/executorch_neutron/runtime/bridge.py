@@ -12,8 +12,8 @@ import atexit
 import ctypes
 import threading
 
-from ..neutron.backend import BACKEND_ID
-from . import build, ethos_u_reference
+from ..backends import backend_ids
+from . import build
 from .errors import HostBuildError
 from .executor import INTERNAL, Arg, ExecutionError, Executor
 
@@ -106,7 +106,7 @@ def ensure_registered() -> ctypes.CDLL:
             lib = _open(path)
         except OSError:  # not loadable for another reason (e.g. built against another libexecutorch): rebuild once
             lib = _open(build.library_path(force=True))
-        for backend_id in (BACKEND_ID, ethos_u_reference.BACKEND_ID):
+        for backend_id in backend_ids():
             code = lib.neutron_host_register(backend_id.encode())
             if code != 0:
                 raise HostBuildError(f"ExecuTorch refused to register backend {backend_id!r} (error 0x{code:02x}); "

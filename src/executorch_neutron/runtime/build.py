@@ -21,7 +21,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..atomic import replacing, write_text
+from ..core.atomic import replacing, write_text
 from .errors import HostBuildError
 
 SOURCE = Path(__file__).with_name("neutron_host_backend.cpp")

@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..neutron.payload import Header, PayloadError, unpack
-from . import ethos_u_reference
+from ..backends import for_blob
 from ..tflite.layout import NCHW_TO_NHWC, NHWC_TO_NCHW, from_channels_last, to_channels_last
 from .dtypes import NUMPY_DTYPES
 
@@ -93,13 +93,12 @@ class _Program:
 
 
 def _host_blob(blob: bytes) -> bytes:
-    """What the host runs for a delegate blob: an Ethos-U payload's reference (host-reference payload) or the blob."""
-    if not ethos_u_reference.is_ethos_u(blob):
-        return blob
-    reference = ethos_u_reference.reference_for(blob)
-    if reference is None:
-        raise ExecutionError(DELEGATE_INCOMPATIBLE, ethos_u_reference.DEVICE_ONLY)
-    return reference
+    """What the host runs for a delegate blob, as its back end says (a Vela payload: its stored reference)."""
+    backend = for_blob(blob)
+    found = backend.host_blob(blob)
+    if found is None:
+        raise ExecutionError(DELEGATE_INCOMPATIBLE, backend.device_only)
+    return found
 
 
 def _load_program(blob: bytes, preserve_all_tensors: bool = False) -> _Program:

@@ -19,8 +19,10 @@ from typing import Sequence
 
 import torch
 
-from ..atomic import replacing
-from . import bridge, ethos_u_reference
+from ..backends import BACKENDS
+from ..core.atomic import replacing
+from ..pte import inspect_pte
+from . import bridge
 from .dtypes import torch_dtype
 from .errors import NeutronRuntimeError
 from .validate import check_program
@@ -68,7 +70,8 @@ class HostProgram:
                                 kernels=set(portable_lib._get_operator_names()))
         self._dim_orders = {plan.name: [tuple(getattr(plan.values[i].val, "dim_order", None) or ()) for i in plan.inputs]
                             for plan in program.execution_plan}
-        ethos_u_reference.register_from_pte(data)  # Ethos-U delegates run their reference TFLite on the host
+        for backend in BACKENDS.values():  # e.g. Ethos-U delegates record the reference TFLite they run on the host
+            backend.on_load(data)
         bridge.clear_error()
         try:
             with _BINDINGS:
@@ -124,8 +127,6 @@ class HostProgram:
 
 def _check_cortex_m_kernels(pte, method: str) -> None:
     """Name the cortex_m::* operators of `method` that the host library has no kernel for (a load failure)."""
-    from ..pte import inspect_pte
-
     try:
         used = next(m.cpu_kernels for m in inspect_pte(pte).methods if m.name == method)
     except Exception:  # noqa: BLE001 - a file we cannot inspect: the runtime's own error follows

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ...atomic import write_bytes, write_text
+from ...core.atomic import write_bytes, write_text
 from ...compile_spec import NeutronCompileSpec
 from ..payload import Header, Payload, pack
 from . import profile_map, sdk_adapter
@@ -66,7 +66,7 @@ def compile_partition(tflite: bytes, header: Header, spec: NeutronCompileSpec, n
 
 def _compile_with_sdk(tflite: bytes, header: Header, spec: NeutronCompileSpec, name: str,
                       op_debug_handles: Sequence[tuple[int, ...]]) -> CompiledPartition:
-    result = sdk_adapter.convert(tflite, spec.neutron_target.converter_target, sdk_adapter.converter_options(spec), name,
+    result = sdk_adapter.convert(tflite, spec.target_info.converter_target, sdk_adapter.converter_options(spec), name,
                                  keep_dir=spec.intermediates_dir)
     _keep_outputs(result, spec, name)
     parts = extract(result.model, header.n_inputs, header.n_outputs, name)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ...tflite.reader import op_name, read_model, tensor_name
+from ...core.debug_handles import handle_map
 
 _BLOCK = re.compile(r'NeutronOperator\s+"?subgraph_(\d+)"?\s*:')
 _SECTION = re.compile(r"Name:\s*subgraph_(\d+)\b")
@@ -186,14 +187,6 @@ def match_kernel(kernel: Kernel, ops: Sequence[TfliteOp]) -> tuple[int, ...]:
     if len(candidates) > 1:
         candidates = [i for i in candidates if _same_kind(kernel.kind, ops[i].kind)]
     return tuple(candidates) if len(candidates) == 1 else ()
-
-
-def handle_map(per_unit: Sequence[Sequence[int]]) -> dict[int, tuple[int, ...]]:
-    """The debug handle map ExecuTorch stores: unit i (a kernel, or a TFLite operator on the host) -> its edge
-    debug handles, plus one last key with no handles that stands for the profile dump itself."""
-    out = {i: tuple(handles) for i, handles in enumerate(per_unit)}
-    out[len(out)] = ()
-    return out
 
 
 def debug_handle_map(console: str, tflite: bytes,

@@ -12,7 +12,7 @@ import hashlib
 import logging
 import threading
 
-from ..ethos_u.payload import BACKEND_ID, REFERENCE_PREFIX, is_payload
+from .payload import BACKEND_ID, REFERENCE_PREFIX, is_payload
 
 log = logging.getLogger("executorch_neutron")
 WHAT_RUNS = ("EthosUBackend on the host: each Ethos-U partition ran its reference int8 TFLite in LiteRT (stored in "

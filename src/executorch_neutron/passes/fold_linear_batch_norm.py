@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
-from ..passes.fx_utils import BN_EPS_INDEX, bn_affine, bn_output_readers, constant, new_parameter, replace_bn
+from .fx_utils import BN_EPS_INDEX, bn_affine, bn_output_readers, constant, new_parameter, replace_bn
 
 aten = torch.ops.aten
 

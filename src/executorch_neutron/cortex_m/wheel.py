@@ -36,7 +36,7 @@ class _Inert:
 
 
 def _placeholder() -> types.ModuleType:
-    module = types.ModuleType(_NAME, "inert placeholder installed by executorch_neutron.cortex_m_wheel")
+    module = types.ModuleType(_NAME, "inert placeholder installed by executorch_neutron.cortex_m.wheel")
 
     def __getattr__(name: str):
         if name.startswith("__"):

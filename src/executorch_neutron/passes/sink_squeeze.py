@@ -12,7 +12,11 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
-from .patterns import BATCH_NORM, FUSABLE_ACTIVATIONS
+from ..ops.fusion import aten_activations
+from .fx_utils import BN_EPS_INDEX
+
+BATCH_NORM = frozenset(BN_EPS_INDEX)
+FUSABLE_ACTIVATIONS = aten_activations()
 
 aten = torch.ops.aten
 

@@ -1,0 +1,112 @@
+"""The ATen pass pipeline: every rewrite the quantizer runs before annotation, in one ordered list.
+
+`NeutronQuantizer.transform_for_annotation` calls `run_passes(gm, PassContext(...))`: each `Step` names its pass
+once, says why it sits where it does (`order`: the pass it must follow or precede and why; "any" when it has no
+ordering constraint), and carries its conditions as data: `qat_keyword` passes the QAT flag to the pass under that
+keyword, `needs_ops` skips the pass when the target's operator table (for the context's back-end kind and
+constraint profile) does not run all of those edge ops, since the rewrite's pieces would then be split between NPU
+and CPU. The runner has no special cases. SUPPORTED_OPS.md lists the steps in this order with their docstrings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from executorch.exir.dialects._ops import ops as exir_ops
+from torch.fx import GraphModule
+
+from ..ops import registry
+from ..target import NEUTRON
+from .batch_norm_to_conv import batch_norm_to_conv
+from .conv1d_to_conv2d import conv1d_to_conv2d
+from .div_to_mul import div_to_mul
+from .fold_constants import fold_constants
+from .fold_linear_batch_norm import fold_linear_batch_norm
+from .gelu_to_sigmoid import gelu_to_sigmoid
+from .hardsigmoid_to_conv import hardsigmoid_to_conv
+from .inline_autocast import inline_autocast
+from .layer_norm_decompose import layer_norm_decompose
+from .matmul_to_bmm import matmul_to_bmm
+from .max_pool_padding import max_pool_padding
+from .mean1d_to_mean2d import mean1d_to_mean2d
+from .permute_rank4 import permute_rank4
+from .pool1d_to_pool2d import pool1d_to_pool2d
+from .remove_bn_counters import remove_bn_counters
+from .remove_noops import remove_noops
+from .sdpa_to_matmul import sdpa_to_matmul
+from .silu_to_sigmoid_mul import silu_to_sigmoid_mul
+from .sink_batch_reshapes import sink_batch_reshapes
+from .sink_squeeze import sink_squeeze
+from .split_to_slices import split_to_slices
+from .sum_all_keepdim import sum_all_keepdim
+
+_edge = exir_ops.edge.aten
+
+
+@dataclass(frozen=True)
+class PassContext:
+    """What the conditions of the steps read: QAT or not, the back-end kind of the target (`target.kind`) and the
+    constraint profile (`NeutronCompileSpec.constraints`)."""
+
+    is_qat: bool = False
+    backend: str = NEUTRON
+    profile: str = "sdk-current"
+
+
+@dataclass(frozen=True)
+class Step:
+    run: Callable[..., GraphModule]
+    order: str
+    qat_keyword: str | None = None
+    needs_ops: tuple = ()
+
+    @property
+    def name(self) -> str:
+        return self.run.__name__
+
+    def applies(self, ctx: PassContext) -> bool:
+        return all(registry.runs(op, ctx.backend, ctx.profile) for op in self.needs_ops)
+
+
+PIPELINE: tuple[Step, ...] = (
+    Step(fold_linear_batch_norm, "first, on the graph as exported: a linear -> batch norm pair is folded before "
+         "batch_norm_to_conv could turn that batch norm into a convolution"),
+    Step(inline_autocast, "before every other rewrite: ops inside an autocast region are invisible to them"),
+    Step(remove_noops, "before the pattern rewrites: clones, dropouts and identity views between ops hide the "
+         "patterns they match"),
+    Step(fold_constants, "after remove_noops, before the rewrites that need constant operands (div_to_mul's "
+         "divisor, batch_norm_to_conv's statistics)", qat_keyword="keep_parameters"),
+    Step(split_to_slices, "before sdpa_to_matmul and permute_rank4: attention's q, k, v unbind becomes slices and "
+         "reshapes they see as ordinary views"),
+    Step(sdpa_to_matmul, "before matmul_to_bmm, which rewrites the matmuls it writes"),
+    Step(matmul_to_bmm, "before sink_batch_reshapes, which moves the reshapes it writes around the bmm"),
+    Step(sink_batch_reshapes, "before permute_rank4, whose reshape collapsing removes the reshapes it brings "
+         "together"),
+    Step(permute_rank4, "after the attention rewrites above (their permutations and reshapes)"),
+    Step(remove_bn_counters, "any (QAT graphs only have the counter updates it removes)"),
+    Step(batch_norm_to_conv, "before conv1d_to_conv2d, which makes the 1-D convolution it writes for a rank-3 "
+         "batch norm 2-D"),
+    Step(conv1d_to_conv2d, "before sink_squeeze, which moves the squeeze it writes"),
+    Step(pool1d_to_pool2d, "before max_pool_padding, which rewrites the 2-D max pools it writes"),
+    Step(mean1d_to_mean2d, "any"),
+    Step(div_to_mul, "after fold_constants: a divisor computed from constants is a constant by then"),
+    Step(hardsigmoid_to_conv, "any"),
+    Step(silu_to_sigmoid_mul, "before max_pool_padding, which reads whether a pool's input cannot be negative "
+         "(a sigmoid's output)"),
+    Step(gelu_to_sigmoid, "before max_pool_padding (as silu_to_sigmoid_mul)"),
+    Step(layer_norm_decompose, "any; only where the target's table runs rsqrt (else layer norm stays one float op "
+         "instead of int8 pieces split between NPU and CPU)", needs_ops=(_edge.rsqrt.default,)),
+    Step(max_pool_padding, "after the pool and activation rewrites above (it reads its input's producers)"),
+    Step(sum_all_keepdim, "any"),
+    Step(sink_squeeze, "last: moves the squeezes of conv1d_to_conv2d below the batch norm / activation that "
+         "follows the conv, once no pass rewrites them any more"),
+)
+
+
+def run_passes(gm: GraphModule, ctx: PassContext = PassContext()) -> GraphModule:
+    """Run every step of PIPELINE that applies to `ctx`, in order; returns the rewritten module."""
+    for step in PIPELINE:
+        if step.applies(ctx):
+            gm = step.run(gm, **({step.qat_keyword: ctx.is_qat} if step.qat_keyword else {}))
+    return gm
