@@ -84,7 +84,7 @@ def main(argv=None) -> int:
         "The targets' figures (override any with `dataclasses.replace(get_target(name), ...)` and "
         "`report.estimate.estimate_tflite`):", "",
         *[f"- `{t}`: " + "; ".join(f) for t, f in figures.items()], "",
-        "## Held against NXP's published figure", "", *calibration,
+        "## Held against NXP's published figure", "", *calibration, "",
         "The estimate is optimistic: read its total as a lower bound and its per-layer shares (which layer "
         "dominates, compute or data bound) as the useful part. The other published Neutron figure we know "
         "(MobileNetV2 224x224 on the i.MX 95 in 3.17 ms, with a few operators left on the CPU) has no "
