@@ -1,11 +1,12 @@
 # Two entry points for a fresh machine: `make demo` and `make test`. Both create .venv and install on demand.
+# `make test-fast`: the fast tier (tests marked `fast`) for the edit-test loop; `make test` runs everything.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 JOBS ?= 2
 
-.PHONY: demo test install clean supported-ops
+.PHONY: demo test test-fast install clean supported-ops
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +25,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check --no-cache --select F,E9 src tests benchmarks examples
 	$(PY) -m pytest -q -n $(JOBS) --dist loadfile tests
+
+test-fast: $(STAMP)
+	$(VENV)/bin/ruff check --no-cache --select F,E9 src tests benchmarks examples
+	$(PY) -m pytest -q -n $(JOBS) -m fast tests
 
 supported-ops: $(STAMP)
 	$(PY) -m executorch_neutron ops --markdown > SUPPORTED_OPS.md

@@ -1,6 +1,6 @@
 """Ethos-U back end benchmark: what Vela makes of the MLPerf Tiny examples and the model families, per config.
 
-    .venv/bin/python benchmarks/ethos_u.py [--models cifarnet ds_cnn ...] [--configs imx93 ethos-u55-128 ...]
+    .venv/bin/python benchmarks/ethos_u.py [--models cifarnet ds_cnn ...] [--configs imx93 ethos-u55-128 ...] [--write-docs]
 
 Models: the examples (examples/cifarnet.py, ds_cnn.py, vww_mobilenet.py) and the model families of
 tests/models/arch_blocks.py plus the bundled MobileNetV2-style network (random weights, batch norm warmed up,
@@ -105,6 +105,8 @@ def measure(name: str, factory, configs, repeats: int) -> list[str]:
 
 
 def main() -> None:
+    import _docs
+
     models = _models()
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", nargs="*", default=list(models), choices=list(models))
@@ -112,15 +114,20 @@ def main() -> None:
                                                              "a warm-up call)")
     p.add_argument("--configs", nargs="*", default=list(CONFIGS),
                    choices=["imx93", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256"])
+    _docs.add_argument(p)
     args = p.parse_args()
     logging.basicConfig(level=logging.ERROR)
     logging.getLogger("executorch_neutron").setLevel(logging.ERROR)
-    print("| model | config | partitions | nodes on NPU | Vela cycles | Vela time | SRAM / off-chip used | "
-          "lowering (vs imxrt700) | host max steps |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name in args.models:
-        for row in measure(name, models[name], args.configs, args.repeats):
-            print(row, flush=True)
+    with _docs.capture() as printed:
+        print("| model | config | partitions | nodes on NPU | Vela cycles | Vela time | SRAM / off-chip used | "
+              "lowering (vs imxrt700) | host max steps |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for name in args.models:
+            for row in measure(name, models[name], args.configs, args.repeats):
+                print(row, flush=True)
+    if args.write_docs:
+        _docs.write_figures("benchmarks/ethos_u.py", "ethos_u", "Ethos-U through Vela: figures",
+                            _docs.as_markdown(printed.getvalue()))
 
 
 if __name__ == "__main__":

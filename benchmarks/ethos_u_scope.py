@@ -1,7 +1,7 @@
 """Which back end's limits decide: per case of tests/ethos_u/neutron_limit_cases.py, the verdict on the case's
 operator for imxrt700 (Neutron), imx93 (Ethos-U65 through Vela) and ethos-u55-128, before and after a change.
 
-    .venv/bin/python benchmarks/ethos_u_scope.py [--before REV] [--cases NAME ...]
+    .venv/bin/python benchmarks/ethos_u_scope.py [--before REV] [--cases NAME ...] [--write-docs]
 
 "after" is the tree on PYTHONPATH (this checkout's src); "before" is git revision REV's src (extracted with
 `git archive` into a temporary directory, run in a child process). Verdicts: NPU (delegated and compiled),
@@ -71,6 +71,7 @@ def before(rev: str, names, targets) -> dict:
 
 
 def main() -> None:
+    import _docs
     from neutron_limit_cases import ALL, DELEGATED
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -78,12 +79,21 @@ def main() -> None:
     p.add_argument("--cases", nargs="*", default=list(ALL), choices=list(ALL))
     p.add_argument("--targets", nargs="*", default=list(TARGETS))
     p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # the child process of --before
+    _docs.add_argument(p)
     args = p.parse_args()
     after = measure(args.cases, args.targets)
     if args.json:
         print(json.dumps(after))
         return
     old = before(args.before, args.cases, args.targets) if args.before else None
+    with _docs.capture() as printed:
+        _print(args, old, after, ALL, DELEGATED)
+    if args.write_docs:
+        _docs.write_figures("benchmarks/ethos_u_scope.py", "ethos_u_scope", "Which back end's limits decide",
+                            _docs.as_markdown(printed.getvalue()))
+
+
+def _print(args, old, after, ALL, DELEGATED) -> None:
     cols = []
     for t in args.targets:
         cols += [f"{t} before", f"{t} after"] if old else [t]

@@ -9,8 +9,8 @@ share of the cycles Vela gives those transposes; (a') the same model kept channe
 (`model.to(memory_format=torch.channels_last)`, channels-last inputs); (b) a NHWC int8 TFLite of the same
 network with the same scales, built by our converter from the channels-last graph as one whole-model TFLite (the
 TFLite of (a') when that is one partition) and compiled by Vela alone with the same flags
-(`vela_call.compile_tflite`), outside the lowering. Writes docs/ethos_u_vs_tflite.md. Prints figures, never
-asserts.
+(`vela_call.compile_tflite`), outside the lowering. `--write-docs` puts the table on docs/ethos_u_vs_tflite.md.
+Prints figures, never asserts.
 """
 
 from __future__ import annotations
@@ -84,51 +84,32 @@ def _share(f: dict) -> str:
 def main(argv=None) -> int:
     import logging
 
+    import _docs
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", nargs="+", default=list(MODELS))
     p.add_argument("--targets", nargs="+", default=list(TARGETS))
+    _docs.add_argument(p)
     args = p.parse_args(argv)
     logging.getLogger("executorch_neutron").setLevel(logging.ERROR)
 
-    rows = ["| model | target | (a) contiguous: partitions, cycles | (a) transposes | (a') channels-last: partitions, "
-            "cycles | (a') transposes | (b) NHWC TFLite: cycles | (a) / (b) | (a') / (b) | SRAM (a) / (a') / (b) | "
-            "off-chip (a) / (a') / (b) |",
-            "|---|---|---|---:|---|---:|---:|---:|---:|---|---|"]
-    for name in args.models:
-        for target in args.targets:
-            r = measure(name, target)
-            a, cl, b = r["a"], r["cl"], r["b"]
-            bc = b["cycles"] if b else 0
-            row = (f"| {name} | {target} | {a['partitions']}, {a['cycles']:,} | {_share(a)} | {cl['partitions']}, "
-                   f"{cl['cycles']:,} | {_share(cl)} | {bc:,} | {a['cycles'] / max(bc, 1):.3f} | "
-                   f"{cl['cycles'] / max(bc, 1):.3f} | {a['sram']:,} / {cl['sram']:,} / {b['sram'] if b else 0:,} | "
-                   f"{a['off_chip']:,} / {cl['off_chip']:,} / {b['off_chip'] if b else 0:,} |")
-            print(row, flush=True)
-            rows.append(row)
-
-    from _docs import write_page
-
-    page = write_page("ethos_u_vs_tflite", "benchmarks/ethos_u_vs_tflite.py",
-                      "Ethos-U: our partitions vs a NHWC TFLite through Vela", [
-                          "Vela's estimate (cycles, SRAM and off-chip bytes) per MLPerf Tiny model and Ethos-U target "
-                          "(random weights, synthetic calibration; ethos-u-vela 5.2). (a): our partition TFLite "
-                          "lowered from the contiguous model, with its NCHW<->NHWC TRANSPOSE ops (their cycles and "
-                          "share); (a'): the same model kept channels-last (`model.to(memory_format=torch."
-                          "channels_last)` with channels-last inputs); (b): a NHWC int8 TFLite of the same network "
-                          "and scales (our converter, from the channels-last graph, as one whole-model TFLite) "
-                          "compiled by Vela alone with the same flags. (a') is that very TFLite, so (a') / (b) is 1 "
-                          "by construction; (a) / (b) is the format tax of NCHW I/O.", "", *rows, "",
-                          "Reading it: transposes left in (a') are inside the network, not at its I/O (CifarNet "
-                          "flattens its last feature map in PyTorch's NCHW order for its classifier). On the U55 "
-                          "(shared SRAM) and the U85 (`Sram_Only`) the input sits in SRAM and dropping the I/O "
-                          "transposes is a plain gain. On `imx93` (Vela's `Dedicated_Sram_384KB`: the tensor arena, "
-                          "inputs included, lives in DRAM and 384 KB of SRAM is a cache) it is not: without the "
-                          "TRANSPOSE, which writes its result to the SRAM cache, the first convolution reads its "
-                          "3-channel input straight from DRAM, and Vela costs that convolution more than the "
-                          "transpose and the convolution together (VWW: the first Conv2D's cycles in each report's "
-                          "per-layer table). For imx93, a contiguous model is the faster choice until Vela places "
-                          "the input differently."])
-    print(f"wrote {page}")
+    with _docs.capture() as printed:
+        print("| model | target | (a) contiguous: partitions, cycles | (a) transposes | (a') channels-last: "
+              "partitions, cycles | (a') transposes | (b) NHWC TFLite: cycles | (a) / (b) | (a') / (b) | "
+              "SRAM (a) / (a') / (b) | off-chip (a) / (a') / (b) |")
+        print("|---|---|---|---:|---|---:|---:|---:|---:|---|---|")
+        for name in args.models:
+            for target in args.targets:
+                r = measure(name, target)
+                a, cl, b = r["a"], r["cl"], r["b"] or {"cycles": 0, "sram": 0, "off_chip": 0}
+                print(f"| {name} | {target} | {a['partitions']}, {a['cycles']:,} | {_share(a)} | "
+                      f"{cl['partitions']}, {cl['cycles']:,} | {_share(cl)} | {b['cycles']:,} | "
+                      f"{a['cycles'] / max(b['cycles'], 1):.3f} | {cl['cycles'] / max(b['cycles'], 1):.3f} | "
+                      f"{a['sram']:,} / {cl['sram']:,} / {b['sram']:,} | "
+                      f"{a['off_chip']:,} / {cl['off_chip']:,} / {b['off_chip']:,} |", flush=True)
+    if args.write_docs:
+        _docs.write_figures("benchmarks/ethos_u_vs_tflite.py", "ethos_u_vs_tflite",
+                            "Ethos-U: our partitions vs a NHWC TFLite through Vela", _docs.as_markdown(printed.getvalue()))
     return 0
 
 

@@ -1,6 +1,6 @@
 """Fuzz a valid .pte across the whole file, through the CLI and the Python API; print the outcome counts.
 
-    python benchmarks/fuzz.py [--n 300] [--seed 0] [--pte FILE --input X.npy] [--timeout 60] [--json]
+    python benchmarks/fuzz.py [--n 300] [--seed 0] [--pte FILE --input X.npy] [--timeout 60] [--json] [--write-docs]
 
 Each mutation changes 1-4 bytes at random offsets anywhere in the file (flatbuffer tables, CPU kernel arguments,
 constants, delegate payloads) or truncates it; one in five instead edits a named field the way a person or a tool
@@ -324,6 +324,8 @@ def fuzz(n: int, seed: int, pte: Path, input_file: Path, timeout: float, log=Non
 
 
 def main() -> None:
+    import _docs
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=300, help="mutations (each runs through the API and the CLI)")
     parser.add_argument("--seed", type=int, default=0)
@@ -332,6 +334,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=60, help="seconds before a case counts as a hang")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--worker", nargs=2, metavar=("MODE", "INPUT"), help=argparse.SUPPRESS)
+    _docs.add_argument(parser)
     args = parser.parse_args()
     if args.worker:
         worker(*args.worker)
@@ -348,6 +351,14 @@ def main() -> None:
     if args.json:
         print(json.dumps(figures, indent=2))
         return
+    with _docs.capture() as printed:
+        _print(args, figures)
+    if args.write_docs:
+        _docs.write_figures("benchmarks/fuzz.py", "fuzz", "Fuzzing the .pte: crashes, hangs, clean errors",
+                            _docs.as_markdown(printed.getvalue()))
+
+
+def _print(args, figures: dict) -> None:
     print(f"{args.n} mutations of a {figures['file_bytes']}-byte .pte ({figures['payload_bytes']} bytes of "
           f"host-reference payloads), seed {args.seed}, {figures['seconds']} s")
     print(f"{'':<9}" + "".join(f"{k:>22}" for k in OUTCOMES))

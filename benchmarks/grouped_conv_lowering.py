@@ -2,7 +2,7 @@
 3x3 conv), built from tests/models/arch_blocks.py (no timm). Prints seconds per lower() stage, partitions and
 graph nodes; never asserts.
 
-    .venv/bin/python benchmarks/grouped_conv_lowering.py [--resolution 224] [--repeat 1]
+    .venv/bin/python benchmarks/grouped_conv_lowering.py [--resolution 224] [--repeat 1] [--write-docs]
 
 Grouped convs stay one node each in the ExecuTorch graph (the converter emits SPLIT + a CONV_2D per group +
 CONCATENATION inside the TFLite); earlier they were split into per-group convs + cat before quantization, which
@@ -21,17 +21,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
 def main() -> None:
+    import _docs
     from models.arch_blocks import regnetx_002
-
-    from executorch_neutron import lower
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--resolution", type=int, default=224)
     p.add_argument("--repeat", type=int, default=1)
+    _docs.add_argument(p)
     args = p.parse_args()
     logging.basicConfig(level=logging.ERROR)
     logging.getLogger("executorch_neutron").setLevel(logging.ERROR)
     model, inputs = regnetx_002(resolution=args.resolution)
+    with _docs.capture() as printed:
+        _measure(model, inputs, args)
+    if args.write_docs:
+        _docs.write_figures("benchmarks/grouped_conv_lowering.py", "grouped_conv_lowering",
+                            "Lowering time of a grouped-convolution network", _docs.as_markdown(printed.getvalue()))
+
+
+def _measure(model, inputs, args) -> None:
+    from executorch_neutron import lower
+
     for _ in range(args.repeat):
         t0 = time.perf_counter()
         r = lower(model, inputs, [inputs])

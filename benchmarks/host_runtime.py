@@ -6,7 +6,7 @@ Prints, from one run, the median seconds per inference of
   (b) the partition's TFLite executed directly in LiteRT (reference kernels, already-quantized input),
 and the ratio a/b. No pass/fail: the figures are for reading.
 
-    python benchmarks/host_runtime.py [--resolution 64] [--repeats 20]
+    python benchmarks/host_runtime.py [--resolution 64] [--repeats 20] [--write-docs]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _docs  # noqa: E402
 from _timing import median_seconds  # noqa: E402
 
 
@@ -26,8 +27,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--resolution", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=20)
+    _docs.add_argument(parser)
     args = parser.parse_args()
+    with _docs.capture() as printed:
+        _measure(args)
+    if args.write_docs:
+        _docs.write_figures("benchmarks/host_runtime.py", "host_runtime", "Host runtime overhead",
+                            _docs.as_markdown(printed.getvalue()))
 
+
+def _measure(args) -> None:
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     from executorch_neutron import lower

@@ -2,7 +2,7 @@
 asserts).
 
     .venv/bin/python benchmarks/lowering.py [--models mobilenet_v2_like ds_cnn vww_mobilenet cifarnet]
-                                            [--resolution 64] [--calibration 8] [--profile N]
+                                            [--resolution 64] [--calibration 8] [--profile N] [--write-docs]
 
 Stages of lower(): quantize (export for PT2E + prepare + calibrate + convert), export (of the quantized model),
 partition+convert (to_edge_transform_and_lower: partitioner, TFLite conversion, payload), to_executorch.
@@ -94,20 +94,27 @@ def bench(name: str, resolution: int, n_calib: int, profile: int) -> None:
 
 
 def main() -> None:
+    import _docs
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", nargs="+", default=["mobilenet_v2_like", "ds_cnn", "vww_mobilenet", "cifarnet"])
     p.add_argument("--resolution", type=int, default=64, help="input size of mobilenet_v2_like")
     p.add_argument("--calibration", type=int, default=8)
     p.add_argument("--profile", type=int, default=0, metavar="N")
+    _docs.add_argument(p)
     args = p.parse_args()
     logging.basicConfig(level=logging.ERROR)
-    t0 = time.perf_counter()
-    import executorch_neutron  # noqa: F401
+    with _docs.capture() as printed:
+        t0 = time.perf_counter()
+        import executorch_neutron  # noqa: F401
 
-    print(f"import executorch_neutron: {time.perf_counter() - t0:.2f} s")
-    for name in args.models:
-        bench(name, args.resolution, args.calibration, args.profile)
-    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+        print(f"import executorch_neutron: {time.perf_counter() - t0:.2f} s")
+        for name in args.models:
+            bench(name, args.resolution, args.calibration, args.profile)
+        print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    if args.write_docs:
+        _docs.write_figures("benchmarks/lowering.py", "lowering", "Lowering time and size",
+                            _docs.as_markdown(printed.getvalue()))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Model families benchmark: how much of each architecture family runs on the NPU, and how close it computes.
 
-    .venv/bin/python benchmarks/model_zoo.py [--families mobilenet_v3 resnext ...] [--samples 4] [--markdown]
+    .venv/bin/python benchmarks/model_zoo.py [--families mobilenet_v3 resnext ...] [--samples 4] [--write-docs]
 
 The families are the small models of tests/models/arch_blocks.py (defining blocks of MobileNetV3, EfficientNet,
 ShuffleNetV2, ResNeXt/RegNet, ResNet, SqueezeNet; random weights, batch norm warmed up) plus the bundled
@@ -63,12 +63,19 @@ def _row(m: dict) -> str:
 
 
 def main() -> None:
+    import _docs
+
     families = _families()
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--families", nargs="*", default=list(families), choices=list(families))
     p.add_argument("--samples", type=int, default=4, help="inputs compared per family")
+    _docs.add_argument(p)
     args = p.parse_args()
-    print_table(families, args.families, args.samples)
+    with _docs.capture() as printed:
+        print_table(families, args.families, args.samples)
+    if args.write_docs:
+        _docs.write_figures("benchmarks/model_zoo.py", "model_families", "Model families on the NPU",
+                            _docs.as_markdown(printed.getvalue()))
 
 
 def print_table(factories: dict, names, samples: int, first: str = "family", **spec) -> None:

@@ -7,7 +7,8 @@ Per example (examples/cifarnet.py, ds_cnn.py, vww_mobilenet.py and zoo.anomaly_a
 synthetic calibration) and Neutron target: the estimate's cycles and time, the share of its cycles bound by data
 movement, and the layers with the most cycles. Then the one published Neutron measurement we can rebuild: MLPerf
 Tiny's anomaly-detection autoencoder, 0.797 ms on the MCX N94x NPU (NXP), against the estimate for `mcxn94x`
-(the ratio report/notes.py quotes). Writes docs/neutron_estimate.md. Prints figures, never asserts.
+(the ratio report/notes.py quotes). `--write-docs` puts the figures on docs/neutron_estimate.md. Prints figures,
+never asserts.
 """
 
 from __future__ import annotations
@@ -34,64 +35,49 @@ def _lower(name: str, target: str):
 
 
 def main(argv=None) -> int:
-    from executorch_neutron.report.estimate import FORMULA
+    import _docs
     from executorch_neutron.report.render import estimate_figures
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--targets", nargs="+", default=list(TARGETS))
     p.add_argument("--layers", type=int, default=5, help="layers listed per example (most cycles first)")
+    _docs.add_argument(p)
     args = p.parse_args(argv)
     logging.getLogger("executorch_neutron").setLevel(logging.ERROR)
 
-    summary = ["| example | target | partitions | MACs | cycles | time | data-bound share of the cycles |",
-               "|---|---|---:|---:|---:|---:|---:|"]
-    details, figures = [], {}
-    for name in EXAMPLES:
-        for target in args.targets:
-            report = _lower(name, target)
-            figures[target] = estimate_figures(report)
-            est = report.neutron_estimate
-            layers = [la for p in report.partitions for la in p.neutron_estimate["layers"]]
-            data = sum(la["cycles"] for la in layers if la["bound"] == "data")
-            row = (f"| {name} | {target} | {len(report.partitions)} | {est['macs']:,} | {est['cycles']:,} | "
-                   f"{1e3 * est['inference_seconds']:.3f} ms | {100 * data / max(est['cycles'], 1):.0f}% |")
-            print(row, flush=True)
-            summary.append(row)
-            if target == args.targets[0]:
-                details += ["", f"### {name} on {target}", "",
-                            "| layer (output tensor) | operator | cycles | share | MACs | bound by |",
-                            "|---|---|---:|---:|---:|---|"]
-                for la in sorted(layers, key=lambda la: -la["cycles"])[:args.layers]:
-                    details.append(f"| `{la['name']}` | {la['op']} | {la['cycles']:,} | "
-                                   f"{100 * la['cycles'] / max(est['cycles'], 1):.1f}% | {la['macs']:,} | "
-                                   f"{la['bound']} |")
-            if name == "anomaly_autoencoder" and target == "mcxn94x":
-                ad = est["inference_seconds"]
-    calibration = []
-    if "mcxn94x" in args.targets:
-        calibration = [f"MLPerf Tiny anomaly-detection autoencoder on `mcxn94x`: estimate {1e3 * ad:.3f} ms, NXP's "
-                       f"published NPU time {1e3 * PUBLISHED_AD_SECONDS:.3f} ms: measured / estimate = "
-                       f"{PUBLISHED_AD_SECONDS / ad:.2f}."]
-        print(calibration[0])
-
-    from _docs import write_page
-
-    page = write_page("neutron_estimate", "benchmarks/neutron_estimate.py", "Neutron per-layer estimate", [
-        "An estimate of this package, not NXP's and not a measurement: NXP publishes no cost model for its Neutron "
-        "NPUs. Every Neutron delegation report carries it (per layer, per partition and in total); with the eIQ "
-        "Neutron SDK installed, the converter's own figures replace it.", "",
-        f"Formula: {FORMULA}.", "",
-        "The targets' figures (override any with `dataclasses.replace(get_target(name), ...)` and "
-        "`report.estimate.estimate_tflite`):", "",
-        *[f"- `{t}`: " + "; ".join(f) for t, f in figures.items()], "",
-        "## Held against NXP's published figure", "", *calibration, "",
-        "The estimate is optimistic: read its total as a lower bound and its per-layer shares (which layer "
-        "dominates, compute or data bound) as the useful part. The other published Neutron figure we know "
-        "(MobileNetV2 224x224 on the i.MX 95 in 3.17 ms, with a few operators left on the CPU) has no "
-        "bundled counterpart here.", "",
-        "## The bundled examples (random weights, synthetic calibration)", "", *summary, "",
-        f"## Where the cycles go (the {args.layers} layers with the most cycles)", *details])
-    print(f"wrote {page}")
+    details, figures, ad = [], {}, None
+    with _docs.capture() as printed:
+        print("| example | target | partitions | MACs | cycles | time | data-bound share of the cycles |")
+        print("|---|---|---:|---:|---:|---:|---:|")
+        for name in EXAMPLES:
+            for target in args.targets:
+                report = _lower(name, target)
+                figures[target] = estimate_figures(report)
+                est = report.neutron_estimate
+                layers = [la for p in report.partitions for la in p.neutron_estimate["layers"]]
+                data = sum(la["cycles"] for la in layers if la["bound"] == "data")
+                print(f"| {name} | {target} | {len(report.partitions)} | {est['macs']:,} | {est['cycles']:,} | "
+                      f"{1e3 * est['inference_seconds']:.3f} ms | {100 * data / max(est['cycles'], 1):.0f}% |",
+                      flush=True)
+                if target == args.targets[0]:
+                    details += ["", f"{name} on {target}, the {args.layers} layers with the most cycles:", "",
+                                "| layer (output tensor) | operator | cycles | share | MACs | bound by |",
+                                "|---|---|---:|---:|---:|---|"]
+                    details += [f"| `{la['name']}` | {la['op']} | {la['cycles']:,} | "
+                                f"{100 * la['cycles'] / max(est['cycles'], 1):.1f}% | {la['macs']:,} | {la['bound']} |"
+                                for la in sorted(layers, key=lambda la: -la["cycles"])[:args.layers]]
+                if name == "anomaly_autoencoder" and target == "mcxn94x":
+                    ad = est["inference_seconds"]
+        print("\n".join(details))
+        print("")
+        for target, lines in figures.items():
+            print(f"{target}: " + "; ".join(lines))
+        if ad is not None:
+            print(f"MLPerf Tiny anomaly-detection autoencoder on mcxn94x: estimate {1e3 * ad:.3f} ms, NXP's published "
+                  f"NPU time {1e3 * PUBLISHED_AD_SECONDS:.3f} ms: measured / estimate = {PUBLISHED_AD_SECONDS / ad:.2f}")
+    if args.write_docs:
+        _docs.write_figures("benchmarks/neutron_estimate.py", "neutron_estimate", "Neutron per-layer estimate",
+                            _docs.as_markdown(printed.getvalue()))
     return 0
 
 

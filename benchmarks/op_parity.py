@@ -1,7 +1,7 @@
 """Operator parity with NXP's current release: per single-operator case, our verdict under the default profile
 (`sdk-current`) against what NXP's release delegates (prints, never asserts).
 
-    PYTHONPATH=src .venv/bin/python benchmarks/op_parity.py [--cases add_nc11 softmax4_last ...] [--steps] [--verbose]
+    PYTHONPATH=src .venv/bin/python benchmarks/op_parity.py [--cases add_nc11 softmax4_last ...] [--steps] [--verbose] [--write-docs]
 
 The expectation column is hand-written from the support checks of NXP's converters in the executorch 1.5.1
 wheel (`executorch/backends/nxp/backend/ir/converter/node_converters/ops_converters/<file>`:
@@ -542,14 +542,25 @@ def max_steps(make, shapes, kind) -> tuple[int, int] | str:
 
 
 def main() -> None:
+    import _docs
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", nargs="*", default=list(CASES))
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--steps", action="store_true", help="for the cases both delegate, also run them: the TFLite "
                     "and the .pte against PyTorch's quantized model, in output steps (slower)")
+    _docs.add_argument(ap)
     args = ap.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.ERROR, format="%(message)s")
     logging.getLogger("executorch_neutron").setLevel(logging.DEBUG if args.verbose else logging.ERROR)
+    with _docs.capture() as printed:
+        _compare(args)
+    if args.write_docs:
+        _docs.write_figures("benchmarks/op_parity.py", "op_parity", "Parity with NXP's current release",
+                            _docs.as_markdown(printed.getvalue()))
+
+
+def _compare(args) -> None:
     gaps, beyond, agree, over = [], [], 0, []
     print(f"{'case':28} {'NXP':4} {'ours':4}  NXP converter / our reason")
     for name in args.cases:

@@ -6,7 +6,7 @@ every header byte with its field name (the delegate payload contract in payload/
 so a reader can check the bytes against the contract by eye. The partition's delegate call has 4 input arguments;
 argument 1 is not used by the partition. No pass/fail.
 
-    python benchmarks/payload_header.py
+    python benchmarks/payload_header.py [--write-docs]
 """
 
 from __future__ import annotations
@@ -46,6 +46,21 @@ def three_by_three() -> bytes:
 
 
 def main() -> None:
+    import argparse
+
+    import _docs
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    _docs.add_argument(p)
+    args = p.parse_args()
+    with _docs.capture() as printed:
+        _print_header()
+    if args.write_docs:
+        _docs.write_figures("benchmarks/payload_header.py", "payload_header",
+                            "The device payload header, byte by byte", _docs.as_markdown(printed.getvalue()))
+
+
+def _print_header() -> None:
     graph_header = Header(n_args=4, input_formats=IN_FLAGS, output_formats=OUT_FLAGS, input_args=INPUT_ARGS,
                           output_args=(0, 1, 2))
     with tempfile.TemporaryDirectory() as tmp:

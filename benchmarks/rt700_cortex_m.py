@@ -6,7 +6,7 @@ quantize/dequantize), cortex_m::* kernels, median host run time, and the worst d
 model in output quantization steps. No pass/fail: the figures are for reading. Host run times measure our host
 kernels and LiteRT reference kernels on this machine, not the device.
 
-    python benchmarks/rt700_cortex_m.py [--repeats 20]
+    python benchmarks/rt700_cortex_m.py [--repeats 20] [--write-docs]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from torch import nn
 F = nn.functional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _docs  # noqa: E402
 from _timing import median_seconds  # noqa: E402
 
 
@@ -86,8 +87,16 @@ def _output_scale(quantized_model) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
+    _docs.add_argument(parser)
     args = parser.parse_args()
+    with _docs.capture() as printed:
+        _compare(args)
+    if args.write_docs:
+        _docs.write_figures("benchmarks/rt700_cortex_m.py", "rt700_cortex_m", "i.MX RT700: imxrt700 vs imxrt700cm",
+                            _docs.as_markdown(printed.getvalue()))
 
+
+def _compare(args) -> None:
     from executorch_neutron import lower
     from executorch_neutron.pte import inspect_pte
     from executorch_neutron.runtime import load

@@ -1,6 +1,6 @@
 """Real timm architectures (random weights) on the NPU: the models the issues measured, as timm defines them.
 
-    PYTHONPATH=/path/to/timm-dir .venv/bin/python benchmarks/timm_models.py [--models vit_tiny mixnet_s ...]
+    PYTHONPATH=/path/to/timm-dir .venv/bin/python benchmarks/timm_models.py [--models vit_tiny mixnet_s ...] [--write-docs]
 
 Not part of the test suite and not a dependency of the package: timm is installed by hand into a directory of your
 own, e.g. `pip install --no-deps --target /tmp/timm timm==1.0.31 pillow pyyaml huggingface_hub safetensors`.
@@ -97,6 +97,7 @@ def _factory(timm, name: str, resolution: int, kwargs: dict):
 
 
 def main() -> None:
+    import _docs
     from model_zoo import print_table
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -104,11 +105,16 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=2, help="inputs compared per model")
     p.add_argument("--constraints", default="sdk-current", help="constraint profile")
     p.add_argument("--target", default="imxrt700", help="target (e.g. imx93 for the Ethos-U65)")
+    _docs.add_argument(p)
     args = p.parse_args()
     timm = _import_timm()
-    print(f"timm {timm.__version__}, torch {torch.__version__}, target {args.target}")
-    factories = {key: _factory(timm, *MODELS[key]) for key in args.models}
-    print_table(factories, args.models, args.samples, "model", target=args.target, constraints=args.constraints)
+    with _docs.capture() as printed:
+        print(f"timm {timm.__version__}, torch {torch.__version__}, target {args.target}")
+        factories = {key: _factory(timm, *MODELS[key]) for key in args.models}
+        print_table(factories, args.models, args.samples, "model", target=args.target, constraints=args.constraints)
+    if args.write_docs:
+        _docs.write_figures("benchmarks/timm_models.py", "timm_models", "Real timm architectures",
+                            _docs.as_markdown(printed.getvalue()))
 
 
 if __name__ == "__main__":

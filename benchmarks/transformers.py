@@ -1,6 +1,6 @@
 """Transformer benchmark: how much of each transformer block and small transformer model runs on the NPU.
 
-    .venv/bin/python benchmarks/transformers.py [--cases layer_norm kwt ...] [--constraints sdk-current]
+    .venv/bin/python benchmarks/transformers.py [--cases layer_norm kwt ...] [--constraints sdk-current] [--write-docs]
 
 The blocks and models are those of tests/models/transformer_blocks.py (layer norm, GELU, MLP, attention written
 with matmuls / nn.MultiheadAttention / F.scaled_dot_product_attention, a pre-norm encoder layer; KWT, a tiny ViT,
@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
 def main() -> None:
+    import _docs
     from model_zoo import print_table
     from models.transformer_blocks import BLOCKS, MODELS
 
@@ -28,8 +29,13 @@ def main() -> None:
     p.add_argument("--cases", nargs="*", default=list(cases), choices=list(cases))
     p.add_argument("--samples", type=int, default=4, help="inputs compared per case")
     p.add_argument("--constraints", default="sdk-current", help="constraint profile")
+    _docs.add_argument(p)
     args = p.parse_args()
-    print_table(cases, args.cases, args.samples, "case", constraints=args.constraints)
+    with _docs.capture() as printed:
+        print_table(cases, args.cases, args.samples, "case", constraints=args.constraints)
+    if args.write_docs:
+        _docs.write_figures("benchmarks/transformers.py", "transformers", "Transformers on the NPU",
+                            _docs.as_markdown(printed.getvalue()))
 
 if __name__ == "__main__":
     main()

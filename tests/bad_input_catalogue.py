@@ -1,8 +1,9 @@
 """The bad-input and fault catalogue: case -> what the user does, the exit code and the message they get.
 
 tests/test_bad_input_catalogue.py runs every case (crash-prone ones in a child process) and checks the exit code
-and the message fragment; README.md's "Troubleshooting" section is generated from this table
-(`python tests/bad_input_catalogue.py` prints it) and a test fails when the two disagree.
+and the message fragment; the table of docs/guide/troubleshooting.md is generated from this one
+(`python tests/bad_input_catalogue.py` prints it, `--write-docs` writes it there) and a test fails when the two
+disagree.
 
 A case is a CLI command (`argv`, run as `python -m executorch_neutron ...`) or a Python snippet (`script`, run as
 `python -c ...`; an uncaught exception exits 1). `{d}` is the directory holding the files of `catalogue_files()`.
@@ -11,12 +12,13 @@ A case is a CLI command (`argv`, run as `python -m executorch_neutron ...`) or a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass(frozen=True)
 class Case:
-    problem: str  # README: what the user did
-    fix: str  # README: what to do
+    problem: str  # the troubleshooting page: what the user did
+    fix: str  # the troubleshooting page: what to do
     code: int  # expected exit code
     fragment: str  # expected in stdout+stderr
     argv: tuple[str, ...] = ()
@@ -550,8 +552,12 @@ def _round2_files(d, pte: bytes, inputs: tuple, net) -> None:
     np.save(d / "x12.npy", np.zeros((1, 3, 12, 5), np.float32))  # an input that fits the edited program
 
 
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "troubleshooting.md"
+MARKERS = ("<!-- catalogue:start -->\n", "<!-- catalogue:end -->")
+
+
 def markdown() -> str:
-    """README's troubleshooting table."""
+    """The troubleshooting page's table."""
     lines = ["| what happened | exit code | message contains | what to do |", "|---|---|---|---|"]
     for case in CASES.values():
         fragment = case.fragment.replace("{d}/", "").replace("|", "\\|")
@@ -559,5 +565,27 @@ def markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
+def page_table(page: Path = PAGE) -> str:
+    """The table between the catalogue markers of the troubleshooting page."""
+    text = page.read_text()
+    start, end = MARKERS
+    if start not in text or end not in text:
+        raise ValueError(f"{page} lacks the catalogue markers {start.strip()} ... {end}")
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def write_page(page: Path = PAGE) -> None:
+    text = page.read_text()
+    page_table(page)
+    before, rest = text.split(MARKERS[0], 1)
+    page.write_text(before + MARKERS[0] + markdown() + MARKERS[1] + rest.split(MARKERS[1], 1)[1])
+
+
 if __name__ == "__main__":
-    print(markdown(), end="")
+    import sys
+
+    if "--write-docs" in sys.argv[1:]:
+        write_page()
+        print(f"wrote the catalogue table of {PAGE}")
+    else:
+        print(markdown(), end="")

@@ -4,6 +4,10 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.fast
+
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "src" / "executorch_neutron"
 

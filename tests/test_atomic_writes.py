@@ -11,6 +11,8 @@ import pytest
 
 from executorch_neutron.core import atomic
 
+pytestmark = pytest.mark.fast
+
 
 def _interrupt_in(monkeypatch, name: str, after: bool) -> None:
     """Send a real SIGINT to this process from inside os.<name> (before or after its real work)."""

@@ -1,8 +1,8 @@
 """Every case of the bad-input catalogue (tests/bad_input_catalogue.py): the exit code and the message, and no crash.
 
 Python snippets and crash-prone or environment-changing CLI cases run in a child process (a signal would show as
-a negative return code); the other CLI cases call `cli.main` in this process. README.md's troubleshooting
-table must equal the catalogue's rendering.
+a negative return code); the other CLI cases call `cli.main` in this process. The table of
+docs/guide/troubleshooting.md must equal the catalogue's rendering.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bad_input_catalogue import CASES, catalogue_files, markdown
+from bad_input_catalogue import CASES, PAGE, catalogue_files, markdown, page_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,9 +78,7 @@ def test_catalogue_case(name, files):
     assert len(errors) <= 1 and "Traceback" not in output or case.script, output[-3000:]
 
 
-def test_readme_troubleshooting_is_the_catalogue():
-    readme = (ROOT / "README.md").read_text()
-    start, end = "<!-- catalogue:start -->\n", "<!-- catalogue:end -->"
-    assert start in readme and end in readme, "README.md lacks the troubleshooting markers"
-    table = readme.split(start, 1)[1].split(end, 1)[0]
-    assert table == markdown(), "README.md's troubleshooting table is stale: python tests/bad_input_catalogue.py"
+@pytest.mark.fast
+def test_troubleshooting_page_is_the_catalogue():
+    assert page_table() == markdown(), (
+        f"{PAGE.relative_to(ROOT)}'s table is stale: run python tests/bad_input_catalogue.py --write-docs")

@@ -5,6 +5,8 @@ import pytest
 from executorch_neutron import NeutronCompileSpec, get_target
 from executorch_neutron.target import TARGETS
 
+pytestmark = pytest.mark.fast
+
 
 def test_defaults_round_trip():
     spec = NeutronCompileSpec()

@@ -9,6 +9,8 @@ import pytest
 
 from executorch_neutron.neutron.payload import MICROCODE_MAGIC, REFERENCE_MAGIC, Header, Payload, PayloadError, pack, unpack
 
+pytestmark = pytest.mark.fast
+
 HEADERS = {
     "1in_1out": Header(1, (1,), (1,), (0,), (0,)),
     "3in_2out_mixed": Header(4, (1, 0, 1), (0, 1), (3, 0, 2), (1, 0)),  # arg 1 is not delegated to the NPU

@@ -6,6 +6,8 @@ import pytest
 
 from executorch_neutron.target import TARGETS, NeutronTarget, UnknownTargetError, get_target
 
+pytestmark = pytest.mark.fast
+
 # name: (num_macs, subsystem, hardware version, Cortex-M core for the leftovers): NXP's eIQ Neutron documents
 FIGURES = {
     "imxrt700": (8, False, "N3", None),

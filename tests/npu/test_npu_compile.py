@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.fast
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fake_neutron_sdk as fake  # noqa: E402
 

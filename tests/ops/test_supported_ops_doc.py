@@ -2,7 +2,11 @@
 
 from pathlib import Path
 
+import pytest
+
 from executorch_neutron.report.supported_ops import render_markdown
+
+pytestmark = pytest.mark.fast
 
 ROOT = Path(__file__).resolve().parents[2]
 

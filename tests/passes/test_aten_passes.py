@@ -14,6 +14,8 @@ from executorch_neutron.passes.split_to_slices import split_to_slices
 
 from harness import Fn
 
+pytestmark = pytest.mark.fast
+
 aten = torch.ops.aten
 
 

@@ -10,6 +10,8 @@ from quantizer_testing import QUANTIZE, input_dq, nodes, only, quantize_ptq, sqn
 from executorch_neutron.quantizer import NeutronQuantizer
 from executorch_neutron.target import TARGETS, UnknownTargetError
 
+pytestmark = pytest.mark.fast
+
 aten = torch.ops.aten
 X = (torch.randn(1, 3, 10, 7),)
 

@@ -20,6 +20,8 @@ from executorch_neutron.runtime.executor import (
     Executor,
 )
 
+pytestmark = pytest.mark.fast
+
 CODES = {np.dtype(np.uint8): 0, np.dtype(np.int8): 1, np.dtype(np.int32): 3, np.dtype(np.float32): 6}
 NCHW, NHWC = (0, 1, 2, 3), (0, 2, 3, 1)
 

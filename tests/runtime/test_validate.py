@@ -12,6 +12,8 @@ from torch import nn
 from executorch_neutron import lower
 from executorch_neutron.runtime.validate import InvalidProgram, check_program
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.fixture(scope="module")
 def pte() -> bytes:
