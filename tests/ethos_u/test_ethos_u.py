@@ -224,6 +224,7 @@ TARGETS = {  # name: (Vela accelerator, system config, memory mode, clock)
 }
 
 
+@pytest.mark.fast
 def test_u85_defaults_are_executorch_arm_backend_defaults():
     """Arm's `ethosu_compile_spec` resolves the same system config and memory mode for every U85 size (read from
     its source: its module imports Arm's TOSA serializer, which is not installable here)."""

@@ -117,6 +117,7 @@ def test_ethos_u_report_has_the_same_per_layer_table():
     assert "| partition | layer (output tensor) | operator | cycles | share | MACs |" in md
 
 
+@pytest.mark.fast
 def test_converter_figures_replace_the_estimate():
     from executorch_neutron.report.delegation import _neutron_estimate
 
