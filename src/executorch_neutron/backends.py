@@ -31,13 +31,16 @@ class Backend:
     host_blob: Callable[[bytes], bytes | None]  # host runtime: the payload it runs for a blob (None: device-only)
     on_load: Callable[[bytes], None]  # host runtime: a program is being loaded
     device_only: str = ""  # host runtime: why a blob with no host payload cannot run, and what to do
+    pte_tflite: Callable | None = None  # (blob, deserialized .pte) -> the partition's TFLite, or None (device only)
+    layer_estimate: Callable | None = None  # (TFLite, spec) -> (per-layer estimate [{name, op, cycles}], unit)
 
 
 BACKENDS: dict[str, Backend] = {b.kind: b for b in (
     Backend(ETHOS_U, EthosUPartitioner.backend_id, "Ethos-U", EthosUPartitioner, _ethos_u.view,
-            _ethos_u_reference, _ethos_u.claims, _ethos_u.host_blob, _ethos_u.on_load, _ethos_u.DEVICE_ONLY),
+            _ethos_u_reference, _ethos_u.claims, _ethos_u.host_blob, _ethos_u.on_load, _ethos_u.DEVICE_ONLY,
+            _ethos_u.pte_tflite, _ethos_u.layer_estimate),
     Backend(NEUTRON, _NEUTRON_ID, "Neutron", NeutronPartitioner, _neutron.view, _neutron.reference,
-            _neutron.claims, _neutron.host_blob, _neutron.on_load),
+            _neutron.claims, _neutron.host_blob, _neutron.on_load, pte_tflite=_neutron.pte_tflite),
 )}
 
 

@@ -142,6 +142,11 @@ def _compile(args) -> int:
         print(f"wrote {result.report.save(args.report)}")
     if args.etrecord:
         print(f"wrote {result.save_etrecord(args.etrecord)} (ETRecord for `executorch-neutron profile`)")
+    if args.model_explorer:
+        from .report.graph import layer_costs
+
+        _model_explorer(result.pte, args.model_explorer,
+                        {p.tag: found for p in result.report.partitions if (found := layer_costs(p))})
     if not result.report.partitions and not args.allow_cpu_only:
         raise UserError("no node was delegated to the Neutron NPU", "see 'On the CPU' above for the reasons; "
                         "--allow-cpu-only accepts a CPU-only .pte", EXIT_NOT_DELEGATED)
@@ -222,10 +227,12 @@ def _profile(args) -> int:
     if args.etrecord and not Path(args.etrecord).is_file():
         raise UserError(f"no ETRecord at {args.etrecord}", "write one with `executorch-neutron compile ... --etrecord "
                                                           "FILE`")
-    inputs = _pte_inputs(args, [("--etdump", args.etdump)], [("--etrecord", args.etrecord)])
+    inputs = _pte_inputs(args, [("--etdump", args.etdump), ("--trace", args.trace)], [("--etrecord", args.etrecord)])
     with _runtime_logs():  # a NeutronRuntimeError gets its hint in main()
         prof = profile(args.pte, inputs, runs=args.runs, etrecord=args.etrecord, etdump_path=args.etdump)
     print(prof)
+    trace = prof.save_trace(args.trace or prof.etdump_path.with_suffix(".trace.json"))
+    print(f"wrote {trace} (Chrome trace: open it in Perfetto or chrome://tracing)")
     return EXIT_OK
 
 
@@ -237,7 +244,27 @@ def _report(args) -> int:
     except PteError as exc:
         raise UserError(str(exc), "pass a .pte written by `executorch-neutron compile`") from None
     print(summary.to_json() if args.json else summary)
+    if args.model_explorer:
+        _model_explorer(args.pte, args.model_explorer, file=sys.stderr if args.json else sys.stdout)
     return EXIT_OK
+
+
+def _model_explorer(pte, directory, estimates=None, file=None) -> None:
+    """Write the partitions' TFLite and Model Explorer node data (report/model_explorer.py) and say how to open
+    them."""
+    try:
+        import model_explorer  # noqa: F401 - the node data is built with its own API
+    except ImportError:
+        raise UserError("--model-explorer needs Google's Model Explorer", "pip install ai-edge-model-explorer "
+                        "(or executorch-neutron[explorer])") from None
+    from .report.model_explorer import write_overlays
+
+    for overlay in write_overlays(pte, directory, estimates):
+        if overlay.files:
+            print(f"wrote {overlay.name}: {', '.join(f.name for f in overlay.files)} in {directory}; open with: "
+                  f"{overlay.command()}", file=file)
+        else:
+            print(f"{overlay.name}: no overlay ({overlay.note})", file=file)
 
 
 def _compare(args) -> int:
@@ -397,6 +424,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--report", metavar="FILE", help="save the report: .md, .html, .json (schema: report/schema.json)")
     c.add_argument("--allow-cpu-only", action="store_true", help="exit 0 even when nothing was delegated")
     c.add_argument("--etrecord", metavar="FILE", help="also write ExecuTorch's ETRecord (for `profile`/Inspector)")
+    c.add_argument("--model-explorer", metavar="DIR", help="also write each partition's TFLite and Model Explorer "
+                   "node data (as `report --model-explorer`)")
     c.set_defaults(func=_compile)
 
     r = sub.add_parser("run", help="run a .pte on the host and summarize its outputs")
@@ -411,11 +440,15 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--runs", type=int, default=10, help="executions to profile (default 10)")
     f.add_argument("--etrecord", metavar="FILE", help="ETRecord from `compile --etrecord`: names the model's ops")
     f.add_argument("--etdump", metavar="FILE", help="keep the ETDump here (default: a temporary directory)")
+    f.add_argument("--trace", metavar="FILE", help="write the runs as a Chrome trace JSON here, for Perfetto or "
+                                                   "chrome://tracing (default: beside the ETDump, .trace.json)")
     f.set_defaults(func=_profile)
 
     s = sub.add_parser("report", help="what is inside a .pte: methods, CPU kernels, delegates and payloads")
     s.add_argument("pte", type=Path)
     s.add_argument("--json", action="store_true")
+    s.add_argument("--model-explorer", metavar="DIR", help="write each partition's TFLite and Model Explorer node "
+                   "data (where each operator runs; per-layer cycles where estimated) into DIR")
     s.set_defaults(func=_report)
 
     m = sub.add_parser("compare", help="float vs quantized PyTorch vs the .pte, per output and per partition")

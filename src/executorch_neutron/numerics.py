@@ -30,7 +30,7 @@ from .core.qdq import per_tensor_kind
 from .lowering import lower
 from .neutron.payload import unpack
 from .runtime import load
-from .runtime.executor import run_reference_payload
+from .runtime import executor
 from .tflite.layout import Layout, from_channels_last, physical_shape
 from .tflite.reader import op_name, read_model, tensor_name
 
@@ -305,7 +305,7 @@ def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
         model = read_model(payload.tflite)
         diffs, refs, tests, per_op = [], [], [], {}
         for seen in captured:  # one run per sample: its outputs and (kept intermediates) every op's output
-            outputs, interpreter = run_reference_payload(
+            outputs, interpreter = executor.run_reference_payload(
                 blob, [seen[ins[k]][0].numpy() for k in h.input_args], keep_intermediates=True)
             _op_diffs(model, interpreter, op_keys[len(stats)], seen, per_op)
             for j, out in enumerate(outputs):

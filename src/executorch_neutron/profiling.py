@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 import tempfile
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -29,6 +29,7 @@ from .runtime import load
 DELEGATE_CALL = "DELEGATE_CALL"
 _DELEGATE_NAMES = {**{b.backend_id: b.npu for b in BACKENDS.values()}, "XnnpackBackend": "XNNPACK"}  # backend id -> row name
 _LOAD_EVENTS = ("Method::init", "Program::load_method")
+_CLOCK, _UNIT = "ns", "ms"  # the host runtime's event clock; the unit the Inspector gives durations in
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,19 @@ class Profile:
     load_ms: float
     etdump_path: Path
     inspector: object  # executorch.devtools.Inspector
+    delegates: list = field(default_factory=list)  # the method's pte.DelegateInfo, in instruction order
+
+    def chrome_trace(self) -> dict:
+        """The profiled runs as a Chrome trace (Perfetto, chrome://tracing): one track per delegate call and CPU
+        kernel, one event per run (trace.py)."""
+        from .trace import chrome_trace
+
+        return chrome_trace(named_events(self.inspector, self.delegates), _CLOCK, _UNIT)
+
+    def save_trace(self, path: str | Path) -> Path:
+        from .trace import write_chrome_trace
+
+        return write_chrome_trace(path, self.chrome_trace())
 
     @property
     def delegate_rows(self) -> list[EventRow]:
@@ -100,6 +114,7 @@ def profile(
     path = program.write_etdump(etdump_path)
 
     from executorch.devtools import Inspector
+    from executorch.devtools.inspector import TimeScale
 
     with tempfile.TemporaryDirectory() as tmp:
         if etrecord is not None and not isinstance(etrecord, (str, Path)):
@@ -110,25 +125,23 @@ def profile(
         with warnings.catch_warnings():
             # "Output Buffer not found" (no debug buffer: timings only) and ETRecord kwargs it does not serialize
             warnings.simplefilter("ignore", UserWarning)
-            inspector = Inspector(etdump_path=str(path), etrecord=None if etrecord is None else str(etrecord))
+            inspector = Inspector(etdump_path=str(path), etrecord=None if etrecord is None else str(etrecord),
+                                  source_time_scale=TimeScale(_CLOCK), target_time_scale=TimeScale(_UNIT))
     summary = inspect_pte(pte)
     delegates = next((m.delegates for m in summary.methods if m.name == method), [])
-    return Profile(runs, *_rows(inspector, delegates), path, inspector)
+    return Profile(runs, *_rows(inspector, delegates), path, inspector, list(delegates))
 
 
-def _rows(inspector, delegates) -> tuple[list[EventRow], float]:
-    """Inspector events -> rows: a CPU kernel is its OPERATOR_CALL event named after the `native_call_<kernel>`
-    event before it; the k-th DELEGATE_CALL is the k-th delegate of the method (instruction order)."""
-    rows, load_ms, k, kernel = [], 0.0, 0, None
+def named_events(inspector, delegates):
+    """Inspector events -> (name, backend, model ops, detail, event) in program order, the program's load events
+    left out: a CPU kernel is its OPERATOR_CALL event named after the `native_call_<kernel>` event before it; the
+    k-th DELEGATE_CALL is the k-th delegate of the method (instruction order)."""
+    k, kernel = 0, None
     for block in inspector.event_blocks:
         for event in block.events:
-            raw = list(event.perf_data.raw) if event.perf_data is not None else []
-            if not raw:
+            if event.perf_data is None or not list(event.perf_data.raw) or event.name in _LOAD_EVENTS:
                 continue
             name, backend, ops, detail = event.name, None, (), ""
-            if name in _LOAD_EVENTS:
-                load_ms += raw[0]
-                continue
             if name.startswith("native_call_"):
                 kernel = name[len("native_call_"):]
                 continue
@@ -141,5 +154,14 @@ def _rows(inspector, delegates) -> tuple[list[EventRow], float]:
                 ops = tuple(sorted({o for o in event.op_types if not o.startswith("quantized_decomposed.")}))
                 detail = _delegate_detail(d)
                 k += 1
-            rows.append(EventRow(name, backend, ops, detail, len(raw), statistics.median(raw), min(raw), max(raw)))
+            yield name, backend, ops, detail, event
+
+
+def _rows(inspector, delegates) -> tuple[list[EventRow], float]:
+    rows = []
+    for name, backend, ops, detail, event in named_events(inspector, delegates):
+        raw = list(event.perf_data.raw)
+        rows.append(EventRow(name, backend, ops, detail, len(raw), statistics.median(raw), min(raw), max(raw)))
+    load_ms = sum(e.perf_data.raw[0] for b in inspector.event_blocks for e in b.events
+                  if e.name in _LOAD_EVENTS and e.perf_data is not None and list(e.perf_data.raw))
     return rows, load_ms

@@ -37,14 +37,19 @@ def register_from_pte(data: bytes) -> int:
 
     pte = deserialize_pte_binary(data)
     digests = [hashlib.sha256(d.data).hexdigest() for d in pte.program.backend_delegate_data if is_ethos_u(d.data)]
-    named = pte.named_data
-    stored = {} if named is None else {
-        key[len(REFERENCE_PREFIX):]: bytes(named.buffers[entry.buffer_index])
-        for key, entry in named.pte_data.items() if key.startswith(REFERENCE_PREFIX)}
+    stored = references_in(pte)
     with _lock:
         for digest in digests:
             _references[digest] = stored.get(digest)
     return sum(d in stored for d in digests)
+
+
+def references_in(pte) -> dict[str, bytes]:
+    """The host-reference payloads a deserialized .pte carries as named data, by their Vela payload's SHA-256."""
+    named = pte.named_data
+    return {} if named is None else {
+        key[len(REFERENCE_PREFIX):]: bytes(named.buffers[entry.buffer_index])
+        for key, entry in named.pte_data.items() if key.startswith(REFERENCE_PREFIX)}
 
 
 def reference_for(blob: bytes) -> bytes | None:

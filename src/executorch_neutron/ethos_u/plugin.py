@@ -4,6 +4,8 @@ the reference TFLite as named data), and what the host runtime runs for it (its 
 
 from __future__ import annotations
 
+import hashlib
+
 from ..neutron.payload import unpack
 from . import host
 from .payload import is_payload
@@ -31,3 +33,19 @@ def host_blob(blob: bytes) -> bytes | None:
 def on_load(pte: bytes) -> None:
     """Record the Vela payloads of a program being loaded and their references (host.register_from_pte)."""
     host.register_from_pte(pte)
+
+
+def pte_tflite(blob: bytes, pte) -> bytes | None:
+    """The partition TFLite of a Vela payload in a deserialized .pte: its reference (named data), or None
+    (device-only .pte)."""
+    reference = host.references_in(pte).get(hashlib.sha256(blob).hexdigest())
+    return unpack(reference).tflite if reference is not None else None
+
+
+def layer_estimate(tflite: bytes, spec) -> tuple[list[dict], str]:
+    """Vela's per-layer estimate of a partition TFLite, compiled again with the spec's flags."""
+    from .backend import vela_flags
+    from .vela_call import compile_tflite
+
+    estimate = compile_tflite(tflite, vela_flags(spec), "partition", spec.target_info.core_clock_hz).estimate
+    return [vars(layer) for layer in estimate.layers], "cycles (Vela's estimate)"

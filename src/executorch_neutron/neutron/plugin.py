@@ -36,4 +36,10 @@ def on_load(pte: bytes) -> None:
     """Nothing to record when a program is loaded."""
 
 
-__all__ = ["PayloadError", "claims", "host_blob", "on_load", "reference", "view"]
+def pte_tflite(blob: bytes, pte) -> bytes | None:
+    """The partition TFLite of a blob in a .pte: a host-reference payload's, or None for device microcode."""
+    payload = unpack(blob)
+    return payload.tflite if payload.is_reference else None
+
+
+__all__ = ["PayloadError", "claims", "host_blob", "on_load", "pte_tflite", "reference", "view"]

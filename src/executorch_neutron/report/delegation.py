@@ -25,6 +25,7 @@ from ..partition.support import Rejection
 from ..target import NEUTRON, get_target
 from ..tflite.layout import stored_channels_last
 from . import macs as _macs
+from .graph import apply_costs, program_graph
 from .html import to_html
 from .render import to_dict, to_markdown, to_text
 
@@ -126,6 +127,7 @@ class DelegationReport:
     cortex_m_core: str | None = None
     cortex_m_kernels: dict[str, str] = field(default_factory=dict)  # CPU node -> "cortex_m.softmax", ...
     cortex_m_refused: dict[str, str] = field(default_factory=dict)  # CPU node -> why the Cortex-M passes refused it
+    graph: object = None  # graph.ProgramGraph: the lowered program as vertices and edges (the HTML draws it)
 
     # --- Vela's estimate (Ethos-U targets) -------------------------------------------------------------------
     @property
@@ -311,12 +313,14 @@ class DelegationReport:
         rejections = list(partitioner.rejections)
         kernels = {} if leftovers is None else {
             r.node: k for r in rejections if (k := leftovers.kernel_of(r.node)) is not None}
+        graph = program_graph(program, rejections, kernels, {p.tag: p.input_formats for p in partitions})
         return cls(spec.target, partitions, rejections,
                    total_macs=max(total, npu + sum(cpu_macs.values())), cpu_macs=cpu_macs,
                    cpu_constant_bytes=_constant_bytes(program), requantizations=_requantizations(gm),
                    constraints=spec.constraints,
                    cortex_m_core=None if leftovers is None else leftovers.core, cortex_m_kernels=kernels,
-                   cortex_m_refused={} if leftovers is None else dict(leftovers.refused))
+                   cortex_m_refused={} if leftovers is None else dict(leftovers.refused),
+                   graph=apply_costs(graph, partitions))
 
 
 def _requantizations(gm) -> list[Requantization]:

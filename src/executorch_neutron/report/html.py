@@ -1,6 +1,7 @@
 """A self-contained HTML page for a `DelegationReport`: inline CSS, no scripts, no network.
 
-Sections: totals (node and MAC shares, model size, memory estimate as a bar), a table of partitions, for
+Sections: totals (node and MAC shares, model size, memory estimate as a bar), the program drawn as a graph
+(graph_svg.py: partitions, CPU nodes and boundary crossings, inline SVG), a table of partitions, for
 Ethos-U targets Vela's estimate per layer (where the cycles go, as bars), a per-operator view (NPU vs CPU counts)
 and every CPU node with its reason and hint.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from html import escape
 
+from . import graph_svg
 from .macs import MAC_FORMULA
 from .notes import MEMORY_NOTE, REQUANTIZE_NOTE
 from .render import (FORMATS, estimate_notes, ethos_u_lines, human_bytes, human_macs, layer_tables,
@@ -87,7 +89,8 @@ def to_html(report) -> str:
     pct = min(100.0, max(0.5, 100 * mem.share))  # a sliver stays visible
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>{report.npu_family} delegation report: {escape(report.target)}</title><style>{_CSS}</style></head><body>",
+        f"<title>{report.npu_family} delegation report: {escape(report.target)}</title><style>{_CSS}{graph_svg.CSS}"
+        "</style></head><body>",
         f"<h1>{report.npu_family} delegation report</h1><div class='note'>target <code>{escape(report.target)}</code>, "
         f"{escape(report.limits)}</div>",
         "<div class='cards'>",
@@ -106,6 +109,7 @@ def to_html(report) -> str:
          f"<p>Memory (estimate): {escape(human_bytes(mem.total_bytes))} &mdash; weights "
          f"{escape(human_bytes(mem.weight_bytes))}, activations {escape(human_bytes(mem.activation_bytes))} (this "
          f"target sets no SRAM size)</p>"),
+        *graph_svg.section(report.graph),
         "<h2>Partitions</h2><table><tr><th>partition</th><th>nodes</th><th>MACs</th><th>inputs</th><th>outputs</th>"
         "<th>weights</th><th>largest activation</th><th>payload</th><th>ops</th></tr>",
     ]

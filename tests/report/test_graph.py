@@ -1,0 +1,154 @@
+"""The HTML report's graph: one SVG element per node of the lowered program, with the partition (or the CPU) it
+runs on, CPU reasons in the tooltips, and one marked crossing per partition boundary tensor.
+
+References are read from the lowered program itself (the partitions' nodes, the partitioner's rejections, the
+delegate calls' arguments and outputs), not from the graph module under test.
+"""
+
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+import torch
+from torch import nn
+
+from executorch_neutron import lower
+from executorch_neutron.core.exported import lowered_modules
+from models.split_models import three_partitions
+
+SVG = ""  # inline SVG in HTML: no namespace (the page names no URL)
+
+
+def _lowered(model, inputs, **options):
+    return lower(model, inputs, [inputs], **options)
+
+
+def _svgs(html: str) -> list:
+    return [ET.fromstring(s) for s in re.findall(r"<svg .*?</svg>", html, flags=re.S)]
+
+
+def _nodes(svgs) -> dict[str, list]:
+    """data-node -> the <g> elements that draw it, over all SVGs of the page."""
+    found = {}
+    for svg in svgs:
+        for g in svg.iter(f"{SVG}g"):
+            if "node" in g.get("class", "").split():
+                found.setdefault(g.get("data-node"), []).append(g)
+    return found
+
+
+def _boundary_tensors(result) -> set[str]:
+    """Every delegate input argument and output of the lowered program, as "<tag>:in|out:<k>"."""
+    gm = result.edge_program.exported_program().graph_module
+    out = set()
+    for (call, lowered), part in zip(lowered_modules(gm).items(), result.report.partitions):
+        out |= {f"{part.tag}:in:{k}" for k in range(len(call.args) - 1)}
+        out |= {f"{part.tag}:out:{k}" for k in range(len(lowered.original_module.graph_signature.user_outputs))}
+    return out
+
+
+@pytest.fixture(scope="module")
+def three():
+    return _lowered(*three_partitions())
+
+
+def test_every_node_once_with_its_partition(three):
+    report = three.report
+    assert len(report.partitions) == 3, str(report)
+    nodes = _nodes(_svgs(report.to_html()))
+    for p in report.partitions:
+        for name in p.nodes:
+            assert len(nodes.get(name, [])) == 1, f"{name} of {p.tag} drawn {len(nodes.get(name, []))} times"
+            classes = nodes[name][0].get("class").split()
+            assert f"part-{p.tag}" in classes and "npu" in classes, classes
+    for r in report.rejections:
+        (g,) = nodes[r.node]
+        assert "cpu" in g.get("class").split()
+        title = g.find(f"{SVG}title").text
+        assert r.reason in title and r.op in title
+    drawn_compute = {n for n, gs in nodes.items() if "io" not in gs[0].get("class").split()}
+    assert drawn_compute == {n for p in report.partitions for n in p.nodes} | {r.node for r in report.rejections}
+
+
+def test_crossings_are_the_partition_boundary_tensors(three):
+    overview = _svgs(three.report.to_html())[0]
+    crossings = [p for p in overview.iter(f"{SVG}path") if "crossing" in p.get("class", "").split()]
+    ports = {port for p in crossings for port in p.get("data-ports").split()}
+    assert ports == _boundary_tensors(three)
+    titles = " ".join(p.find(f"{SVG}title").text for p in crossings)
+    assert "quantize" in titles and "dequantize" in titles  # GroupNorm computes in float between two partitions
+
+
+def test_partitions_collapse_to_boxes_with_counts(three):
+    overview = _svgs(three.report.to_html())[0]
+    boxes = {g.get("data-partition"): g for g in overview.iter(f"{SVG}g") if "partition" in g.get("class", "")}
+    assert set(boxes) == {p.tag for p in three.report.partitions}
+    for p in three.report.partitions:
+        assert f"{len(p.nodes)} nodes" in "".join(t.text for t in boxes[p.tag].iter(f"{SVG}text"))
+
+
+def test_hint_in_the_tooltip():
+    # the documented table wants a softmax's class count to be a multiple of num_macs: 10 classes stay on the CPU
+    torch.manual_seed(0)
+    result = _lowered(nn.Sequential(nn.Linear(16, 10), nn.Softmax(-1)).eval(), (torch.randn(1, 16),),
+                      constraints="documented")
+    hinted = [r for r in result.report.rejections if r.hint]
+    assert hinted, str(result.report)
+    nodes = _nodes(_svgs(result.report.to_html()))
+    for r in hinted:
+        assert r.hint in nodes[r.node][0].find(f"{SVG}title").text
+
+
+def test_vela_cycles_shade_the_nodes():
+    result = _lowered(*three_partitions(), target="ethos-u55-128")
+    nodes = _nodes(_svgs(result.report.to_html()))
+    for p in result.report.partitions:
+        layer_cycles = sum(la["cycles"] for la in p.vela["estimate"]["layers"])
+        costs = {n: float(nodes[n][0].get("data-cost")) for n in p.nodes if nodes[n][0].get("data-cost")}
+        assert costs, f"no node of {p.tag} carries Vela's cycles"
+        assert 0 < sum(costs.values()) <= layer_cycles
+        costliest = max(costs, key=costs.get)  # Vela fuses conv + relu into one layer named after the relu
+        assert "Conv2D" in nodes[costliest][0].find(f"{SVG}title").text
+    overview = _svgs(result.report.to_html())[0]
+    for g in overview.iter(f"{SVG}g"):
+        if "partition" in g.get("class", "").split():  # the partition's layers of no node: its I/O transposes
+            assert "layout transposes" in g.find(f"{SVG}title").text
+
+
+def test_bundled_example_graph_is_whole():
+    """CifarNet (max pooling with indices: getitem nodes inside the partition): every edge joins two drawn nodes,
+    and every partition node is drawn once."""
+    from executorch_neutron import zoo
+
+    result = _lowered(*zoo.cifarnet())
+    graph = result.report.graph
+    assert all(e.src in graph.vertices and e.dst in graph.vertices for e in graph.edges)
+    nodes = _nodes(_svgs(result.report.to_html()))
+    assert all(len(nodes[n]) == 1 for p in result.report.partitions for n in p.nodes)
+
+
+def test_a_neutron_estimate_shades_the_nodes_its_tflite_layers_end_at(three):
+    """A per-layer estimate over a Neutron partition's TFLite operators (the shape Vela's has: output tensor name,
+    cycles), as the report's `neutron_estimate` carries it: each operator's cycles land on the edge node that
+    computes its output tensor; the operators no node computes (layout transposes) stay with the partition."""
+    import copy
+
+    from executorch_neutron.report.graph import apply_costs
+    from executorch_neutron.tflite.reader import op_name, read_model, tensor_name
+
+    report = copy.deepcopy(three.report)
+    expected = {}
+    for p in report.partitions:
+        model = read_model(p.tflite)
+        sub = model.subgraphs[0]
+        layers = [{"name": tensor_name(sub, op.outputs[0]), "op": op_name(model, op), "cycles": 100 + i}
+                  for i, op in enumerate(sub.operators)]
+        p.neutron_estimate = {"layers": layers}
+        expected[p.tag] = sum(la["cycles"] for la in layers)
+    graph = apply_costs(report.graph, report.partitions)
+    for p in graph.partitions:
+        costed = [graph.vertices[n].cost for n in p.nodes if graph.vertices[n].cost is not None]
+        assert costed, f"no node of {p.tag} got a layer"
+        assert sum(costed) + p.unattributed_cost == expected[p.tag]  # every layer counted once
+    assert graph.cost_unit == "cycles (estimate)"
+    assert "data-cost" in report.to_html()
