@@ -109,7 +109,8 @@ def main(argv=None) -> int:
                       f"{a['off_chip']:,} / {cl['off_chip']:,} / {b['off_chip']:,} |", flush=True)
     if args.write_docs:
         _docs.write_figures("benchmarks/ethos_u_vs_tflite.py", "ethos_u_vs_tflite",
-                            "Ethos-U: our partitions vs a NHWC TFLite through Vela", _docs.as_markdown(printed.getvalue()))
+                            "Ethos-U: our partitions vs a NHWC TFLite through Vela",
+                            _docs.as_markdown(printed.getvalue()))
     return 0
 
 

@@ -73,8 +73,9 @@ def main(argv=None) -> int:
         for target, lines in figures.items():
             print(f"{target}: " + "; ".join(lines))
         if ad is not None:
-            print(f"MLPerf Tiny anomaly-detection autoencoder on mcxn94x: estimate {1e3 * ad:.3f} ms, NXP's published "
-                  f"NPU time {1e3 * PUBLISHED_AD_SECONDS:.3f} ms: measured / estimate = {PUBLISHED_AD_SECONDS / ad:.2f}")
+            print(f"MLPerf Tiny anomaly-detection autoencoder on mcxn94x: estimate {1e3 * ad:.3f} ms, NXP's "
+                  f"published NPU time {1e3 * PUBLISHED_AD_SECONDS:.3f} ms: measured / estimate = "
+                  f"{PUBLISHED_AD_SECONDS / ad:.2f}")
     if args.write_docs:
         _docs.write_figures("benchmarks/neutron_estimate.py", "neutron_estimate", "Neutron per-layer estimate",
                             _docs.as_markdown(printed.getvalue()))

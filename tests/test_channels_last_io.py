@@ -1,7 +1,7 @@
 """Channels-last I/O pays no format tax: a model kept channels-last (`model.to(memory_format=torch.channels_last)`
 with channels-last example inputs, as ExecuTorch recommends) lowers into the partitions of the contiguous model,
-with no TRANSPOSE at the I/O of any partition TFLite, on both back ends; the host runtime takes and returns channels-last
-tensors, and the numbers equal the contiguous model's.
+with no TRANSPOSE at the I/O of any partition TFLite, on both back ends; the host runtime takes and returns
+channels-last tensors, and the numbers equal the contiguous model's.
 
 References: LiteRT's interpreter lists the partition TFLite's operators (not our reader), PyTorch's quantized
 model (convert_pt2e) gives the numbers, the contiguous model's .pte the bit-exact comparison.
