@@ -24,16 +24,20 @@ from .div_to_mul import div_to_mul
 from .fold_constants import fold_constants
 from .fold_linear_batch_norm import fold_linear_batch_norm
 from .gelu_to_sigmoid import gelu_to_sigmoid
+from .group_norm_decompose import group_norm_decompose
 from .hardsigmoid_to_conv import hardsigmoid_to_conv
 from .inline_autocast import inline_autocast
+from .l2_normalize_decompose import l2_normalize_decompose
 from .layer_norm_decompose import layer_norm_decompose
 from .matmul_to_bmm import matmul_to_bmm
 from .max_pool_padding import max_pool_padding
 from .mean1d_to_mean2d import mean1d_to_mean2d
 from .permute_rank4 import permute_rank4
+from .pixel_shuffle_to_permute import pixel_shuffle_to_permute
 from .pool1d_to_pool2d import pool1d_to_pool2d
 from .remove_bn_counters import remove_bn_counters
 from .remove_noops import remove_noops
+from .rnn_unroll import rnn_unroll
 from .sdpa_to_matmul import sdpa_to_matmul
 from .silu_to_sigmoid_mul import silu_to_sigmoid_mul
 from .sink_batch_reshapes import sink_batch_reshapes
@@ -77,16 +81,23 @@ PIPELINE: tuple[Step, ...] = (
          "patterns they match"),
     Step(fold_constants, "after remove_noops, before the rewrites that need constant operands (div_to_mul's "
          "divisor, batch_norm_to_conv's statistics)", qat_keyword="keep_parameters"),
+    Step(rnn_unroll, "after fold_constants: a zero initial state is a constant by then, and the terms it multiplies "
+         "are dropped; before the rewrites below, which see its linears, slices and reshapes as any others"),
     Step(split_to_slices, "before sdpa_to_matmul and permute_rank4: attention's q, k, v unbind becomes slices and "
          "reshapes they see as ordinary views"),
     Step(sdpa_to_matmul, "before matmul_to_bmm, which rewrites the matmuls it writes"),
     Step(matmul_to_bmm, "before sink_batch_reshapes, which moves the reshapes it writes around the bmm"),
     Step(sink_batch_reshapes, "before permute_rank4, whose reshape collapsing removes the reshapes it brings "
          "together"),
+    Step(pixel_shuffle_to_permute, "before permute_rank4, which turns the rank-6 permutation it writes into "
+         "transposes the NPU runs"),
     Step(permute_rank4, "after the attention rewrites above (their permutations and reshapes)"),
     Step(remove_bn_counters, "any (QAT graphs only have the counter updates it removes)"),
     Step(batch_norm_to_conv, "before conv1d_to_conv2d, which makes the 1-D convolution it writes for a rank-3 "
          "batch norm 2-D"),
+    Step(group_norm_decompose, "before conv1d_to_conv2d, which makes the 1-D depthwise convolution of its affine "
+         "(rank-3 input) 2-D; only where the target's table runs rsqrt (as layer_norm_decompose)",
+         needs_ops=(_edge.rsqrt.default,)),
     Step(conv1d_to_conv2d, "before sink_squeeze, which moves the squeeze it writes"),
     Step(pool1d_to_pool2d, "before max_pool_padding, which rewrites the 2-D max pools it writes"),
     Step(mean1d_to_mean2d, "any"),
@@ -97,6 +108,9 @@ PIPELINE: tuple[Step, ...] = (
     Step(gelu_to_sigmoid, "before max_pool_padding (as silu_to_sigmoid_mul)"),
     Step(layer_norm_decompose, "any; only where the target's table runs rsqrt (else layer norm stays one float op "
          "instead of int8 pieces split between NPU and CPU)", needs_ops=(_edge.rsqrt.default,)),
+    Step(l2_normalize_decompose, "any; only where the target's table runs rsqrt and sum (else F.normalize stays "
+         "float ops on the CPU instead of int8 pieces split between NPU and CPU)",
+         needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
     Step(max_pool_padding, "after the pool and activation rewrites above (it reads its input's producers)"),
     Step(sum_all_keepdim, "any"),
     Step(sink_squeeze, "last: moves the squeezes of conv1d_to_conv2d below the batch norm / activation that "
