@@ -13,7 +13,7 @@ from typing import Sequence
 
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 
-from .target import AnyTarget, get_target
+from .target import ETHOS_U, AnyTarget, get_target
 
 _KEY_PREFIX = "neutron."
 
@@ -82,7 +82,7 @@ class NeutronCompileSpec:
         tgt = get_target(self.target)  # validates the name, raises with the valid list
         object.__setattr__(self, "target", tgt.name)
         given = [n for n in _VELA_CONFIG if getattr(self, n) is not None]
-        if given and tgt.kind != "ethos-u":
+        if given and tgt.kind != ETHOS_U:
             raise ValueError(f"{', '.join(given)} select Vela's configuration and apply to Ethos-U targets only; "
                              f"target {tgt.name!r} is a Neutron NPU: drop them or pick an Ethos-U target")
         for name in ("operators_not_to_delegate", "custom_delegation_options"):

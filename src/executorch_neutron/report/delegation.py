@@ -24,6 +24,7 @@ from ..ops.registry import op_name
 from ..partition.support import Rejection
 from ..target import NEUTRON, get_target
 from ..tflite.layout import stored_channels_last
+from . import estimate
 from . import macs as _macs
 from .graph import apply_costs, program_graph
 from .html import to_html
@@ -359,8 +360,6 @@ def _is_qparam(node) -> bool:
 
 def _neutron_estimate(info: dict, target) -> dict | None:
     """The converter's own figures when it reported them, else our estimate of the partition's TFLite."""
-    from . import estimate
-
     if info.get(estimate.CONVERTER_KEY):
         return estimate.from_converter(info[estimate.CONVERTER_KEY], target).to_dict()
     return estimate.estimate_tflite(info["tflite"], target).to_dict() if info.get("tflite") else None

@@ -9,9 +9,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .macs import MAC_FORMULA
+from ..target import get_target
 from .estimate import FORMULA as ESTIMATE_FORMULA
-from .notes import FORMAT_NOTE, MEMORY_NOTE, NEUTRON_CALIBRATION_NOTE, NEUTRON_ESTIMATE_NOTE, REQUANTIZE_NOTE
+from .macs import MAC_FORMULA
+from .notes import (
+    FORMAT_NOTE,
+    MEMORY_NOTE,
+    NEUTRON_CALIBRATION_NOTE,
+    NEUTRON_ESTIMATE_NOTE,
+    REQUANTIZE_NOTE,
+)
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 SCHEMA_VERSION = 3
@@ -145,8 +152,6 @@ def ethos_u_lines(report) -> list[str]:
 
 def estimate_figures(report) -> list[str]:
     """The target's figures the Neutron estimate used, each with its source."""
-    from ..target import get_target
-
     t = get_target(report.target)
     values = {"MACs/cycle": f"{t.macs_per_cycle}", "clock": f"{t.npu_clock_hz / 1e6:g} MHz",
               "activations": f"{t.activation_bytes_per_cycle:g} B/cycle",
