@@ -76,7 +76,7 @@ def test_crossings_are_the_partition_boundary_tensors(three):
     ports = {port for p in crossings for port in p.get("data-ports").split()}
     assert ports == _boundary_tensors(three)
     titles = " ".join(p.find(f"{SVG}title").text for p in crossings)
-    assert "quantize" in titles and "dequantize" in titles  # GroupNorm computes in float between two partitions
+    assert "quantize" in titles and "dequantize" in titles  # cumsum computes in float between two partitions
 
 
 def test_partitions_collapse_to_boxes_with_counts(three):
