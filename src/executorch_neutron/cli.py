@@ -368,7 +368,8 @@ def _add_lowering_options(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--target", default="imxrt700", help="Neutron target, or Ethos-U target (imx93, ethos-u55-128, "
-                   "ethos-u55-256, ethos-u65-256: lowered through Vela); see `targets`; default imxrt700")
+                   "ethos-u55-256, ethos-u65-256, ethos-u85-128 ... ethos-u85-2048: lowered through Vela); see "
+                   "`targets`; default imxrt700")
     p.add_argument("--calibration", metavar="DIR", help="directory of calibration samples (.npy/.npz/.pt)")
     p.add_argument("--random-calibration", action="store_true", help="calibrate on random data (warns)")
     p.add_argument("--qat", "--quantized", dest="qat", action="store_true",

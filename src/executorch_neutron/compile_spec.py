@@ -13,7 +13,7 @@ from typing import Sequence
 
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 
-from .target import AnyTarget, get_target
+from .target import ETHOS_U, AnyTarget, get_target
 
 _KEY_PREFIX = "neutron."
 
@@ -26,6 +26,7 @@ CONSTRAINT_PROFILES: dict[str, str] = {
                     "exp, log, rsqrt, padding of any dim and reflection padding"),
 }
 DEFAULT_PROFILE = "sdk-current"
+_VELA_CONFIG = ("system_config", "memory_mode", "config_ini")  # EthosUTarget fields a spec may override
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,8 @@ class NeutronCompileSpec:
     """Options of the Neutron backend.
 
     target: Neutron target name (`imxrt700`, `mcxn94x`, `imx95`; called `config` in NXP's converter), or an Arm
-        Ethos-U target (`imx93`, `ethos-u55-128`, `ethos-u55-256`, `ethos-u65-256`), lowered through Vela.
+        Ethos-U target (`imx93`, `ethos-u55-128`, `ethos-u55-256`, `ethos-u65-256`, `ethos-u85-128` ...
+        `ethos-u85-2048`), lowered through Vela.
     extra_flags: extra command-line style flags passed verbatim to the eIQ Neutron converter (SDK only), or to
         Vela for an Ethos-U target (e.g. "--optimise=Size"; a flag given here replaces the target's own).
     operators_not_to_delegate: operators kept on the CPU, e.g. ("aten::convolution", "aten.mul.Tensor").
@@ -55,6 +57,9 @@ class NeutronCompileSpec:
         Both are Neutron's tables: an Ethos-U target ignores the profile (Vela's limits apply instead).
     embed_reference: Ethos-U targets: also store each partition's int8 TFLite in the .pte (named data) so the host
         runtime can run it in LiteRT; False gives a device-only .pte (the Vela payload alone).
+    system_config, memory_mode, config_ini: Ethos-U targets: Vela's `--system-config`, `--memory-mode` and
+        `--config` (an .ini file; "Arm/vela.ini" is the one Vela ships), as ExecuTorch's `ethosu_compile_spec`
+        names them; None keeps the target's (for U85, Arm's defaults Ethos_U85_SYS_DRAM_Mid / Sram_Only).
     """
 
     target: str = "imxrt700"
@@ -69,10 +74,17 @@ class NeutronCompileSpec:
     custom_delegation_options: tuple[str, ...] = field(default_factory=tuple)
     constraints: str = DEFAULT_PROFILE
     embed_reference: bool = True
+    system_config: str | None = None
+    memory_mode: str | None = None
+    config_ini: str | None = None
 
     def __post_init__(self) -> None:
         tgt = get_target(self.target)  # validates the name, raises with the valid list
         object.__setattr__(self, "target", tgt.name)
+        given = [n for n in _VELA_CONFIG if getattr(self, n) is not None]
+        if given and tgt.kind != ETHOS_U:
+            raise ValueError(f"{', '.join(given)} select Vela's configuration and apply to Ethos-U targets only; "
+                             f"target {tgt.name!r} is a Neutron NPU: drop them or pick an Ethos-U target")
         for name in ("operators_not_to_delegate", "custom_delegation_options"):
             value = getattr(self, name)
             if isinstance(value, str):
@@ -86,8 +98,11 @@ class NeutronCompileSpec:
 
     @property
     def target_info(self) -> AnyTarget:
-        """The target's facts (`target.py`) for any back end; `target_info.kind` names the back end that lowers it."""
-        return get_target(self.target)
+        """The target's facts (`target.py`) for any back end; `target_info.kind` names the back end that lowers it.
+        On an Ethos-U target, `system_config` / `memory_mode` / `config_ini` replace the target's own."""
+        tgt = get_target(self.target)
+        changes = {n: getattr(self, n) for n in _VELA_CONFIG if getattr(self, n) is not None}
+        return dataclasses.replace(tgt, **changes) if changes else tgt
 
     def replace(self, **changes) -> "NeutronCompileSpec":
         return dataclasses.replace(self, **changes)

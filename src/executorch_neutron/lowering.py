@@ -204,8 +204,8 @@ def lower(
     quantize_model: False when `model` is already quantized (a convert_pt2e GraphModule, e.g. after QAT); it is
         then the reference `result.quantized_model`.
     target: Neutron target name (default imxrt700, or `spec.target`), or an Arm Ethos-U target (imx93,
-        ethos-u55-128, ethos-u55-256, ethos-u65-256: lowered through Vela, see ethos_u/); a different target in
-        both is an error.
+        ethos-u55-128, ethos-u55-256, ethos-u65-256, ethos-u85-128 ... ethos-u85-2048: lowered through Vela, see
+        ethos_u/); a different target in both is an error.
     progress: a tqdm-like factory for progress bars (the CLI passes tqdm): one bar over the stages (quantize,
         export, partition + convert, to_executorch), one over the calibration batches, one over the partitions.
     etrecord: also record ExecuTorch's ETRecord (`result.etrecord`, `result.save_etrecord(path)`) so that an ETDump

@@ -25,6 +25,7 @@ import torch
 from .backends import BACKENDS
 from .pte import inspect_pte
 from .runtime import load
+from .trace import chrome_trace, write_chrome_trace
 
 DELEGATE_CALL = "DELEGATE_CALL"
 _DELEGATE_NAMES = {**{b.backend_id: b.npu for b in BACKENDS.values()}, "XnnpackBackend": "XNNPACK"}  # backend id -> row name
@@ -59,13 +60,9 @@ class Profile:
     def chrome_trace(self) -> dict:
         """The profiled runs as a Chrome trace (Perfetto, chrome://tracing): one track per delegate call and CPU
         kernel, one event per run (trace.py)."""
-        from .trace import chrome_trace
-
         return chrome_trace(named_events(self.inspector, self.delegates), _CLOCK, _UNIT)
 
     def save_trace(self, path: str | Path) -> Path:
-        from .trace import write_chrome_trace
-
         return write_chrome_trace(path, self.chrome_trace())
 
     @property

@@ -36,6 +36,13 @@ class NeutronTarget:
     cortex_m: str | None = None
     # The target name the eIQ Neutron converter knows, when it differs from `name` (imxrt700cm -> imxrt700).
     converter_name: str | None = None
+    # The figures of the per-layer estimate (report/estimate.py); `estimate_sources` says where each comes from
+    # ("assumed" where nothing is published): override them with dataclasses.replace(target, ...).
+    npu_clock_hz: float = 0.0
+    activation_bytes_per_cycle: float = 0.0  # NPU <-> the memory holding activations (SRAM / TCM)
+    weight_bytes_per_cycle: float = 0.0  # NPU <- the memory holding weights (`weight_memory`)
+    weight_memory: str = ""
+    estimate_sources: tuple[tuple[str, str], ...] = ()
     kind = NEUTRON  # the back end that lowers for this target (class attribute, not a field)
 
     @property
@@ -68,6 +75,14 @@ TARGETS: dict[str, NeutronTarget] = {
                 "prefetched (fetch_constants_to_sram)",
                 "num_units=1 is inferred from the N3-64 name (8 pipes x 8 MACs)",
             ),
+            npu_clock_hz=325e6, activation_bytes_per_cycle=16, weight_bytes_per_cycle=16, weight_memory="SRAM",
+            estimate_sources=(
+                ("MACs/cycle", "NXP's simulator config for the target: 8 pipelines x 8 MACs"),
+                ("clock", "assumed: the Cortex-M33's clock; NXP publishes no NPU clock"),
+                ("activations", "assumed: one 128-bit on-chip SRAM port; no public figure"),
+                ("weights", "assumed: one 128-bit SRAM port (the NPU cannot read flash: weights sit or are prefetched "
+                            "in SRAM); no public figure"),
+            ),
         ),
         NeutronTarget(
             name="mcxn94x",
@@ -85,6 +100,13 @@ TARGETS: dict[str, NeutronTarget] = {
                 "16 MACs/cycle, about 4.8 GOPS; the 2 pipes x 8 MACs split and the 512 KB SRAM are inferred",
                 "not supported by the converter in upstream ExecuTorch: preview target",
             ),
+            npu_clock_hz=150e6, activation_bytes_per_cycle=8, weight_bytes_per_cycle=4, weight_memory="flash",
+            estimate_sources=(
+                ("MACs/cycle", "NXP: 16 MACs/cycle, about 4.8 GOPS"),
+                ("clock", "NXP: 150 MHz; 16 MACs x 2 ops x 150 MHz = 4.8 GOPS"),
+                ("activations", "assumed: one 64-bit SRAM port; no public figure"),
+                ("weights", "assumed: one 32-bit bus beat per cycle from on-chip flash; no public figure"),
+            ),
         ),
         NeutronTarget(
             name="imx95",
@@ -101,6 +123,13 @@ TARGETS: dict[str, NeutronTarget] = {
             notes=(
                 "2 TOPS at about 1 GHz; units/pipes/MACs split and the 1 MB TCM are inferred",
                 "not supported by the converter in upstream ExecuTorch: preview target",
+            ),
+            npu_clock_hz=1e9, activation_bytes_per_cycle=32, weight_bytes_per_cycle=8, weight_memory="DDR",
+            estimate_sources=(
+                ("MACs/cycle", "derived: 2 TOPS / (2 ops x 1 GHz); the 4 units x 16 pipes x 16 MACs split is inferred"),
+                ("clock", "NXP: about 1 GHz"),
+                ("activations", "assumed: the NPU's TCM; no public figure"),
+                ("weights", "assumed: DDR through the data mover; no public figure"),
             ),
         ),
     )
@@ -134,6 +163,7 @@ class EthosUTarget:
     sram_bytes: int  # the memory mode's SRAM for the NPU (its arena cache); 0: not bounded by Vela's config
     cpu: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    config_ini: str = "Arm/vela.ini"  # Vela's --config: the .ini holding system_config and memory_mode
     cortex_m = None  # leftovers stay portable kernels (no Cortex-M stage for Ethos-U targets)
     kind = ETHOS_U
     # no `num_macs`: the registry's `% num_macs` constraints are Neutron's (backends=NEUTRON), never checked here
@@ -141,7 +171,7 @@ class EthosUTarget:
     @property
     def vela_flags(self) -> tuple[str, ...]:
         """The Vela arguments that select this configuration (without output dir and input path)."""
-        return (f"--accelerator-config={self.accelerator}", "--config=Arm/vela.ini",
+        return (f"--accelerator-config={self.accelerator}", f"--config={self.config_ini}",
                 f"--system-config={self.system_config}", f"--memory-mode={self.memory_mode}",
                 "--output-format=raw")
 
@@ -150,7 +180,12 @@ class EthosUTarget:
 _U55 = dict(system_config="Ethos_U55_High_End_Embedded", memory_mode="Shared_Sram", core_clock_hz=500e6, sram_bytes=0)
 _U65 = dict(system_config="Ethos_U65_High_End", memory_mode="Dedicated_Sram_384KB", core_clock_hz=1e9,
             sram_bytes=384 * 1024)
+# ExecuTorch's Arm backend defaults for U85 (`ethosu_compile_spec`): 1 GHz, SRAM x2 (32 GB/s) + DRAM (12 GB/s),
+# every tensor and the weights in SRAM (Sram_Only sets no arena cache size: Vela does not bound it)
+_U85 = dict(system_config="Ethos_U85_SYS_DRAM_Mid", memory_mode="Sram_Only", core_clock_hz=1e9, sram_bytes=0)
 _NOTES = {
+    "ethos-u85": "Vela's U85 system with SRAM and DRAM at 1 GHz (Ethos_U85_SYS_DRAM_Mid), all data in SRAM "
+                 "(Sram_Only): the defaults of ExecuTorch's Arm backend for U85",
     "ethos-u55": "Vela's U55 high-end embedded system (500 MHz, SRAM + flash) with the SRAM shared with the Cortex-M",
     "ethos-u65": "Vela's U65 high-end system (1 GHz, SRAM + DRAM) with a 384 KB SRAM dedicated to the NPU as a cache",
 }
@@ -172,7 +207,8 @@ ETHOS_U_TARGETS: dict[str, EthosUTarget] = {
         *(
             EthosUTarget(name=acc, soc="any SoC with this Ethos-U", npu=f"Arm {acc.replace('ethos-u', 'Ethos-U')}",
                          accelerator=acc, **config, cpu="the SoC's CPU", notes=(_NOTES[acc[:9]],))
-            for acc, config in (("ethos-u55-128", _U55), ("ethos-u55-256", _U55), ("ethos-u65-256", _U65))
+            for acc, config in (("ethos-u55-128", _U55), ("ethos-u55-256", _U55), ("ethos-u65-256", _U65),
+                                *((f"ethos-u85-{n}", _U85) for n in (128, 256, 512, 1024, 2048)))
         ),
     )
 }

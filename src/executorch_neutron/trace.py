@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .core.atomic import write_text
+
 _US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6, "cycles": 1.0}  # one unit in microseconds (cycles: as is)
 
 
@@ -34,6 +36,4 @@ def chrome_trace(events, source_scale: str = "ns", target_scale: str = "ms", pro
 
 
 def write_chrome_trace(path: str | Path, trace: dict) -> Path:
-    from .core.atomic import write_text
-
     return write_text(path, json.dumps(trace) + "\n")

@@ -83,6 +83,29 @@ class MobileNetV2Like(nn.Module):
         return self.classifier(torch.flatten(self.pool(self.features(x)), 1))
 
 
+class AnomalyAutoencoder(nn.Module):
+    """MLPerf Tiny's anomaly-detection autoencoder (ToyADMOS): 640 log-mel features -> 4 x (dense 128, batch norm,
+    ReLU) -> dense 8 bottleneck (batch norm, ReLU) -> 4 x (dense 128, batch norm, ReLU) -> dense 640."""
+
+    def __init__(self, features: int = 640, hidden: int = 128, bottleneck: int = 8):
+        super().__init__()
+        widths = [features] + [hidden] * 4 + [bottleneck] + [hidden] * 4
+        layers = []
+        for cin, cout in zip(widths, widths[1:]):
+            layers += [nn.Linear(cin, cout), nn.BatchNorm1d(cout), nn.ReLU()]
+        self.body = nn.Sequential(*layers, nn.Linear(hidden, features))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def anomaly_autoencoder(seed: int = 0):
+    torch.manual_seed(seed)
+    inputs = (torch.randn(1, 640),)
+    model = AnomalyAutoencoder()
+    return warm_up_batch_norm(model, (torch.randn(8, 640),)), inputs
+
+
 def cifarnet(seed: int = 0):
     torch.manual_seed(seed)
     inputs = (torch.randn(1, 3, 32, 32),)
@@ -95,4 +118,4 @@ def mobilenet_v2_like(seed: int = 0, resolution: int = 64):
     return warm_up_batch_norm(MobileNetV2Like(), inputs), inputs
 
 
-MODELS = {"cifarnet": cifarnet, "mobilenet_v2_like": mobilenet_v2_like}
+MODELS = {"cifarnet": cifarnet, "mobilenet_v2_like": mobilenet_v2_like, "anomaly_autoencoder": anomaly_autoencoder}

@@ -49,7 +49,7 @@ def _lower(name: str, target: str, tmp_path=None, **options):
                  intermediates_dir=tmp_path, **options), inputs
 
 
-@pytest.mark.parametrize("target", ["imx93", "ethos-u55-128"])
+@pytest.mark.parametrize("target", ["imx93", "ethos-u55-128", "ethos-u85-256"])
 @pytest.mark.parametrize("name", ["cifarnet", "ds_cnn"])
 def test_payload_bytes_equal_executorch_arm_vela(name, target, tmp_path):
     from executorch.backends.arm.arm_vela import vela_compile
@@ -105,9 +105,10 @@ def test_vela_limits_keep_node_on_cpu_with_vela_reason(case, tmp_path):
     assert "Ethos-U" in reasons[0].message()
 
 
+@pytest.mark.parametrize("target", ["imx93", "ethos-u85-512"])
 @pytest.mark.parametrize("name", MLPERF_TINY)
-def test_host_run_within_one_step_of_pytorch(name):
-    result, inputs = _lower(name, "imx93")
+def test_host_run_within_one_step_of_pytorch(name, target):
+    result, inputs = _lower(name, target)
     assert len(result.report.partitions) == 1 and result.report.rejections == [], str(result.report)
     host = run(result.pte, inputs)[0].numpy()
     with torch.no_grad():
@@ -217,7 +218,55 @@ TARGETS = {  # name: (Vela accelerator, system config, memory mode, clock)
     "ethos-u65-256": ("ethos-u65-256", "Ethos_U65_High_End", "Dedicated_Sram_384KB", 1e9),
     "ethos-u55-256": ("ethos-u55-256", "Ethos_U55_High_End_Embedded", "Shared_Sram", 500e6),
     "ethos-u55-128": ("ethos-u55-128", "Ethos_U55_High_End_Embedded", "Shared_Sram", 500e6),
+    # U85: the defaults of ExecuTorch's Arm backend (ethosu/compile_spec.py), read from it in the test below
+    **{f"ethos-u85-{n}": (f"ethos-u85-{n}", "Ethos_U85_SYS_DRAM_Mid", "Sram_Only", 1e9)
+       for n in (128, 256, 512, 1024, 2048)},
 }
+
+
+@pytest.mark.fast
+def test_u85_defaults_are_executorch_arm_backend_defaults():
+    """Arm's `ethosu_compile_spec` resolves the same system config and memory mode for every U85 size (read from
+    its source: its module imports Arm's TOSA serializer, which is not installable here)."""
+    import importlib.util
+    import re
+
+    src = Path(importlib.util.find_spec("executorch.backends.arm").submodule_search_locations[0])
+    text = (src / "ethosu" / "compile_spec.py").read_text()
+    branch = text[text.index('"ethos-u85" in target_lower'):]
+    system, memory = re.findall(r'"(\w+)" if (?:system_config|memory_mode) is None', branch)[:2]
+    for n in (128, 256, 512, 1024, 2048):
+        assert TARGETS[f"ethos-u85-{n}"][1:3] == (system, memory)
+
+
+def test_vela_config_options_of_the_spec(tmp_path):
+    """system_config / memory_mode / config_ini (Arm's compile-spec names) become Vela's flags; the payload equals
+    ExecuTorch's arm_vela for the same TFLite and those flags, with a user's copy of vela.ini."""
+    import importlib.util
+    import shutil
+
+    from executorch.backends.arm.arm_vela import vela_compile
+
+    from executorch_neutron import NeutronCompileSpec
+    from executorch_neutron.ethos_u import vela_flags
+
+    with pytest.raises(ValueError, match="Ethos-U targets only"):
+        NeutronCompileSpec(target="imxrt700", memory_mode="Sram_Only")
+    ini = tmp_path / "my_vela.ini"
+    shutil.copy(Path(importlib.util.find_spec("ethosu").submodule_search_locations[0]) / "config_files/Arm/vela.ini",
+                ini)
+    options = dict(system_config="Ethos_U85_SYS_Flash_High", memory_mode="Shared_Sram", config_ini=str(ini))
+    spec = NeutronCompileSpec(target="ethos-u85-256", **options)
+    assert NeutronCompileSpec.from_compile_specs(spec.to_compile_specs()) == spec
+    assert {f"--config={ini}", "--system-config=Ethos_U85_SYS_Flash_High", "--memory-mode=Shared_Sram"} <= set(
+        vela_flags(spec))
+    result, _ = _lower("ds_cnn", "ethos-u85-256", tmp_path, **options)
+    part = result.report.partitions[0]
+    assert result.report.vela_flags == vela_flags(spec)
+    assert all(f in str(result.report) for f in vela_flags(spec))  # the report lists the flags used
+    with contextlib.redirect_stdout(io.StringIO()):
+        expected = vela_compile((tmp_path / f"{part.tag}.tflite").read_bytes(), list(vela_flags(spec)))
+    assert part.blob == expected.processed_bytes
 
 
 @pytest.mark.parametrize("name", TARGETS)
@@ -235,10 +284,11 @@ def test_targets_and_compile_spec(name):
     ini = configparser.ConfigParser()  # the sections and clock exist in the vela.ini Vela ships
     ini.read(Path(importlib.util.find_spec("ethosu").submodule_search_locations[0]) / "config_files/Arm/vela.ini")
     assert float(ini[f"System_Config.{system}"]["core_clock"]) == clock and f"Memory_Mode.{memory}" in ini
-    spec = NeutronCompileSpec(target=name, extra_flags="--memory-mode=Sram_Only --optimise=Size")
+    other = "Shared_Sram" if memory == "Sram_Only" else "Sram_Only"
+    spec = NeutronCompileSpec(target=name, extra_flags=f"--memory-mode={other} --optimise=Size")
     assert spec.target_info.kind == "ethos-u" and NeutronCompileSpec.from_compile_specs(spec.to_compile_specs()) == spec
     flags = vela_flags(spec)
-    assert "--memory-mode=Sram_Only" in flags and f"--memory-mode={memory}" not in flags
+    assert f"--memory-mode={other}" in flags and f"--memory-mode={memory}" not in flags
     assert flags[0] == f"--accelerator-config={acc}" and flags[-1] == "--optimise=Size"
 
 

@@ -1,7 +1,8 @@
 """Models that split into several NPU partitions around operators left on the CPU (the report's graph shows why).
 
-- `ThreePartitions`: conv, relu | GroupNorm (no Neutron kernel) | conv, relu | PixelShuffle (not in the operator
-  table: float CPU copies) | conv: three NPU partitions on Neutron and Ethos-U targets.
+- `ThreePartitions`: conv, relu | cumsum (no NPU kernel: float on the CPU) | conv, relu | flip (no NPU kernel) |
+  conv: three NPU partitions on Neutron and Ethos-U targets. (GroupNorm and PixelShuffle, used here before, run on
+  the NPU since their rewrites in passes/.)
 
 Used by tests/report/test_graph.py and benchmarks/report_screenshots.py.
 """
@@ -15,11 +16,14 @@ from torch import nn
 class ThreePartitions(nn.Module):
     def __init__(self):
         super().__init__()
-        self.c1, self.gn = nn.Conv2d(3, 16, 3, padding=1), nn.GroupNorm(4, 16)
-        self.c2, self.ps, self.c3 = nn.Conv2d(16, 16, 3, padding=1), nn.PixelShuffle(2), nn.Conv2d(4, 8, 3, padding=1)
+        self.c1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.c2 = nn.Conv2d(16, 16, 3, padding=1)
+        self.c3 = nn.Conv2d(16, 8, 3, padding=1)
 
     def forward(self, x):
-        return self.c3(self.ps(torch.relu(self.c2(self.gn(torch.relu(self.c1(x)))))))
+        y = torch.relu(self.c1(x)).cumsum(dim=3)
+        y = torch.flip(torch.relu(self.c2(y)), dims=[3])
+        return self.c3(y)
 
 
 def three_partitions(seed: int = 0):

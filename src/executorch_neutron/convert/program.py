@@ -24,7 +24,7 @@ from ..ops import registry
 from ..ops.fusion import activation_codes, fused_activation
 from ..ops.registry import CheckContext
 from ..tflite.builder import ModelBuilder, Value
-from ..tflite.layout import boundary_layout, format_flag, physical_shape
+from ..tflite.layout import boundary_layout, format_flag, physical_shape, stored_channels_last
 from .context import ConversionContext, ConversionError, quant_from
 
 
@@ -36,6 +36,9 @@ class ConvertedPartition:
     input_args: tuple[int, ...]  # per TFLite input: index among the delegate's user inputs
     n_args: int
     debug_handles: tuple[tuple[int, ...], ...]  # per TFLite operator: edge debug handles it computes
+    # every boundary tensor is laid out in the TFLite as ExecuTorch stores it (flag 1 exactly for channels-last
+    # storage): a runtime that copies delegate arguments byte for byte (Ethos-U) reads and writes them right
+    io_as_stored: bool = True
 
 
 def constant_resolver(program: ExportedProgram):
@@ -61,18 +64,19 @@ def convert_program(program: ExportedProgram, check_ctx: CheckContext, name: str
     neutron_converts = spec.use_neutron_for_format_conversion
 
     user_inputs = [n for n in program.graph.nodes if n.op == "placeholder" and resolve(n) is None]
-    in_formats, in_args = [], []
+    in_formats, in_args, as_stored = [], [], []
     for idx, node in enumerate(user_inputs):
         if not node.users:
             continue
         quant = _input_quant(ctx, node)
         shape = tuple(int(d) for d in node.meta["val"].shape)
-        layout = boundary_layout(len(shape), neutron_converts)
+        layout = boundary_layout(len(shape), neutron_converts, stored_channels_last(node))
         t = builder.tensor(node.name, physical_shape(shape, layout), np.int8, quant)
         builder.inputs.append(t)
         ctx.bind(node, Value(t, shape, layout, quant))
         in_formats.append(format_flag(layout))
         in_args.append(idx)
+        as_stored.append(format_flag(layout) == stored_channels_last(node))
 
     debug_handles = []
     absorbed: set[Node] = set()
@@ -101,12 +105,13 @@ def convert_program(program: ExportedProgram, check_ctx: CheckContext, name: str
         if not isinstance(arg, Node):
             raise ConversionError(f"partition output {arg!r} is not a tensor")
         v = ctx.value(arg)
-        layout = boundary_layout(len(v.shape), neutron_converts)
+        layout = boundary_layout(len(v.shape), neutron_converts, stored_channels_last(arg))
         v = ctx.value(arg, layout)
         if v.tensor in builder.outputs or v.tensor in builder.inputs:
             raise ConversionError(f"partition output {arg.name} repeats another input or output")
         builder.outputs.append(v.tensor)
         out_formats.append(format_flag(layout))
+        as_stored.append(format_flag(layout) == stored_channels_last(arg))
     debug_handles.extend([()] * (builder.num_operators - len(debug_handles)))
 
     return ConvertedPartition(
@@ -116,6 +121,7 @@ def convert_program(program: ExportedProgram, check_ctx: CheckContext, name: str
         input_args=tuple(in_args),
         n_args=len(user_inputs),
         debug_handles=tuple(debug_handles),
+        io_as_stored=all(as_stored),
     )
 
 

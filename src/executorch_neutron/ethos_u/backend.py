@@ -69,11 +69,12 @@ class EthosUBackend(BackendDetails):
     def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
         spec, name, converted = convert_partition(edge_program, compile_specs)
         n_in = len(converted.input_args)
-        if converted.input_args != tuple(range(n_in)) or any(converted.input_formats + converted.output_formats):
+        if converted.input_args != tuple(range(n_in)) or not converted.io_as_stored:
             raise EthosULoweringError(
                 f"{name}: the Ethos-U runtime copies delegate arguments into the NPU's scratch as they are, but "
                 f"this partition's TFLite reads them as {list(converted.input_args)} with format flags "
-                f"{list(converted.input_formats)}; keep use_neutron_for_format_conversion=True")
+                f"{list(converted.input_formats)} (1: NHWC) that differ from how ExecuTorch stores them; keep "
+                f"use_neutron_for_format_conversion=True (channels-last tensors need no flag for it)")
         flags = vela_flags(spec)
         t0 = time.perf_counter()
         out = compile_tflite(converted.tflite, flags, name, spec.target_info.core_clock_hz)

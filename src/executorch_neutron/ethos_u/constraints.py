@@ -48,7 +48,8 @@ TCONV_STRIDES = ((1, 1), (2, 2))  # transposed convolution (H, W); (1, 2) / (2, 
 #: edge ops Vela 5.2 refuses with a batch larger than 1 (measured on our TFLite: MEAN, from mean and global average
 #: pooling, "Batch must be 1."; RESIZE, from upsample, fails to compile). Convolutions, depthwise convolutions,
 #: average pooling, elementwise ops, concatenation, pad, transpose, softmax and activations compile at batch 2.
-_BATCH_ONE = frozenset({_aten.mean.dim, _aten._adaptive_avg_pool2d.default, _aten.upsample_bilinear2d.vec,
+_BATCH_ONE = frozenset({_aten.mean.dim, _aten._adaptive_avg_pool2d.default, _aten.adaptive_avg_pool2d.default,
+                        _aten.upsample_bilinear2d.vec,
                         _aten.upsample_nearest2d.vec})
 
 

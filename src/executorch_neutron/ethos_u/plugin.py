@@ -8,7 +8,9 @@ import hashlib
 
 from ..neutron.payload import unpack
 from . import host
+from .backend import vela_flags
 from .payload import is_payload
+from .vela_call import compile_tflite
 
 DEVICE_ONLY = host.DEVICE_ONLY
 
@@ -44,8 +46,5 @@ def pte_tflite(blob: bytes, pte) -> bytes | None:
 
 def layer_estimate(tflite: bytes, spec) -> tuple[list[dict], str]:
     """Vela's per-layer estimate of a partition TFLite, compiled again with the spec's flags."""
-    from .backend import vela_flags
-    from .vela_call import compile_tflite
-
     estimate = compile_tflite(tflite, vela_flags(spec), "partition", spec.target_info.core_clock_hz).estimate
     return [vars(layer) for layer in estimate.layers], "cycles (Vela's estimate)"

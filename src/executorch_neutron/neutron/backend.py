@@ -37,7 +37,9 @@ class NeutronBackend(BackendDetails):
         if debug_map is None:  # no profiling microcode: one entry per TFLite operator (what the host runs)
             debug_map = handle_map(converted.debug_handles)
         emit("partition", name=name)
-        return PreprocessResult(processed_bytes=compiled.blob, debug_handle_map=debug_map)
+        # the TFLite the NPU compile step was given, for the report's per-layer estimate (not in the .pte)
+        return PreprocessResult(processed_bytes=compiled.blob, debug_handle_map=debug_map,
+                                _delegate_info_meta={"tflite": bytes(converted.tflite)})
 
 
 # The delegate id ExecuTorch stores in the .pte is the backend class's name; everything else reads it from here

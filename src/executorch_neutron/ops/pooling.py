@@ -13,7 +13,7 @@ from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 
 from ..tflite.builder import options
-from ..tflite.layout import Layout, physical_axis
+from ..tflite.layout import Layout, physical_axis, stored_channels_last
 from .common import batch_one, channels_multiple, same_padding_matches, shared_quantization
 from .limits import POOL_STRIDE_SDK, POOL_STRIDES, one_of
 from .reduce import reduce_dims
@@ -171,8 +171,16 @@ def _adaptive_shared(a, ctx):
     return shared_quantization().check(a, ctx) if _adaptive_is_pool(a) else None
 
 
-@register(_aten._adaptive_avg_pool2d.default, constraints=(_rank4, _adaptive_size, _adaptive_shared),
-          quantize={"shared": (A.adaptive_avg_pool2d.default,)})
+def _channels_last_input(a) -> bool:
+    """ExecuTorch decomposes the pooling of a channels-last tensor into a mean and an as_strided copy back to
+    channels-last strides, after quantization (the mean's result is then not int8): keep the op whole there."""
+    return bool(a.node.args) and stored_channels_last(a.node.args[0])
+
+
+@register(_aten._adaptive_avg_pool2d.default, _aten.adaptive_avg_pool2d.default,
+          constraints=(_rank4, _adaptive_size, _adaptive_shared),
+          quantize={"shared": (A.adaptive_avg_pool2d.default,)}, preserve="if_delegated",
+          preserve_when=_channels_last_input)
 def convert_adaptive_avg_pool2d(ctx, a):
     """Average pooling to a fixed output size: MEAN when global, else AVERAGE_POOL_2D with kernel = stride."""
     if not _adaptive_is_pool(a):

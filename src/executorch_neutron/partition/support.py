@@ -115,10 +115,36 @@ def _left_in_float(op: str) -> bool:
     return op not in _annotated_ops()
 
 
+def _is_noop(node) -> bool:
+    entry = registry.lookup(node.target) if isinstance(node, Node) and node.op == "call_function" else None
+    return entry is not None and entry.noop and len(node.all_input_nodes) == 1
+
+
+def _noop_chain_from_dq(node: Node) -> bool:
+    """`node` is a noop (clone, view) fed by a chain of noops that starts at a dequantize."""
+    while _is_noop(node):
+        node = node.all_input_nodes[0]
+        if qdq.is_dq(node):
+            return True
+    return False
+
+
+def _noop_chain_to_q(node: Node) -> bool:
+    """Every user of the noop `node` is a quantize, or a noop whose users are (recursively)."""
+    return _is_noop(node) and bool(node.users) and all(
+        qdq.is_q(u) or _noop_chain_to_q(u) for u in node.users)
+
+
 def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
+    # a chain of noops between a dequantize and its quantizes is int8 throughout: ExecuTorch decomposes one
+    # quantized op into it after quantization (flatten of a channels-last tensor: a copy to contiguous memory, then
+    # a view), so its inner links carry no quantize / dequantize pair
+    chained = _is_noop(node)
     for arg in node.all_input_nodes:
         if ctx.is_constant_operand(arg):
             continue  # weights and int32 biases: the op's own checks decide
+        if chained and _noop_chain_from_dq(arg):
+            continue
         if not qdq.is_dq(arg):
             if not ctx.quantized_model:
                 return "the model has no quantize nodes: quantize it with NeutronQuantizer (or use lower())"
@@ -133,6 +159,8 @@ def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
     if not out.users:
         return "its result is unused"
     for user in out.users:
+        if chained and _noop_chain_to_q(user):
+            continue
         if not qdq.is_q(user):
             return f"output is not quantized to int8 (used by {user.name} without a quantize node)"
         if qdq.per_tensor_kind(user) == "q" and user.args[5] != torch.int8:
@@ -158,6 +186,7 @@ def decide(graph: Graph, ctx: CheckContext) -> dict[Node, Rejection | None]:
         if not is_compute(node) or node in absorbed:
             continue
         decisions[node] = _decide_one(node, ctx)
+    _split_noop_chains(decisions, ctx)
     for act, producer in absorbed.items():
         rej = decisions.get(producer)
         if rej is None:
@@ -169,6 +198,24 @@ def decide(graph: Graph, ctx: CheckContext) -> dict[Node, Rejection | None]:
                                        f"fused into {producer.name} ({registry.op_name(producer.target)}), "
                                        "which runs on the CPU", npu=ctx.npu)
     return decisions
+
+
+def _split_noop_chains(decisions: dict, ctx: CheckContext) -> None:
+    """A noop is int8 inside a chain of noops only when the whole chain runs on the NPU: a link next to a rejected
+    one stays on the CPU too (repeated until no link changes)."""
+    changed = True
+    while changed:
+        changed = False
+        for node, rej in decisions.items():
+            if rej is not None or not _is_noop(node):
+                continue
+            links = [a for a in node.all_input_nodes if _is_noop(a)] + [u for u in node.users if _is_noop(u)]
+            cpu = next((n for n in links if decisions.get(n) is not None), None)
+            if cpu is not None:
+                decisions[node] = Rejection(node.name, registry.op_name(node.target),
+                                            f"{NOT_INT8}: int8 only with {cpu.name}, which runs on the CPU",
+                                            npu=ctx.npu)
+                changed = True
 
 
 def _decide_one(node: Node, ctx: CheckContext, lookup=registry.lookup) -> Rejection | None:

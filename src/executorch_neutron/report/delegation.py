@@ -22,7 +22,9 @@ from ..core.exported import constants, lowered_modules, partition_tag
 from ..core.qdq import per_tensor_kind
 from ..ops.registry import op_name
 from ..partition.support import Rejection
-from ..target import get_target
+from ..target import NEUTRON, get_target
+from ..tflite.layout import stored_channels_last
+from . import estimate
 from . import macs as _macs
 from .graph import apply_costs, program_graph
 from .html import to_html
@@ -46,6 +48,7 @@ class PartitionReport:
     largest_activation_bytes: int = 0  # largest single int8 tensor inside or at the boundary of the partition
     working_set_bytes: int = 0  # largest input+output activation bytes of one operator
     vela: dict | None = None  # Ethos-U: {"vela_flags": [...], "estimate": Vela's estimate (vela_call.Estimate)}
+    neutron_estimate: dict | None = None  # Neutron: the per-layer estimate (estimate.PartitionEstimate.to_dict())
 
     @property
     def tflite(self) -> bytes:
@@ -145,6 +148,18 @@ class DelegationReport:
                 "sram_bytes": max(e["sram_bytes"] for e in estimates),
                 "off_chip_bytes": sum(e["off_chip_bytes"] for e in estimates),
                 "macs": sum(e["macs"] for e in estimates)}
+
+    # --- the per-layer estimate (Neutron targets) ----------------------------------------------------------
+    @property
+    def neutron_estimate(self) -> dict | None:
+        """The Neutron estimate summed over the partitions (they run one after another)."""
+        estimates = [p.neutron_estimate for p in self.partitions if p.neutron_estimate]
+        if not estimates:
+            return None
+        cycles = sum(e["cycles"] for e in estimates)
+        return {"source": estimates[0]["source"], "cycles": cycles,
+                "inference_seconds": sum(e["inference_seconds"] for e in estimates),
+                "core_clock_hz": estimates[0]["core_clock_hz"], "macs": sum(e["macs"] for e in estimates)}
 
     # --- counts -------------------------------------------------------------------------------------------
     @property
@@ -288,9 +303,10 @@ class DelegationReport:
         program = edge.exported_program()
         gm = program.graph_module
         partitions = []
+        target = spec.target_info
         for lowered in lowered_modules(gm).values():
             tag = partition_tag(lowered.original_module)
-            partitions.append(_partition(tag, lowered, partitioner.partition_tags.get(tag, [])))
+            partitions.append(_partition(tag, lowered, partitioner.partition_tags.get(tag, []), target))
         by_name = {n.name: n for n in gm.graph.nodes}
         cpu_macs = {r.node: _macs.node_macs(by_name[r.node]) for r in partitioner.rejections if r.node in by_name}
         npu = sum(p.macs for p in partitions)
@@ -342,7 +358,14 @@ def _is_qparam(node) -> bool:
         (qdq.is_q(u) or qdq.is_dq(u)) and u.args and u.args[0] is not node for u in node.users)
 
 
-def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
+def _neutron_estimate(info: dict, target) -> dict | None:
+    """The converter's own figures when it reported them, else our estimate of the partition's TFLite."""
+    if info.get(estimate.CONVERTER_KEY):
+        return estimate.from_converter(info[estimate.CONVERTER_KEY], target).to_dict()
+    return estimate.estimate_tflite(info["tflite"], target).to_dict() if info.get("tflite") else None
+
+
+def _partition(tag: str, lowered, compute_names: list[str], target) -> PartitionReport:
     original = lowered.original_module
     graph = original.graph
     names = set(compute_names)
@@ -351,6 +374,10 @@ def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
     placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.name in original.graph_signature.user_inputs]
     outputs = next(n for n in graph.nodes if n.op == "output").args[0]
     view = backends.view(lowered)  # its back end's reading: kind, format flags (None: as the TFLite has it), meta
+    neutron_estimate = None
+    if target.kind == NEUTRON:  # the TFLite the compile step was given (backend metadata, else the reference's)
+        info = dict(getattr(lowered, "meta", {}).get("_delegate_info_meta") or {})
+        neutron_estimate = _neutron_estimate({"tflite": view["tflite"]() if view["tflite"] else None, **info}, target)
 
     def int8_bytes(node) -> int:  # activations inside the partition are int8: one byte per element
         dims = _macs.shape(node)
@@ -379,14 +406,16 @@ def _partition(tag: str, lowered, compute_names: list[str]) -> PartitionReport:
         kind=view["kind"],
         input_shapes=[tuple(n.meta["val"].shape) for n in placeholders],
         output_shapes=[tuple(n.meta["val"].shape) for n in outputs],
-        input_formats=view["input_formats"] or (0,) * len(placeholders),
-        output_formats=view["output_formats"] or (0,) * len(outputs),
+        # no flags (Ethos-U): the TFLite takes and gives the tensors as ExecuTorch stores them
+        input_formats=view["input_formats"] or tuple(int(stored_channels_last(n)) for n in placeholders),
+        output_formats=view["output_formats"] or tuple(int(stored_channels_last(n)) for n in outputs),
         macs=sum(op_macs.values()),
         op_macs=+op_macs,
         weight_bytes=weights,
         largest_activation_bytes=max(acts, default=0),
         working_set_bytes=working,
         vela=view["meta"],
+        neutron_estimate=neutron_estimate,
     )
 
 

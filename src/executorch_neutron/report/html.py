@@ -13,7 +13,8 @@ from html import escape
 from . import graph_svg
 from .macs import MAC_FORMULA
 from .notes import MEMORY_NOTE, REQUANTIZE_NOTE
-from .render import FORMATS, ethos_u_lines, human_bytes, human_macs, op_rows
+from .render import (FORMATS, estimate_notes, ethos_u_lines, human_bytes, human_macs, layer_tables,
+                     neutron_estimate_lines, op_rows)
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2430;background:#fff}
@@ -50,6 +51,26 @@ def _vela_layers(report) -> list[str]:
                        f"<td class=n>{la['cycles']:,}</td><td><span class=bar><i style='width:{100 * share:.1f}%'>"
                        f"</i></span> {100 * share:.1f}%</td><td class=n>{escape(human_macs(la['macs']))}</td></tr>")
         out.append("</table>")
+    return out
+
+
+def _neutron_layers(report) -> list[str]:
+    """Neutron: the per-layer estimate of each partition, most cycles first, in the shape of Vela's table."""
+    lines = neutron_estimate_lines(report)
+    if not lines:
+        return []
+    out = [f"<h2>Neutron estimate per layer</h2><p class='note'>{escape(lines[0])}</p>"]
+    for tag, layers, total in layer_tables(report):
+        out.append(f"<p><code>{escape(tag)}</code>: {total:,} cycles</p><table><tr><th>layer (output tensor)</th>"
+                   "<th>operator</th><th>cycles</th><th>share of the cycles</th><th>MACs</th><th>bound by</th></tr>")
+        for la in layers:
+            share = la["cycles"] / max(total, 1)
+            out.append(f"<tr><td><code>{escape(la['name'])}</code></td><td>{escape(la['op'])}</td>"
+                       f"<td class=n>{la['cycles']:,}</td><td><span class=bar><i style='width:{100 * share:.1f}%'>"
+                       f"</i></span> {100 * share:.1f}%</td><td class=n>{escape(human_macs(la['macs']))}</td>"
+                       f"<td>{escape(la.get('bound', ''))}</td></tr>")
+        out.append("</table>")
+    out += [f"<p class='note'>{escape(note)}.</p>" for note in estimate_notes(report)]
     return out
 
 
@@ -104,6 +125,7 @@ def to_html(report) -> str:
         parts.append("<tr><td colspan=9>nothing was delegated</td></tr>")
     parts.append("</table>")
     parts += _vela_layers(report)
+    parts += _neutron_layers(report)
     parts.append("<h2>Operators</h2><table><tr><th>operator</th><th>on the NPU</th><th>on the CPU</th>"
                  "<th>NPU MACs</th></tr>")
     for op, n, c, m in op_rows(report):

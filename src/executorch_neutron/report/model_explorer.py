@@ -21,6 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import backends
+from ..compile_spec import NeutronCompileSpec
+from ..core.atomic import write_bytes, write_text
+from ..tflite.reader import op_name, read_model, tensor_name
+
 _NPU_COLOR, _CPU_COLOR = "#bfe3cc", "#f8d7d3"
 _GRADIENT = (("#eef7f1", 0), ("#2f7d4f", 0.5), ("#b3362d", 1))  # (colour, stop): cheap -> costly
 
@@ -46,7 +51,6 @@ def _spec(compile_specs):
     """The NeutronCompileSpec a delegate was lowered with, from the compile specs stored in the .pte."""
     from executorch.exir.backend.compile_spec_schema import CompileSpec
 
-    from ..compile_spec import NeutronCompileSpec
 
     return NeutronCompileSpec.from_compile_specs([CompileSpec(cs.key, bytes(cs.value)) for cs in compile_specs])
 
@@ -56,7 +60,6 @@ def partitions_of(pte: bytes | str | Path) -> list[PartitionOverlay]:
     its TFLite and its back end's per-layer estimate where the back end has one (backends.py)."""
     from executorch.exir._serialize._program import deserialize_pte_binary
 
-    from .. import backends
 
     data = Path(pte).read_bytes() if isinstance(pte, (str, Path)) else bytes(pte)
     serialized = deserialize_pte_binary(data)
@@ -83,8 +86,6 @@ def partitions_of(pte: bytes | str | Path) -> list[PartitionOverlay]:
 
 def _op_outputs(tflite: bytes) -> list[tuple[str, str]]:
     """(first output tensor name, TFLite operator) of every operator of the main subgraph."""
-    from ..tflite.reader import op_name, read_model, tensor_name
-
     model = read_model(tflite)
     sub = model.subgraphs[0]
     return [(tensor_name(sub, op.outputs[0]), op_name(model, op)) for op in sub.operators if len(op.outputs)]
@@ -114,8 +115,6 @@ def node_data(overlay: PartitionOverlay) -> dict[str, object]:
 
 
 def _subgraph_name(tflite: bytes) -> str:
-    from ..tflite.reader import read_model
-
     raw = read_model(tflite).subgraphs[0].name
     return (raw.decode() if isinstance(raw, (bytes, bytearray)) else raw) or "main"
 
@@ -125,7 +124,6 @@ def write_overlays(pte, out_dir: str | Path,
     """Write each partition's TFLite and node data into `out_dir` (see the module docstring); returns every
     partition, with the files written for it (none, and a `note` saying why, where the .pte holds no TFLite).
     `estimates`: partition name -> (per-layer estimate, unit), used where the .pte itself gives none."""
-    from ..core.atomic import write_bytes, write_text
 
     out_dir = Path(out_dir)
     overlays = partitions_of(pte)

@@ -9,8 +9,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..target import get_target
+from .estimate import FORMULA as ESTIMATE_FORMULA
 from .macs import MAC_FORMULA
-from .notes import FORMAT_NOTE, MEMORY_NOTE, REQUANTIZE_NOTE
+from .notes import (
+    FORMAT_NOTE,
+    MEMORY_NOTE,
+    NEUTRON_CALIBRATION_NOTE,
+    NEUTRON_ESTIMATE_NOTE,
+    REQUANTIZE_NOTE,
+)
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 SCHEMA_VERSION = 3
@@ -110,6 +118,7 @@ def to_dict(report) -> dict:
             "note": MEMORY_NOTE,
         },
         **({"ethos_u": ethos} if (ethos := ethos_u_dict(report)) else {}),
+        **({"neutron_estimate": neutron} if (neutron := neutron_estimate_dict(report)) else {}),
     }
 
 
@@ -141,6 +150,66 @@ def ethos_u_lines(report) -> list[str]:
             f"{' '.join(report.vela_flags)})"]
 
 
+def estimate_figures(report) -> list[str]:
+    """The target's figures the Neutron estimate used, each with its source."""
+    t = get_target(report.target)
+    values = {"MACs/cycle": f"{t.macs_per_cycle}", "clock": f"{t.npu_clock_hz / 1e6:g} MHz",
+              "activations": f"{t.activation_bytes_per_cycle:g} B/cycle",
+              "weights": f"{t.weight_bytes_per_cycle:g} B/cycle from {t.weight_memory}"}
+    return [f"{name} {values.get(name, '')} ({source})" for name, source in t.estimate_sources]
+
+
+def neutron_estimate_dict(report) -> dict | None:
+    """The Neutron block of the JSON report: the estimate, its formula and figures, in total and per partition."""
+    total = report.neutron_estimate
+    if total is None:
+        return None
+    return {"estimate_by": NEUTRON_ESTIMATE_NOTE, "formula": ESTIMATE_FORMULA, "figures": estimate_figures(report),
+            "calibration": NEUTRON_CALIBRATION_NOTE, **total,
+            "partitions": [{"tag": p.tag, **p.neutron_estimate} for p in report.partitions if p.neutron_estimate]}
+
+
+def neutron_estimate_lines(report) -> list[str]:
+    total = report.neutron_estimate
+    if total is None:
+        return []
+    label = "NXP converter's figures" if total["source"] == "NXP converter" else "Neutron estimate (see notes)"
+    return [f"{label}: {total['cycles']:,} cycles = {1e3 * total['inference_seconds']:.3f} ms at "
+            f"{total['core_clock_hz'] / 1e6:g} MHz, {human_macs(total['macs'])}"]
+
+
+def layer_tables(report) -> list[tuple[str, list[dict], int]]:
+    """Per partition: (tag, its layers with the most cycles first, its cycles), from Vela's estimate (Ethos-U) or
+    the Neutron estimate: the same table for both families."""
+    out = []
+    for p in report.partitions:
+        est = p.vela["estimate"] if p.vela else p.neutron_estimate
+        if est:
+            layers = sorted(est["layers"], key=lambda la: -la["cycles"])
+            out.append((p.tag, layers, est["cycles"]))
+    return out
+
+
+def _layer_table_markdown(report) -> list[str]:
+    tables = layer_tables(report)
+    if not tables:
+        return []
+    by = "Vela's estimate" if report.npu_family == "Ethos-U" else "Neutron estimate"
+    out = ["", f"## Per layer ({by}), most cycles first", "",
+           "| partition | layer (output tensor) | operator | cycles | share | MACs |", "|---|---|---|---:|---:|---:|"]
+    for tag, layers, total in tables:
+        out += [f"| {tag} | `{la['name']}` | {la['op']} | {la['cycles']:,} | "
+                f"{100 * la['cycles'] / max(total, 1):.1f}% | {la['macs']:,} |" for la in layers]
+    return out
+
+
+def estimate_notes(report) -> list[str]:
+    if report.neutron_estimate is None:
+        return []
+    return [f"{NEUTRON_ESTIMATE_NOTE}: {ESTIMATE_FORMULA}", "figures: " + "; ".join(estimate_figures(report)),
+            NEUTRON_CALIBRATION_NOTE]
+
+
 def op_rows(report) -> list[tuple[str, int, int, int]]:
     """(op, nodes on the NPU, nodes on the CPU, MACs on the NPU) per operator, most frequent first."""
     npu, cpu = report.delegated_ops, report.cpu_ops
@@ -166,7 +235,7 @@ def _totals_lines(report) -> list[str]:
         f"{human_bytes(mem.activation_bytes)}" if mem.sram_bytes else
         f"memory (estimate): {human_bytes(mem.total_bytes)}: weights {human_bytes(mem.weight_bytes)} + activations "
         f"{human_bytes(mem.activation_bytes)} (this target sets no SRAM size)",
-    ] + ethos_u_lines(report)
+    ] + ethos_u_lines(report) + neutron_estimate_lines(report)
 
 
 def to_text(report) -> str:
@@ -184,6 +253,12 @@ def to_text(report) -> str:
             e = p.vela["estimate"]
             lines.append(f"    Vela's estimate: {e['cycles']:,} cycles = {1e3 * e['inference_seconds']:.3f} ms; SRAM "
                          f"{human_bytes(e['sram_bytes'])}, off-chip {human_bytes(e['off_chip_bytes'])}")
+        if p.neutron_estimate:
+            e = p.neutron_estimate
+            top = ", ".join(f"{la['name']} {la['op']} {100 * la['cycles'] / max(e['cycles'], 1):.0f}%"
+                            for la in sorted(e["layers"], key=lambda la: -la["cycles"])[:3])
+            lines.append(f"    Neutron estimate: {e['cycles']:,} cycles = {1e3 * e['inference_seconds']:.3f} ms; "
+                         f"most cycles: {top}")
     if report.requantizations:
         lines += ["", "Requantized on the CPU, between partitions (dequantize -> quantize with new parameters, as in "
                       "the quantized model):"]
@@ -201,7 +276,8 @@ def to_text(report) -> str:
             for n in nodes:
                 r = n.rejection
                 lines.append(f"    {r.node}: {report.float_reason(r)}" + (f" (hint: {r.hint})" if r.hint else ""))
-    return "\n".join(lines)
+    notes = estimate_notes(report)
+    return "\n".join(lines + ([""] + notes if notes else []))
 
 
 def _md_escape(text) -> str:
@@ -220,6 +296,7 @@ def to_markdown(report) -> str:
         outs = "; ".join(f"{list(s)} {FORMATS.get(f, f)}" for s, f in zip(p.output_shapes, p.output_formats))
         out.append(f"| {p.tag} | {len(p.nodes)} | {p.macs} | {ins} | {outs} | {p.weight_bytes} | "
                    f"{p.largest_activation_bytes} | {p.kind}, {p.payload_bytes} B |")
+    out += _layer_table_markdown(report)
     out += ["", "## Operators", "", "| operator | on the NPU | on the CPU | NPU MACs |", "|---|---:|---:|---:|"]
     out += [f"| `{op}` | {n} | {c} | {m} |" for op, n, c, m in op_rows(report)]
     if report.cortex_m_rejections:
@@ -240,4 +317,5 @@ def to_markdown(report) -> str:
         out += ["", "## Requantized on the CPU", "", f"{REQUANTIZE_NOTE}.", ""]
         out += [f"- {_md_escape(r.describe())}" for r in report.requantizations]
     out += ["", f"MACs: {MAC_FORMULA}.", "", f"Memory: {MEMORY_NOTE}.", "", f"Formats: {FORMAT_NOTE}."]
+    out += [x for note in estimate_notes(report) for x in ("", f"{_md_escape(note)}.")]
     return "\n".join(out) + "\n"

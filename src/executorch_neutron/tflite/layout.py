@@ -37,9 +37,19 @@ class Layout(Enum):
         return Layout.CHANNELS_LAST if rank == 4 else Layout.NATURAL
 
 
-def boundary_layout(rank: int, neutron_converts: bool) -> Layout:
-    """Layout of a partition input/output of this rank (`neutron_converts`: use_neutron_for_format_conversion)."""
-    return Layout.NATURAL if neutron_converts else Layout.preferred(rank)
+def stored_channels_last(value) -> bool:
+    """Whether a rank-4 tensor (or an FX node's fake tensor) is stored channels-last: ExecuTorch's dim order
+    (0, 2, 3, 1), as `model.to(memory_format=torch.channels_last)` and channels-last inputs give. A tensor with a
+    size-1 channel or spatial extent is dense in both orders; its strides say which one the program keeps."""
+    val = value.meta.get("val") if hasattr(value, "meta") else value
+    return getattr(val, "ndim", 0) == 4 and tuple(val.dim_order()) == NCHW_TO_NHWC
+
+
+def boundary_layout(rank: int, neutron_converts: bool, channels_last: bool = False) -> Layout:
+    """Layout of a partition input/output of this rank (`neutron_converts`: use_neutron_for_format_conversion).
+    A tensor ExecuTorch stores channels-last (`channels_last`) is NHWC in memory already: the partition takes or
+    gives it as it is (format flag 1, which the runtime passes straight through), with no transpose anywhere."""
+    return Layout.preferred(rank) if channels_last or not neutron_converts else Layout.NATURAL
 
 
 def format_flag(layout: Layout) -> int:
