@@ -103,7 +103,7 @@ class NeutronSuiteTester(Tester):
 
 def flow(target: str) -> TestFlow:
     """The suite TestFlow `neutron_<target>` (int8, quantized with the target's quantizer)."""
-    resolve_spec(target)  # an unknown target fails here, with the known ones named
+    spec = resolve_spec(target)  # an unknown target fails here, with the known ones named
     testers: list[NeutronSuiteTester] = []
 
     def tester_factory(model, example_inputs, dynamic_shapes=None):
@@ -111,7 +111,8 @@ def flow(target: str) -> TestFlow:
         testers.append(tester)
         return tester
 
-    made = TestFlow(f"{FLOW_PREFIX}{target}", backend="neutron", tester_factory=tester_factory, quantize=True,
+    backend = spec.target_info.kind.replace("-", "_")  # the suite makes a pytest mark `backend_<name>` of it
+    made = TestFlow(f"{FLOW_PREFIX}{target}", backend=backend, tester_factory=tester_factory, quantize=True,
                     quantize_stage_factory=None)
     made.testers = testers  # the testers it made, in order (run_operator_file reads their max_steps)
     return made
