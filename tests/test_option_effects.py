@@ -153,6 +153,28 @@ def check_constraints(env):
     assert "aten._softmax.default" not in ops["documented"] and "aten._softmax.default" in ops["sdk-current"]
 
 
+def _vela_config_option(option, value):
+    """Arm's compile-spec names: they reach Vela's flags (listed in the report) on an Ethos-U target and are refused,
+    naming themselves, on a Neutron target."""
+    def check(env):
+        inputs = (torch.randn(1, 3, 6, 10),)
+        value_ = value(env) if callable(value) else value
+        flags = lower(conv_relu(), inputs, [inputs], target="ethos-u85-256", **{option: value_}).report.vela_flags
+        default = lower(conv_relu(), inputs, [inputs], target="ethos-u85-256").report.vela_flags
+        assert flags != default and any(str(value_) in f for f in flags), flags
+        with pytest.raises(ValueError, match=option):
+            NeutronCompileSpec(target="imxrt700", **{option: value_})
+    return check
+
+
+def _copied_vela_ini(env) -> str:
+    import ethosu
+
+    ini = env.path / "my_vela.ini"
+    ini.write_text((Path(list(ethosu.__path__)[0]) / "config_files" / "Arm" / "vela.ini").read_text())
+    return str(ini)
+
+
 EFFECTS = {
     "target": check_target,
     "extra_flags": _converter_only("extra_flags", "--exclude-graph-passes=A", "excludeGraphPasses", "A"),
@@ -166,6 +188,9 @@ EFFECTS = {
     "custom_delegation_options": check_custom_delegation_options,
     "embed_reference": check_embed_reference,
     "constraints": check_constraints,
+    "system_config": _vela_config_option("system_config", "Ethos_U85_SYS_Flash_High"),
+    "memory_mode": _vela_config_option("memory_mode", "Shared_Sram"),
+    "config_ini": _vela_config_option("config_ini", _copied_vela_ini),
 }
 
 

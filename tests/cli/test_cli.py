@@ -135,7 +135,8 @@ def test_bad_input(case, tmp_path):
 def test_targets_and_ops():
     proc = cli("targets", "--json")
     assert proc.returncode == 0 and set(json.loads(proc.stdout)) == {
-        "imxrt700", "imxrt700cm", "mcxn94x", "imx95", "imx93", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256"}
+        "imxrt700", "imxrt700cm", "mcxn94x", "imx95", "imx93", "ethos-u55-128", "ethos-u55-256", "ethos-u65-256",
+        "ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048"}
     proc = cli("ops", "--markdown")
     assert proc.returncode == 0 and "aten.convolution.default" in proc.stdout and proc.stdout.startswith("#")
 
