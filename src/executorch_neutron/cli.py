@@ -95,6 +95,9 @@ def _spec_options(args) -> dict:
         reference=args.reference,
         constraints=args.constraints,
         embed_reference=not args.device_only,
+        system_config=args.system_config,
+        memory_mode=args.memory_mode,
+        config_ini=args.config_ini,
     )
 
 
@@ -391,6 +394,11 @@ def _add_lowering_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--device-only", action="store_true",
                    help="Ethos-U targets: leave the partitions' reference TFLite out of the .pte (embed_reference="
                         "False): smaller, runs only on the device")
+    for flag, what in (("--system-config", "system config"), ("--memory-mode", "memory mode"),
+                       ("--config-ini", "configuration file (default: Vela's bundled Arm/vela.ini)")):
+        g.add_argument(flag, metavar="NAME" if flag != "--config-ini" else "FILE",
+                       help=f"Ethos-U targets: Vela's {what}, as Arm's ethosu_compile_spec names it; "
+                            "replaces the target's own")
     g.add_argument("--constraints", choices=sorted(CONSTRAINT_PROFILES), default=DEFAULT_PROFILE,
                    help="operator table the partitioner follows: sdk-current (default: what NXP's current SDK "
                         "delegates) or documented (NXP's documented table); see SUPPORTED_OPS.md")

@@ -184,3 +184,18 @@ def test_compile_and_run_for_imxrt700cm(tmp_path):
     proc = cli("run", tmp_path / "m.pte", "--input", tmp_path / "x.npy")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "(1, 10)" in proc.stdout or "[1, 10]" in proc.stdout
+
+
+def test_vela_configuration_options(tmp_path):
+    """--system-config / --memory-mode / --config-ini reach Vela's flags (listed in the report) on an Ethos-U target
+    and are refused, in one line naming the option, on a Neutron target."""
+    common = ("--random-calibration", "-o", tmp_path / "m.pte", "--report", tmp_path / "m.json")
+    proc = cli("compile", "examples/cifarnet.py:factory", "--target", "ethos-u85-256", "--memory-mode", "Shared_Sram",
+               "--system-config", "Ethos_U85_SYS_Flash_High", *common, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    flags = json.loads((tmp_path / "m.json").read_text())["ethos_u"]["vela_flags"]
+    assert "--memory-mode=Shared_Sram" in flags and "--system-config=Ethos_U85_SYS_Flash_High" in flags, flags
+    proc = cli("compile", "examples/cifarnet.py:factory", "--target", "imxrt700", "--memory-mode", "Shared_Sram",
+               *common, cwd=ROOT)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 1 and len(errors) == 1 and "memory_mode" in errors[0], proc.stderr
