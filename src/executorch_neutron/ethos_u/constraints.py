@@ -23,6 +23,7 @@ from ethosu.vela.tflite_supported_operators import TFLiteSupportedOperators as _
 
 from ..ops import registry
 from ..ops.args import NodeArgs
+from ..ops.conv import transposed_kernel
 from ..ops.reduce import rows_view
 from ..ops.common import same_padding_matches
 from ..ops.registry import Constraint
@@ -193,13 +194,18 @@ def _large_stride(a: NodeArgs) -> str | None:
 def _tconv(a: NodeArgs) -> str | None:
     if not a["transposed"]:
         return None
-    (sh, sw), (kh, kw), (ih, iw) = tuple(a["stride"]), a.shape("weight")[2:], a.shape("input")[2:]
+    (sh, sw), (kh, kw), (ih, iw) = tuple(a["stride"]), transposed_kernel(a), a.shape("input")[2:]
     ok = (sh, sw) in TCONV_STRIDES or ((sh, sw) == (1, 2) and ih == kh == 1) or (
         (sh, sw) == (2, 1) and iw == kw == 1)
     if not ok:
         return f"stride {[sh, sw]}"
     # the converter writes VALID padding with the full (in - 1) * stride + kernel output, then crops
-    return None if kh >= sh and kw >= sw else f"kernel {[kh, kw]} smaller than stride {[sh, sw]}"
+    if kh < sh or kw < sw:
+        return f"kernel {[kh, kw]} smaller than stride {[sh, sw]}"
+    op, p = list(a["output_padding"]), list(a["padding"])
+    if any(o > x for o, x in zip(op, p)):  # the converter then asks for rows past the full output
+        return f"output_padding {op} > padding {p}"
+    return None
 
 
 def _softmax_area(a: NodeArgs) -> str | None:
@@ -264,7 +270,8 @@ CONSTRAINTS: tuple[Constraint, ...] = (
                    _CONV | {_aten.avg_pool2d.default}, _large_stride),
     _vela("Transposed convolution: stride (H, W) (1, 1) or (2, 2), or (1, 2) when the IFM and kernel "
                    "heights are 1, or (2, 1) when their widths are 1; with VALID padding (the converter's) the OFM "
-                   "must be IFM x stride + (kernel - stride), so the kernel must not be smaller than the stride",
+                   "must be IFM x stride + (kernel - stride), so the kernel (dilated) must not be smaller than the "
+                   "stride and output_padding not larger than padding",
                    _CONV, _tconv),
     _vela("Softmax: the product of IFM width and height must be less than 65536",
                    frozenset({_aten._softmax.default}), _softmax_area),

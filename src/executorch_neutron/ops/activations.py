@@ -141,10 +141,12 @@ def convert_neg(ctx, a):
     ctx.builder.op(schema.BuiltinOperator.MUL, [x.tensor, minus_one], [out.tensor], options("MulOptionsT"))
 
 
-@constraint("rank 2 or more", profiles={"sdk-current"})
+@constraint("rank 2 or more, or rank 1 with one slope", profiles={"sdk-current"})
 def _prelu_rank(a, ctx):
     r = len(a.shape("self"))
-    return None if r >= 2 else f"rank {r}: PReLU slopes apply along dim 1"
+    if r >= 2 or math.prod(a.shape("weight")) == 1:
+        return None
+    return f"rank {r} with {math.prod(a.shape('weight'))} slopes: a rank-1 input has no channel dim (one slope)"
 
 
 @constraint(f"rank 4, channels % {{num_macs}} == 0, flat size / channels <= {ROWS}", profiles={"documented"},
@@ -167,8 +169,9 @@ def _prelu_weight(a, ctx):
     w = a["weight"]
     if not (is_dq(w) and ctx.is_constant(w.args[0]) and is_dq_per_tensor(w)):
         return "slopes are not a constant int8 tensor quantized per tensor"
-    n = a.shape("weight")
-    return None if len(n) == 1 and n[0] in (1, a.shape("self")[1]) else f"slope shape {list(n)}"
+    n, shape = a.shape("weight"), a.shape("self")
+    channels = shape[1] if len(shape) > 1 else 1
+    return None if len(n) == 1 and n[0] in (1, channels) else f"slope shape {list(n)}"
 
 
 @register(_aten.prelu.default, constraints=(_prelu_shape, _prelu_rank, _prelu_weight), preserve="if_delegated",

@@ -18,7 +18,7 @@ from ..tflite.layout import CONV_WEIGHT_PERM, OUT_LAST_WEIGHT_PERM, Layout, phys
 from .common import is_int8_constant, quantize_bias, round_up, same_padding_matches
 from .fusion import fused_code
 from .limits import CONV_WEIGHT_SLOTS, TRANSPOSED_CONV_STRIDE
-from .registry import NEUTRON, constraint, register
+from .registry import NEUTRON, constraint, documented_only, register
 
 
 @constraint("1D or 2D convolution (rank-3 or rank-4 input; transposed 1D ones arrive as 2D, see the conv1d pass)")
@@ -29,26 +29,26 @@ def _rank(a, ctx):
     return f"{r - 2}D {'transposed ' if a['transposed'] else ''}convolution: 1D and 2D convolutions are converted"
 
 
-@constraint("transposed: groups 1, padding < kernel, output_padding <= padding, dilation 1")
+def transposed_kernel(a) -> list[int]:
+    """The kernel extent of a transposed convolution as written to TFLite: dilation d spreads k taps over
+    d * (k - 1) + 1 positions (the weight gets zeros in between; TRANSPOSE_CONV has no dilation)."""
+    return [d * (k - 1) + 1 for k, d in zip(a.shape("weight")[2:], list(a["dilation"]))]
+
+
+@constraint("transposed: padding < kernel (dilation and groups are converted: zeros in the kernel between the "
+            "dilated taps, a block-diagonal weight for the groups)")
 def _transposed(a, ctx):
     if not a["transposed"]:
         return None
-    k = a.shape("weight")[2:]
-    p, op, d = (list(a[n]) for n in ("padding", "output_padding", "dilation"))
-    if a["groups"] != 1:
-        return f"transposed convolution with groups {a['groups']}: groups 1 is converted"
+    k, p = transposed_kernel(a), list(a["padding"])
     if any(x >= kk for x, kk in zip(p, k)):
-        return f"transposed convolution padding {p} with kernel {list(k)}: padding must be < kernel"
-    if any(o > x for o, x in zip(op, p)):
-        return f"output_padding {op} > padding {p}"
-    if any(x != 1 for x in d):
-        return f"transposed convolution dilation {d}: dilation 1 is converted"
+        return f"transposed convolution padding {p} with kernel {k}: padding must be < kernel"
     return None
 
 
 @constraint(f"transposed: stride <= {TRANSPOSED_CONV_STRIDE} and <= kernel", backends=NEUTRON)
 def _transposed_stride(a, ctx):
-    k, s = a.shape("weight")[2:], list(a["stride"])
+    k, s = transposed_kernel(a), list(a["stride"])
     if a["transposed"] and any(x > TRANSPOSED_CONV_STRIDE or x > kk for x, kk in zip(s, k)):
         return (f"transposed convolution stride {s} with kernel {list(k)}: Neutron needs stride <= "
                 f"{TRANSPOSED_CONV_STRIDE} and <= kernel")
@@ -69,8 +69,9 @@ def _groups(a, ctx):
     return f"1-D convolution with groups {g}: groups 1 or depthwise are converted"
 
 
+@documented_only
 @constraint("grouped (not depthwise): output channels per group % {num_macs} == 0",
-            hint="make the output channels per group a multiple of {num_macs}", backends=NEUTRON)
+            hint="make the output channels per group a multiple of {num_macs}")
 def _group_channels(a, ctx):
     g, c = a["groups"], a.shape("input")[1]
     per_group = a.out_shape[1] // g
@@ -82,7 +83,7 @@ def _group_channels(a, ctx):
 
 @constraint(f"kernel_h * kernel_w * round_up(in_channels, {{num_macs}}) <= {CONV_WEIGHT_SLOTS}", backends=NEUTRON)
 def _kernel_size(a, ctx):
-    k = list(a.shape("weight")[2:])
+    k = transposed_kernel(a) if a["transposed"] else list(a.shape("weight")[2:])
     kh, kw = ([1] + k)[-2:]
     in_c = a.shape("input")[1]
     size = kh * kw * round_up(in_c, ctx.num_macs)
@@ -223,22 +224,44 @@ def _explicit_pad(ctx, x, pad):
     return type(x)(out, shape, Layout.CHANNELS_LAST, x.quant)
 
 
+def _transpose_weight(a, w):
+    """A transposed convolution's int8 weight [in, out / groups, kh, kw] and its per-output-channel scales as one
+    dense [in, out, kh', kw'] TRANSPOSE_CONV weight: each group's block on the diagonal (zeros elsewhere, so an
+    output channel still sums over its own group's inputs only) and each tap at its dilated position (zeros
+    between). The zeros add nothing: the result is PyTorch's grouped, dilated transposed convolution."""
+    data = w.data
+    groups, (cin, co, kh, kw) = a["groups"], data.shape
+    dh, dw = list(a["dilation"])
+    eh, ew = transposed_kernel(a)
+    dense = np.zeros((cin, co * groups, eh, ew), dtype=data.dtype)
+    ci = cin // groups
+    for g in range(groups):
+        dense[g * ci:(g + 1) * ci, g * co:(g + 1) * co, ::dh, ::dw] = data[g * ci:(g + 1) * ci]
+    scales, zps = w.quant.scale, w.quant.zero_point
+    if len(scales) > 1 and groups > 1:  # one scale per channel of a group: each group's channels repeat them
+        scales, zps = tuple(scales) * groups, tuple(zps) * groups
+    return dense, Quant(tuple(scales), tuple(zps), 0)
+
+
 def _transpose_conv(ctx, a):
     """TRANSPOSE_CONV with VALID padding computes the full (in - 1) * s + k output; PyTorch's padding crops it
-    (a STRIDED_SLICE); output_padding <= padding only extends the crop window."""
+    (a STRIDED_SLICE). An output_padding beyond the padding asks for rows past the full output: TRANSPOSE_CONV is
+    given that larger output shape, and with VALID padding it places the taps from the top-left as before, so the
+    extra rows receive no taps and hold the bias, as in PyTorch."""
     b = ctx.builder
     x = ctx.value(a["input"], Layout.CHANNELS_LAST)
-    w = ctx.quantized_constant(a["weight"])  # [in, out, kh, kw], per channel along axis 1
-    _, out_c, kh, kw = w.data.shape
+    w = ctx.quantized_constant(a["weight"])  # [in, out / groups, kh, kw], per channel along axis 1
+    data, w_quant = _transpose_weight(a, w)
+    _, out_c, kh, kw = data.shape
     n, _, h, wd = x.shape
     s, p = list(a["stride"]), list(a["padding"])
-    full = (n, out_c, (h - 1) * s[0] + kh, (wd - 1) * s[1] + kw)
-    w_quant = Quant(w.quant.scale, w.quant.zero_point, 0)
-    wt = b.constant(a.node.name + "_w", np.transpose(w.data, OUT_LAST_WEIGHT_PERM).astype(np.int8), w_quant)
-    bias, bias_scales = quantize_bias(a["bias"], x.quant.scale[0], w.quant.scale, ctx, out_c)
+    final = tuple(a.out_shape)
+    extra = [max(0, p[i] + final[2 + i] - ((h, wd)[i] - 1) * s[i] - (kh, kw)[i]) for i in range(2)]
+    full = (n, out_c, (h - 1) * s[0] + kh + extra[0], (wd - 1) * s[1] + kw + extra[1])
+    wt = b.constant(a.node.name + "_w", np.transpose(data, OUT_LAST_WEIGHT_PERM).astype(np.int8), w_quant)
+    bias, bias_scales = quantize_bias(a["bias"], x.quant.scale[0], w_quant.scale, ctx, out_c)
     bt = b.constant(a.node.name + "_b", bias, Quant(tuple(bias_scales), (0,) * out_c, 0))
     shape_t = b.int32_vector(a.node.name + "_out_shape", physical_shape(full, Layout.CHANNELS_LAST))
-    final = tuple(a.out_shape)
     act = fused_code(a.node)
     opts = options("TransposeConvOptionsT", padding=schema.Padding.VALID, strideH=s[0], strideW=s[1],
                    fusedActivationFunction=act)
