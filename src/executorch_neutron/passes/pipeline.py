@@ -25,6 +25,7 @@ from .div_to_mul import div_to_mul
 from .fold_constants import fold_constants
 from .fold_linear_batch_norm import fold_linear_batch_norm
 from .gelu_to_sigmoid import gelu_to_sigmoid
+from .glu_to_sigmoid_mul import glu_to_sigmoid_mul
 from .group_norm_decompose import group_norm_decompose
 from .hardsigmoid_to_conv import hardsigmoid_to_conv
 from .inline_autocast import inline_autocast
@@ -36,6 +37,7 @@ from .mean1d_to_mean2d import mean1d_to_mean2d
 from .permute_rank4 import permute_rank4
 from .pixel_shuffle_to_permute import pixel_shuffle_to_permute
 from .pool1d_to_pool2d import pool1d_to_pool2d
+from .pow_to_mul import pow_to_mul
 from .remove_bn_counters import remove_bn_counters
 from .remove_noops import remove_noops
 from .rnn_unroll import rnn_unroll
@@ -45,6 +47,7 @@ from .sink_batch_reshapes import sink_batch_reshapes
 from .sink_squeeze import sink_squeeze
 from .split_to_slices import split_to_slices
 from .sum_all_keepdim import sum_all_keepdim
+from .threshold_to_clamp import threshold_to_clamp
 
 _edge = exir_ops.edge.aten
 
@@ -106,6 +109,10 @@ PIPELINE: tuple[Step, ...] = (
     Step(mean1d_to_mean2d, "any"),
     Step(div_to_mul, "after fold_constants: a divisor computed from constants is a constant by then"),
     Step(hardsigmoid_to_conv, "any"),
+    Step(glu_to_sigmoid_mul, "any"),
+    Step(pow_to_mul, "any"),
+    Step(threshold_to_clamp, "before max_pool_padding, which reads whether a pool's input cannot be negative (a "
+         "relu's output)"),
     Step(silu_to_sigmoid_mul, "before max_pool_padding, which reads whether a pool's input cannot be negative "
          "(a sigmoid's output)"),
     Step(gelu_to_sigmoid, "before max_pool_padding (as silu_to_sigmoid_mul)"),
