@@ -230,7 +230,7 @@ def _transpose_weight(a, w):
     output channel still sums over its own group's inputs only) and each tap at its dilated position (zeros
     between). The zeros add nothing: the result is PyTorch's grouped, dilated transposed convolution."""
     data = w.data
-    groups, (cin, co, kh, kw) = a["groups"], data.shape
+    groups, (cin, co) = a["groups"], data.shape[:2]
     dh, dw = list(a["dilation"])
     eh, ew = transposed_kernel(a)
     dense = np.zeros((cin, co * groups, eh, ew), dtype=data.dtype)
