@@ -50,8 +50,21 @@ def test_unrolled_graph_computes_the_recurrent_op(name):
             torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
 
-def _unrolled(model, inputs):
-    return rnn_unroll(fold_constants(torch.export.export(model, inputs, strict=False).module()))
+def _unrolled(model, inputs, with_sub=True):
+    return rnn_unroll(fold_constants(torch.export.export(model, inputs, strict=False).module()), with_sub=with_sub)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("name", [n for n in rnn_blocks.LAYERS if n.startswith("gru")])
+def test_gru_without_sub_computes_the_recurrent_op(name):
+    """For an operator table without SUB (Neutron's documented one) the GRU's h - n is h + neg(n): no sub left,
+    the same values."""
+    model, inputs = rnn_blocks.LAYERS[name]()
+    gm = _unrolled(model, inputs, with_sub=False)
+    assert not any(n.target == torch.ops.aten.sub.Tensor for n in gm.graph.nodes), gm.graph
+    with torch.no_grad():
+        for got, want in zip(_flat(gm(*inputs)), _flat(model(*inputs)), strict=True):
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.fast
@@ -109,6 +122,17 @@ def test_recurrent_layer_on_the_npu(target, name):
     _assert_whole(result)
     worst, within1, _, _ = _pte_vs_quantized(result, model, calib[:4])
     print(f"{name} on {target}: max {worst} steps, {100 * within1:.1f}% within 1 step")
+    assert worst <= 2 and within1 >= 0.95, f"max {worst} steps, {within1:.3f} within 1 step"
+
+
+@pytest.mark.parametrize("name", ["gru_initial_state", "gru_cell_zero_state_no_bias"])
+def test_gru_whole_under_the_documented_table(name):
+    """The documented table has no SUB: the GRU's update is written with neg + add and stays one partition."""
+    model, inputs = rnn_blocks.LAYERS[name]()
+    calib = [inputs] + calibration(inputs, 6)
+    result = lower(model, inputs, calib, target="imxrt700", constraints="documented")
+    _assert_whole(result)
+    worst, within1, _, _ = _pte_vs_quantized(result, model, calib[:4])
     assert worst <= 2 and within1 >= 0.95, f"max {worst} steps, {within1:.3f} within 1 step"
 
 

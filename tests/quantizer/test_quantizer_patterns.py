@@ -488,6 +488,11 @@ REWRITTEN_BY_PASSES = {
     aten.max_pool1d.default: lambda: (lambda: nn.MaxPool1d(2), [(1, 8, 16)]),
     aten.avg_pool1d.default: lambda: (lambda: nn.AvgPool1d(2), [(1, 8, 16)]),
     aten.dropout.default: lambda: (lambda: nn.Sequential(nn.Dropout(0.3), nn.ReLU()), X4),
+    aten.glu.default: lambda: (_fn(lambda x: F.glu(x, 1)), [(1, 6, 10, 7)]),
+    aten.square.default: lambda: (_fn(torch.square), [(2, 10)]),
+    aten.pow.Tensor_Scalar: lambda: (_fn(lambda x: torch.pow(x, 3)), [(2, 10)]),
+    aten.threshold.default: lambda: (lambda: nn.Threshold(0.0, 0.0), [(20,)]),
+    aten.hardsigmoid.default: lambda: (lambda: nn.Hardsigmoid(), [(2, 10)]),
 }
 
 

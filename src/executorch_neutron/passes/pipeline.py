@@ -5,7 +5,8 @@ once, says why it sits where it does (`order`: the pass it must follow or preced
 ordering constraint), and carries its conditions as data: `qat_keyword` passes the QAT flag to the pass under that
 keyword, `needs_ops` skips the pass when the target's operator table (for the context's back-end kind and
 constraint profile) does not run all of those edge ops, since the rewrite's pieces would then be split between NPU
-and CPU. The runner has no special cases. SUPPORTED_OPS.md lists the steps in this order with their docstrings.
+and CPU, and `op_flags` ((keyword, edge op) pairs) tells the pass under each keyword whether that table runs the op
+(so it can write the rewrite from ops the table has). The runner has no special cases. SUPPORTED_OPS.md lists the steps in this order with their docstrings.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class Step:
     order: str
     qat_keyword: str | None = None
     needs_ops: tuple = ()
+    op_flags: tuple[tuple[str, object], ...] = ()
 
     @property
     def name(self) -> str:
@@ -75,6 +77,10 @@ class Step:
 
     def applies(self, ctx: PassContext) -> bool:
         return all(registry.runs(op, ctx.backend, ctx.profile) for op in self.needs_ops)
+
+    def keywords(self, ctx: PassContext) -> dict:
+        flags = {key: registry.runs(op, ctx.backend, ctx.profile) for key, op in self.op_flags}
+        return flags | ({self.qat_keyword: ctx.is_qat} if self.qat_keyword else {})
 
 
 PIPELINE: tuple[Step, ...] = (
@@ -88,7 +94,8 @@ PIPELINE: tuple[Step, ...] = (
     Step(fold_constants, "after remove_noops, before the rewrites that need constant operands (div_to_mul's "
          "divisor, batch_norm_to_conv's statistics)", qat_keyword="keep_parameters"),
     Step(rnn_unroll, "after fold_constants: a zero initial state is a constant by then, and the terms it multiplies "
-         "are dropped; before the rewrites below, which see its linears, slices and reshapes as any others"),
+         "are dropped; before the rewrites below, which see its linears, slices and reshapes as any others",
+         op_flags=(("with_sub", _edge.sub.Tensor),)),
     Step(split_to_slices, "before sdpa_to_matmul and permute_rank4: attention's q, k, v unbind becomes slices and "
          "reshapes they see as ordinary views"),
     Step(sdpa_to_matmul, "before matmul_to_bmm, which rewrites the matmuls it writes"),
@@ -132,5 +139,5 @@ def run_passes(gm: GraphModule, ctx: PassContext = PassContext()) -> GraphModule
     """Run every step of PIPELINE that applies to `ctx`, in order; returns the rewritten module."""
     for step in PIPELINE:
         if step.applies(ctx):
-            gm = step.run(gm, **({step.qat_keyword: ctx.is_qat} if step.qat_keyword else {}))
+            gm = step.run(gm, **step.keywords(ctx))
     return gm

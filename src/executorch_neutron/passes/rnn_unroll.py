@@ -5,6 +5,7 @@ elementwise mul / add / sub, one step per time step, per layer and direction.
           c' = f * c + i * g                h' = o * tanh(c')
     GRU   r, z = s(Wr x + Ur h + br), s(Wz x + Uz h + bz)
           n = tanh(Wn x + b_in + r * (Un h + b_hn))          h' = n + z * (h - n)
+          (h - n is h + neg(n) where the target's operator table has no subtraction: Neutron's documented one)
     RNN   h' = tanh(W x + U h + b)   (relu for nonlinearity="relu")
 
 Each gate has its own fully connected layers (the rows of the layer's weights that compute it), so every gate's
@@ -55,8 +56,8 @@ def _is_zero(gm: GraphModule, node) -> bool:
 class _Cell:
     """Builds the graph of recurrent steps (inserted before the recurrent node `node`)."""
 
-    def __init__(self, gm: GraphModule, node: Node, kind: str, gates: int, w_hh: Node):
-        self.gm, self.node, self.kind, self.gates = gm, node, kind, gates
+    def __init__(self, gm: GraphModule, node: Node, kind: str, gates: int, w_hh: Node, with_sub: bool = True):
+        self.gm, self.node, self.kind, self.gates, self.with_sub = gm, node, kind, gates, with_sub
         self.hidden = int(constant(gm, w_hh).shape[1])
         self._cache: dict = {}
 
@@ -86,6 +87,12 @@ class _Cell:
 
     def add(self, a: Node, b: Node | None) -> Node:
         return a if b is None else self.op(aten.add.Tensor, a, b)
+
+    def minus(self, a: Node, b: Node) -> Node:
+        """a - b: a SUB, or where the target's table has none, a + neg(b) (neg: MUL by the exact -1)."""
+        if self.with_sub:
+            return self.op(aten.sub.Tensor, a, b)
+        return self.op(aten.add.Tensor, a, self.op(aten.neg.default, b))
 
     def cat(self, parts: list[Node], dim: int) -> Node:
         return parts[0] if len(parts) == 1 else self.op(aten.cat.default, parts, dim)
@@ -127,8 +134,8 @@ class _Cell:
                 hn = self.linear(h, wh, None if bh is None else self.cached("bhn_", bh, [-1], wh))
             n = tanh(self.add(self.linear(x, wx, bx), None if hn is None else self.op(aten.mul.Tensor, r, hn)))
             if h is None:
-                return self.op(aten.sub.Tensor, n, self.op(aten.mul.Tensor, z, n)), None
-            return self.add(n, self.op(aten.mul.Tensor, z, self.op(aten.sub.Tensor, h, n))), None
+                return self.minus(n, self.op(aten.mul.Tensor, z, n)), None
+            return self.add(n, self.op(aten.mul.Tensor, z, self.minus(h, n))), None
         act = aten.tanh.default if self.kind == "rnn_tanh" else aten.relu.default
         return self.op(act, pre[0]), None
 
@@ -136,9 +143,9 @@ class _Cell:
 class _Unroll(_Cell):
     """The unrolled graph of one recurrent layer stack (aten.lstm.input, gru.input, rnn_*.input)."""
 
-    def __init__(self, gm: GraphModule, node: Node, kind: str, gates: int):
+    def __init__(self, gm: GraphModule, node: Node, kind: str, gates: int, with_sub: bool):
         x, hx, params, self.has_bias, self.layers, _, _, bidirectional, self.batch_first = node.args[:9]
-        super().__init__(gm, node, kind, gates, params[1])
+        super().__init__(gm, node, kind, gates, params[1], with_sub)
         self.x = x
         self.dirs = 2 if bidirectional else 1
         self.hx = list(hx) if kind == "lstm" else [hx]
@@ -208,12 +215,12 @@ class _Unroll(_Cell):
         return (output, stacked(finals_h)) + ((stacked(finals_c),) if self.kind == "lstm" else ())
 
 
-def _cell_step(gm: GraphModule, node: Node) -> tuple[Node, ...] | Node:
+def _cell_step(gm: GraphModule, node: Node, with_sub: bool) -> tuple[Node, ...] | Node:
     """One step of an nn.LSTMCell / GRUCell / RNNCell op: (h', c') for the LSTM cell, else h'."""
     x, hx, w_ih, w_hh = node.args[:4]
     b_ih, b_hh = (list(node.args[4:6]) + [None, None])[:2]
     kind, gates = _CELLS[node.target]
-    cell = _Cell(gm, node, kind, gates, w_hh)
+    cell = _Cell(gm, node, kind, gates, w_hh, with_sub)
     states = list(hx) if kind == "lstm" else [hx]
     h, c = [None if _is_zero(gm, s) else s for s in states + [None] * (2 - len(states))]
     h, c = cell.step(cell.weights(w_ih, w_hh, b_ih, b_hh, "cell"), x, h, c)
@@ -245,14 +252,15 @@ def _unrollable(gm: GraphModule, node: Node) -> bool:
     return all(u.op == "call_function" and u.target is operator.getitem for u in node.users)
 
 
-def rnn_unroll(gm: GraphModule) -> GraphModule:
+def rnn_unroll(gm: GraphModule, with_sub: bool = True) -> GraphModule:
+    """with_sub: whether the target's operator table has a subtraction (else the GRU's h - n is h + neg(n))."""
     changed = False
     for node in list(gm.graph.nodes):
         if node.op != "call_function":
             continue
         if node.target in _CELLS and _cell_ok(gm, node):
             with gm.graph.inserting_before(node):
-                outputs = _cell_step(gm, node)
+                outputs = _cell_step(gm, node, with_sub)
             if isinstance(outputs, Node):  # GRU / RNN cell: one tensor
                 node.replace_all_uses_with(outputs)
                 gm.graph.erase_node(node)
@@ -261,7 +269,7 @@ def rnn_unroll(gm: GraphModule) -> GraphModule:
         elif node.target in _KINDS and _unrollable(gm, node):
             kind, gates = _KINDS[node.target]
             with gm.graph.inserting_before(node):
-                outputs = _Unroll(gm, node, kind, gates).build()
+                outputs = _Unroll(gm, node, kind, gates, with_sub).build()
         else:
             continue
         for user in list(node.users):
