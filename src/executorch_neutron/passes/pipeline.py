@@ -22,6 +22,7 @@ from ..target import NEUTRON
 from .batch_norm_to_conv import batch_norm_to_conv
 from .conv1d_to_conv2d import conv1d_to_conv2d
 from .core_aten_rewrites import core_aten_rewrites
+from .dilated_max_pool import dilated_max_pool
 from .div_to_mul import div_to_mul
 from .fold_constants import fold_constants
 from .fold_linear_batch_norm import fold_linear_batch_norm
@@ -113,6 +114,8 @@ PIPELINE: tuple[Step, ...] = (
          needs_ops=(_edge.rsqrt.default,)),
     Step(conv1d_to_conv2d, "before sink_squeeze, which moves the squeeze it writes"),
     Step(pool1d_to_pool2d, "before max_pool_padding, which rewrites the 2-D max pools it writes"),
+    Step(dilated_max_pool, "after pool1d_to_pool2d (a dilated max_pool1d is a max_pool2d by then); only where the "
+         "target's table runs maximum", needs_ops=(_edge.maximum.default,)),
     Step(mean1d_to_mean2d, "any"),
     Step(div_to_mul, "after fold_constants: a divisor computed from constants is a constant by then"),
     Step(hardsigmoid_to_conv, "any"),
