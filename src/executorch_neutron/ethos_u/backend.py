@@ -20,8 +20,8 @@ from torch.export import ExportedProgram
 
 from ..compile_spec import NeutronCompileSpec
 from ..convert import convert_partition
-from ..neutron.payload import Header, Payload
-from ..neutron.payload import pack as pack_reference
+from ..core.payload import Header, Payload
+from ..core.payload import pack as pack_reference
 from ..core.debug_handles import handle_map
 from ..core.progress import emit
 from . import payload

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..neutron.payload import unpack
+from ..core.payload import unpack
 from . import host
 from .backend import vela_flags
 from .payload import is_payload

@@ -22,7 +22,7 @@ from typing import Sequence
 
 from ...core.atomic import write_bytes, write_text
 from ...compile_spec import NeutronCompileSpec
-from ..payload import Header, Payload, pack
+from ...core.payload import Header, Payload, pack
 from . import profile_map, sdk_adapter
 from .extract import NeutronGraphParts, extract
 
