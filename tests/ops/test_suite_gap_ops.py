@@ -1,9 +1,9 @@
 """Operators ExecuTorch's backend test suite (operators/) left on the CPU before, now on the NPU, at the converter
 level (`harness.convert_and_run`: edge program -> TFLite -> LiteRT, no `lower()`): glu, square and pow(x, 2 / 3),
-threshold(t, t), hardsigmoid of rank 1 / 2, log2 / log10, rank-1 PReLU, dilated max pools, grouped convolutions with
-few channels per group, and transposed convolutions with groups, dilation or output_padding beyond the padding. Each is compared with
-PyTorch's quantized model (`convert_pt2e`) within 1 output quantization step, on the Neutron and the Ethos-U
-target; and the cases one back end refuses, with their reasons."""
+threshold(t, t), hardsigmoid of rank 1 / 2, log2 / log10, rank-1 PReLU, dilated max pools, average pools with
+ceil_mode, grouped convolutions with few channels per group, and transposed convolutions with groups, dilation or
+output_padding beyond the padding. Each is compared with PyTorch's quantized model (`convert_pt2e`) within 1 output
+quantization step, on the Neutron and the Ethos-U target; and the cases one back end refuses, with their reasons."""
 
 import pytest
 import torch
@@ -57,6 +57,16 @@ CASES = {
                                "aten.squeeze_copy.dims": 1}),
     "max_pool2d_dilation_stride_1": (lambda: nn.MaxPool2d(3, stride=1, dilation=2), x(1, 8, 9, 11),
                                      {"aten.slice_copy.Tensor": 12, "aten.maximum.default": 8}),
+    "avg_pool1d_ceil_mode": (lambda: nn.AvgPool1d(3, ceil_mode=True), x(1, 8, 100),
+                             {"aten.unsqueeze_copy.default": 1, "aten.avg_pool2d.default": 2,
+                              "aten.slice_copy.Tensor": 1, "aten.cat.default": 1, "aten.squeeze_copy.dims": 1}),
+    "avg_pool1d_ceil_mode_counted_padding": (lambda: nn.AvgPool1d(3, stride=2, padding=1, ceil_mode=True),
+                                             x(1, 8, 100),
+                                             {"aten.unsqueeze_copy.default": 1, "aten.avg_pool2d.default": 2,
+                                              "aten.slice_copy.Tensor": 1, "aten.constant_pad_nd.default": 1,
+                                              "aten.cat.default": 1, "aten.squeeze_copy.dims": 1}),
+    "avg_pool2d_ceil_mode_rows": (lambda: nn.AvgPool2d((3, 2), stride=(2, 2), ceil_mode=True), x(1, 8, 10, 12),
+                                  {"aten.avg_pool2d.default": 2, "aten.slice_copy.Tensor": 1, "aten.cat.default": 1}),
     "conv_t1d_output_padding": (lambda: nn.ConvTranspose1d(3, 10, 3, stride=2, output_padding=1), x(4, 3, 50), T1D),
     "conv_t2d_output_padding_1x0": (lambda: nn.ConvTranspose2d(3, 10, 3, stride=2, output_padding=(1, 0)),
                                     x(2, 3, 7, 9), {CONV: 1}),

@@ -55,7 +55,7 @@ def _nonnegative(node, depth: int = 8) -> bool:
     return False
 
 
-def _out_size(size: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
+def pool_out_size(size: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
     span = size + 2 * p - d * (k - 1) - 1
     out = (-(-span // s) if ceil else span // s) + 1
     if ceil and (out - 1) * s >= size + p:  # PyTorch: the last window must start inside the input or left pad
@@ -102,8 +102,8 @@ def max_pool_padding(gm: GraphModule) -> GraphModule:
         d = _pair(arg(node, "dilation"), 1) if is_max else [1, 1]
         ceil = bool(arg(node, "ceil_mode"))
         size = [int(val.shape[2]), int(val.shape[3])]
-        floor_out = [_out_size(size[i], k[i], s[i], p[i], d[i], False) for i in range(2)]
-        ceil_out = [_out_size(size[i], k[i], s[i], p[i], d[i], True) for i in range(2)]
+        floor_out = [pool_out_size(size[i], k[i], s[i], p[i], d[i], False) for i in range(2)]
+        ceil_out = [pool_out_size(size[i], k[i], s[i], p[i], d[i], True) for i in range(2)]
         if ceil and floor_out == ceil_out:  # ceil_mode adds no window
             _set_arg(node, "ceil_mode", False)
             ceil = False

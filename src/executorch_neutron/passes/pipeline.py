@@ -19,6 +19,7 @@ from torch.fx import GraphModule
 
 from ..ops import registry
 from ..target import NEUTRON
+from .avg_pool_ceil import avg_pool_ceil
 from .batch_norm_to_conv import batch_norm_to_conv
 from .conv1d_to_conv2d import conv1d_to_conv2d
 from .core_aten_rewrites import core_aten_rewrites
@@ -114,6 +115,7 @@ PIPELINE: tuple[Step, ...] = (
          needs_ops=(_edge.rsqrt.default,)),
     Step(conv1d_to_conv2d, "before sink_squeeze, which moves the squeeze it writes"),
     Step(pool1d_to_pool2d, "before max_pool_padding, which rewrites the 2-D max pools it writes"),
+    Step(avg_pool_ceil, "after pool1d_to_pool2d (a 1-D average pool is a 2-D one by then)"),
     Step(dilated_max_pool, "after pool1d_to_pool2d (a dilated max_pool1d is a max_pool2d by then); only where the "
          "target's table runs maximum", needs_ops=(_edge.maximum.default,)),
     Step(mean1d_to_mean2d, "any"),
