@@ -1,6 +1,6 @@
 """Operators ExecuTorch's backend test suite (operators/) left on the CPU before, now on the NPU, at the converter
 level (`harness.convert_and_run`: edge program -> TFLite -> LiteRT, no `lower()`): glu, square and pow(x, 2 / 3),
-threshold(t, t), hardsigmoid of rank 1 / 2, log2 / log10, rank-1 PReLU, dilated max pools, average pools with
+threshold(t, t), hardsigmoid of rank 1 / 2, log2 / log10, elu, logsigmoid, log1p, rank-1 PReLU, dilated max pools, average pools with
 ceil_mode, grouped convolutions with few channels per group, and transposed convolutions with groups, dilation or
 output_padding beyond the padding. Each is compared with PyTorch's quantized model (`convert_pt2e`) within 1 output
 quantization step, on the Neutron and the Ethos-U target; and the cases one back end refuses, with their reasons."""
@@ -10,7 +10,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from harness import Fn, assert_within_steps, convert_and_run
+from executorch_neutron.lowering import quantize
+from executorch_neutron.pipeline import assemble, resolve_spec
+from harness import Fn, assert_within_steps, convert_and_run, model_output_qparams, quantize_np
 
 pytestmark = pytest.mark.fast
 
@@ -26,6 +28,7 @@ def positive(*shape):
 CONV = "aten.convolution.default"
 T1D = {"aten.unsqueeze_copy.default": 1, CONV: 1, "aten.squeeze_copy.dims": 1}
 GLU = {"aten.slice_copy.Tensor": 2, "aten.sigmoid.default": 1, "aten.mul.Tensor": 1}
+ELU = {"aten.clamp.default": 1, "aten.exp.default": 1, "aten.add.Tensor": 2, "aten.relu.default": 1}
 HSIG_FLAT = {"aten.view_copy.default": 2, CONV: 1, "aten.clamp.default": 1}
 
 # name: (model factory, inputs, edge ops delegated); distinct extents
@@ -67,10 +70,19 @@ CASES = {
                                               "aten.cat.default": 1, "aten.squeeze_copy.dims": 1}),
     "avg_pool2d_ceil_mode_rows": (lambda: nn.AvgPool2d((3, 2), stride=(2, 2), ceil_mode=True), x(1, 8, 10, 12),
                                   {"aten.avg_pool2d.default": 2, "aten.slice_copy.Tensor": 1, "aten.cat.default": 1}),
+    "elu": (lambda: nn.ELU(), x(3, 4, 5), ELU),
+    "elu_alpha": (lambda: nn.ELU(alpha=0.5), x(2, 3, 4, 5), ELU | {"aten.mul.Tensor": 1}),
+    "logsigmoid": (lambda: nn.LogSigmoid(), (torch.rand(2, 10) * 20 - 10,),
+                   {"aten.clamp.default": 1, "aten.abs.default": 1, "aten.neg.default": 1, "aten.exp.default": 1,
+                    "aten.add.Tensor": 1, "aten.log.default": 1, "aten.sub.Tensor": 1}),
+    "log1p": (lambda: Fn(lambda s, a: torch.log1p(a)), positive(3, 4, 5), {"aten.add.Tensor": 1,
+                                                                           "aten.log.default": 1}),
     "conv_t1d_output_padding": (lambda: nn.ConvTranspose1d(3, 10, 3, stride=2, output_padding=1), x(4, 3, 50), T1D),
     "conv_t2d_output_padding_1x0": (lambda: nn.ConvTranspose2d(3, 10, 3, stride=2, output_padding=(1, 0)),
                                     x(2, 3, 7, 9), {CONV: 1}),
 }
+#: cases whose inputs must stay positive in calibration too (logarithms)
+POSITIVE = {"log2", "log10", "log1p"}
 #: output_padding beyond the padding asks for rows past TRANSPOSE_CONV's VALID output, which Vela refuses
 VELA_REFUSES = {"conv_t1d_output_padding": "output_padding", "conv_t2d_output_padding_1x0": "output_padding"}
 
@@ -78,7 +90,7 @@ VELA_REFUSES = {"conv_t1d_output_padding": "output_padding", "conv_t2d_output_pa
 def _run(name, target):
     make, inputs, _ = CASES[name]
     torch.manual_seed(0)
-    calib = [inputs] + [tuple(t * 0.9 for t in inputs)] if name.startswith("log") else None
+    calib = [inputs] + [tuple(t * 0.9 for t in inputs)] if name in POSITIVE else None
     return convert_and_run(make(), inputs, calib, target=target)
 
 
@@ -99,3 +111,31 @@ def test_vela_refusal_has_its_reason(name):
     r = _run(name, "imx93")
     conv = [j for j in r.rejections if j.op == CONV]
     assert conv and VELA_REFUSES[name] in conv[0].reason and "Vela" in conv[0].reason, [j.reason for j in conv]
+
+
+#: rewrites into several int8 ops (passes/): PyTorch's quantized model of the rewritten graph against the float
+#: op, in output steps. Bound 2: the input's own rounding (half a step of its scale, through a slope of at most 1
+#: relative to the output's range) plus one rounding per intermediate result, each in a range no wider than the
+#: output's; measured max 1 (elu, logsigmoid, pow 3, glu) and 2 (log1p, elu with alpha 2).
+DECOMPOSED = {
+    "elu": (lambda: nn.ELU(), torch.randn(3, 4, 50)),
+    "elu_alpha_2": (lambda: nn.ELU(alpha=2.0), torch.randn(3, 4, 50)),
+    "logsigmoid": (lambda: nn.LogSigmoid(), torch.randn(3, 4, 50) * 4),
+    "log1p": (lambda: Fn(lambda s, a: torch.log1p(a)), torch.rand(3, 4, 50) * 5),
+    "pow_3": (lambda: Fn(lambda s, a: torch.pow(a, 3)), torch.randn(3, 4, 50)),
+    "glu": (lambda: Fn(lambda s, a: F.glu(a, -1)), torch.randn(3, 4, 50)),
+}
+
+
+@pytest.mark.parametrize("name", DECOMPOSED)
+def test_decomposition_stays_within_two_steps_of_the_float_op(name):
+    make, sample = DECOMPOSED[name]
+    torch.manual_seed(0)
+    model = make().eval()
+    pipeline = assemble(resolve_spec(target="imxrt700"))
+    quantized = quantize(model, (sample,), [(sample,), (sample * 0.9,)], pipeline.quantizer)
+    ((scale, zero_point),) = model_output_qparams(quantized)
+    with torch.no_grad():
+        ours = quantize_np(quantized(sample).numpy(), scale, zero_point).astype(int)
+        want = quantize_np(model(sample).numpy(), scale, zero_point).astype(int)
+    assert int(abs(ours - want).max()) <= 2

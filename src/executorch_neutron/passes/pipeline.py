@@ -25,6 +25,7 @@ from .conv1d_to_conv2d import conv1d_to_conv2d
 from .core_aten_rewrites import core_aten_rewrites
 from .dilated_max_pool import dilated_max_pool
 from .div_to_mul import div_to_mul
+from .elu_decompose import elu_decompose
 from .fold_constants import fold_constants
 from .fold_linear_batch_norm import fold_linear_batch_norm
 from .gelu_to_sigmoid import gelu_to_sigmoid
@@ -34,6 +35,8 @@ from .hardsigmoid_to_conv import hardsigmoid_to_conv
 from .inline_autocast import inline_autocast
 from .l2_normalize_decompose import l2_normalize_decompose
 from .layer_norm_decompose import layer_norm_decompose
+from .log1p_to_log import log1p_to_log
+from .log_sigmoid_decompose import log_sigmoid_decompose
 from .matmul_to_bmm import matmul_to_bmm
 from .max_pool_padding import max_pool_padding
 from .mean1d_to_mean2d import mean1d_to_mean2d
@@ -128,6 +131,11 @@ PIPELINE: tuple[Step, ...] = (
     Step(silu_to_sigmoid_mul, "before max_pool_padding, which reads whether a pool's input cannot be negative "
          "(a sigmoid's output)"),
     Step(gelu_to_sigmoid, "before max_pool_padding (as silu_to_sigmoid_mul)"),
+    Step(log1p_to_log, "any; only where the target's table runs log", needs_ops=(_edge.log.default,)),
+    Step(log_sigmoid_decompose, "any; only where the target's table runs exp, log and sub",
+         needs_ops=(_edge.exp.default, _edge.log.default, _edge.sub.Tensor)),
+    Step(elu_decompose, "before max_pool_padding, which reads whether a pool's input cannot be negative (the relu "
+         "it writes); only where the target's table runs exp", needs_ops=(_edge.exp.default,)),
     Step(layer_norm_decompose, "any; only where the target's table runs rsqrt (else layer norm stays one float op "
          "instead of int8 pieces split between NPU and CPU)", needs_ops=(_edge.rsqrt.default,)),
     Step(l2_normalize_decompose, "any; only where the target's table runs rsqrt and sum (else F.normalize stays "

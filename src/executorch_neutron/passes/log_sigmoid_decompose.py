@@ -1,0 +1,34 @@
+"""ATen pass: logsigmoid(x) -> min(x, 0) - log(1 + exp(-|x|)).
+
+The identity holds for every x (log sigmoid(x) = -log(1 + exp(-x)); for x > 0 take out x); each piece stays in a
+small range (exp(-|x|) in (0, 1], its log1p in (0, ln 2]), so the int8 roundings of the pieces stay small, unlike
+log(sigmoid(x)), whose sigmoid output at LiteRT's fixed scale 1/256 loses every x below -5.5. ExecuTorch would
+decompose logsigmoid after quantization into float ops on the CPU. Written as table ops before annotation (clamp
+shares x's quantization, abs, neg, exp, add, log and sub each their own), PyTorch's quantized model computes exactly
+this graph. Runs before quantization; only where the target's table runs exp, log and sub.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.fx import GraphModule
+
+from .fx_utils import call, finish
+
+aten = torch.ops.aten
+
+
+def log_sigmoid_decompose(gm: GraphModule) -> GraphModule:
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target != aten.log_sigmoid.default:
+            continue
+        x = node.args[0]
+        with gm.graph.inserting_before(node):
+            low = call(gm, aten.clamp.default, (x, None, 0.0), node)
+            e = call(gm, aten.exp.default, (call(gm, aten.neg.default, (call(gm, aten.abs.default, (x,), node),), node),),
+                     node)
+            soft = call(gm, aten.log.default, (call(gm, aten.add.Tensor, (e, 1.0), node),), node)
+            out = call(gm, aten.sub.Tensor, (low, soft), node)
+        node.replace_all_uses_with(out)
+        gm.graph.erase_node(node)
+    return finish(gm)
