@@ -13,6 +13,7 @@ FAMILIES = (
     "shape",
     "softmax",
     "unary_math",
+    "no_kernel",
 )
 
 

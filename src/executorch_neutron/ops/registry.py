@@ -293,6 +293,23 @@ def add_constraint(ops, c: Constraint) -> Constraint:
     return c
 
 
+#: edge ops no back end has a kernel for, with the reason the partitioner gives instead of "no kernel" (`no_kernel`)
+NO_KERNEL: dict[object, str] = {}
+
+
+def no_kernel(reason: str, *targets) -> None:
+    """Record why edge ops `targets` (with no registry entry) stay on the CPU on every back end."""
+    for t in targets:
+        if t in REGISTRY or t in NO_KERNEL:
+            raise ValueError(f"{op_name(t)} already has an entry or a no-kernel reason")
+        NO_KERNEL[t] = reason
+
+
+def no_kernel_reason(target) -> str | None:
+    _ensure_loaded()
+    return NO_KERNEL.get(target)
+
+
 def lookup(target) -> OpEntry | None:
     _ensure_loaded()
     return REGISTRY.get(target)

@@ -135,6 +135,15 @@ def _noop_chain_to_q(node: Node) -> bool:
         qdq.is_q(u) or _noop_chain_to_q(u) for u in node.users)
 
 
+def _decomposed_reason(node: Node, ctx: CheckContext) -> str | None:
+    """Why a float node is float when it is a piece of a user's op outside the table (else None)."""
+    origin = source_op(node)
+    if origin is not None and _left_in_float(origin):
+        return (f"it is part of {origin}, which is not in the {ctx.npu} operator table: NeutronQuantizer "
+                "leaves it in float and ExecuTorch decomposed it into CPU operators")
+    return None
+
+
 def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
     # a chain of noops between a dequantize and its quantizes is int8 throughout: ExecuTorch decomposes one
     # quantized op into it after quantization (flatten of a channels-last tensor: a copy to contiguous memory, then
@@ -148,11 +157,8 @@ def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
         if not qdq.is_dq(arg):
             if not ctx.quantized_model:
                 return "the model has no quantize nodes: quantize it with NeutronQuantizer (or use lower())"
-            origin = source_op(node)
-            if origin is not None and _left_in_float(origin):
-                return (f"it is part of {origin}, which is not in the {ctx.npu} operator table: NeutronQuantizer "
-                        "leaves it in float and ExecuTorch decomposed it into CPU operators")
-            return f"input {arg.name} is float (no dequantize node): it is computed in float on the CPU"
+            return _decomposed_reason(node, ctx) or (
+                f"input {arg.name} is float (no dequantize node): it is computed in float on the CPU")
         if qdq.per_tensor_kind(arg) == "dq" and arg.args[5] != torch.int8:
             return f"input {arg.name} is {arg.args[5]}, {ctx.npu} computes int8"
     out = result_node(node)
@@ -162,7 +168,8 @@ def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
         if chained and _noop_chain_to_q(user):
             continue
         if not qdq.is_q(user):
-            return f"output is not quantized to int8 (used by {user.name} without a quantize node)"
+            return _decomposed_reason(node, ctx) or (
+                f"output is not quantized to int8 (used by {user.name} without a quantize node)")
         if qdq.per_tensor_kind(user) == "q" and user.args[5] != torch.int8:
             return f"output is quantized to {user.args[5]}, {ctx.npu} computes int8"
     return None
@@ -229,7 +236,9 @@ def _decide_one(node: Node, ctx: CheckContext, lookup=registry.lookup) -> Reject
     entry = lookup(node.target)
     if entry is None:
         origin = source_op(node)
-        return reject(f"no {ctx.npu} kernel for this operator" + (f" (part of {origin})" if origin else ""))
+        why = registry.no_kernel_reason(node.target)
+        return reject((f"no {ctx.npu} kernel for this operator" + (f": {why}" if why else ""))
+                      + (f" (part of {origin})" if origin else ""))
     if not _static(node):
         return reject(f"dynamic shape: {ctx.npu} needs static shapes", "export with static shapes")
     if _constant_only(node, ctx):

@@ -96,6 +96,10 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
             cons.append("No-op (moves no data): not delegated on its own.")
         text = " ".join(cons) if cons else "None beyond int8."
         lines.append(f"| {ops} | int8 | {text.replace('|', '/')} |")
+    lines += ["", "## Operators without a kernel", "",
+              "No back end runs these; the partitioner leaves them on the CPU with this reason.", ""]
+    lines += [f"- `{registry.op_name(t)}`: {why}." for t, why in sorted(
+        ((t, why) for t, why in registry.NO_KERNEL.items()), key=lambda tw: registry.op_name(tw[0]))]
     lines += ["", "## Rules for every node", ""]
     lines += [f"- {r}" for r in _GENERIC]
     lines += ["", "## Graph passes (run by NeutronQuantizer before annotation)", ""]

@@ -1,0 +1,23 @@
+"""Operators no back end runs, and why: the partitioner's reason for them names what is missing (instead of a
+bare "no kernel"). Every reason was checked against Neutron's operator tables, NXP's current SDK converters and
+Vela's operator list; where the NPU does compute an operator from other kernels, a pass in passes/ writes it out
+instead (pow_to_mul, elu_decompose, log1p_to_log, ...), and only what those leave reaches these reasons."""
+
+from __future__ import annotations
+
+from executorch.exir.dialects._ops import ops as exir_ops
+
+from .registry import no_kernel
+
+_aten = exir_ops.edge.aten
+
+no_kernel("no square-root kernel (only RSQRT): x * rsqrt(x) or exp(log(x) / 2) would round through a range that "
+          "inputs near 0 make unbounded", _aten.sqrt.default)
+no_kernel("no int8 rounding kernel (TFLite's FLOOR and CEIL are float-only)", _aten.ceil.default, _aten.floor.default, _aten.trunc.default,
+          _aten.round.default)
+no_kernel("exponents 2 and 3 become multiplications (pow_to_mul); other exponents (roots, reciprocals, larger "
+          "powers) have no kernel", _aten.pow.Tensor_Scalar)
+no_kernel("no power kernel (an exponent computed at run time)", _aten.pow.Tensor_Tensor, _aten.pow.Scalar)
+no_kernel("no division kernel: division by a tensor computed at run time, with rounding (Neutron and Vela multiply "
+          "by constant reciprocals only)", _aten.div.Tensor_mode)
+no_kernel("no reciprocal kernel: 1 / x of a tensor computed at run time", _aten.reciprocal.default)

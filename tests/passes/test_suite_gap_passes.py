@@ -1,0 +1,89 @@
+"""The passes that write suite-gap operators from table ops (glu, square / pow, threshold, hardsigmoid of any rank,
+elu, logsigmoid, log1p, dilated max pools, average pools with ceil_mode): each rewritten graph computes what the
+original did (float, before quantization, against eager PyTorch), the op it replaces is gone, and what it must not
+touch is left alone."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from executorch_neutron.passes.avg_pool_ceil import avg_pool_ceil
+from executorch_neutron.passes.dilated_max_pool import dilated_max_pool
+from executorch_neutron.passes.elu_decompose import elu_decompose
+from executorch_neutron.passes.glu_to_sigmoid_mul import glu_to_sigmoid_mul
+from executorch_neutron.passes.hardsigmoid_to_conv import hardsigmoid_to_conv
+from executorch_neutron.passes.log1p_to_log import log1p_to_log
+from executorch_neutron.passes.log_sigmoid_decompose import log_sigmoid_decompose
+from executorch_neutron.passes.pow_to_mul import pow_to_mul
+from executorch_neutron.passes.threshold_to_clamp import threshold_to_clamp
+from harness import Fn
+
+pytestmark = pytest.mark.fast
+aten = torch.ops.aten
+
+
+def randn(*shape):
+    return torch.randn(*shape) * 3
+
+
+# name: (model factory, input, pass, op that must be gone, op that must be present)
+CASES = {
+    "glu_middle": (lambda: Fn(lambda s, a: F.glu(a, 1)), randn(3, 8, 5), glu_to_sigmoid_mul, aten.glu.default,
+                   aten.sigmoid.default),
+    "square": (lambda: Fn(lambda s, a: torch.square(a)), randn(5, 10), pow_to_mul, aten.square.default,
+               aten.mul.Tensor),
+    "pow_3": (lambda: Fn(lambda s, a: a ** 3), randn(2, 7), pow_to_mul, aten.pow.Tensor_Scalar, aten.mul.Tensor),
+    "threshold_0": (lambda: nn.Threshold(0.0, 0.0), randn(20), threshold_to_clamp, aten.threshold.default,
+                    aten.relu.default),
+    "threshold_equal": (lambda: nn.Threshold(0.5, 0.5), randn(3, 4, 5), threshold_to_clamp, aten.threshold.default,
+                        aten.clamp.default),
+    "hardsigmoid_rank1": (lambda: nn.Hardsigmoid(), randn(20), hardsigmoid_to_conv, aten.hardsigmoid.default,
+                          aten.conv2d.default),
+    "hardsigmoid_rank3": (lambda: nn.Hardsigmoid(), randn(3, 4, 5), hardsigmoid_to_conv, aten.hardsigmoid.default,
+                          aten.conv2d.default),
+    "elu": (lambda: nn.ELU(alpha=0.7), randn(2, 3, 4, 5), elu_decompose, aten.elu.default, aten.exp.default),
+    "logsigmoid": (lambda: nn.LogSigmoid(), randn(3, 4, 5), log_sigmoid_decompose, aten.log_sigmoid.default,
+                   aten.log.default),
+    "log1p": (lambda: Fn(lambda s, a: torch.log1p(a)), torch.rand(3, 4, 5) * 4, log1p_to_log, aten.log1p.default,
+              aten.log.default),
+    "max_pool_dilation_2": (lambda: nn.MaxPool2d(3, stride=2, dilation=2), randn(1, 8, 11, 13), dilated_max_pool,
+                            None, aten.maximum.default),
+    "max_pool_dilation_2x1_stride_1": (lambda: nn.MaxPool2d((2, 3), stride=1, dilation=(2, 1)), randn(1, 8, 9, 10),
+                                       dilated_max_pool, None, aten.maximum.default),
+    "avg_pool_ceil": (lambda: nn.AvgPool2d((1, 3), ceil_mode=True), randn(1, 8, 1, 100), avg_pool_ceil, None,
+                      aten.cat.default),
+    "avg_pool_ceil_counted_padding": (lambda: nn.AvgPool2d((1, 3), (1, 2), (0, 1), ceil_mode=True),
+                                      randn(1, 8, 1, 100), avg_pool_ceil, None, aten.constant_pad_nd.default),
+    "avg_pool_ceil_uncounted_padding": (lambda: nn.AvgPool2d((3, 1), (2, 1), (1, 0), ceil_mode=True,
+                                                             count_include_pad=False), randn(1, 8, 10, 6),
+                                        avg_pool_ceil, None, aten.cat.default),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_pass_preserves_values(name):
+    make, x, fn, gone, present = CASES[name]
+    model = make().eval()
+    gm = fn(torch.export.export(model, (x,), strict=False).module())
+    after = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert gone is None or gone not in after, after
+    assert present in after, after
+    torch.testing.assert_close(gm(x), model(x), rtol=1e-5, atol=1e-5)
+
+
+LEFT_ALONE = {
+    "pow_4": (lambda: Fn(lambda s, a: a ** 4), randn(5), pow_to_mul, aten.pow.Tensor_Scalar),
+    "threshold_jump": (lambda: nn.Threshold(1.0, 0.0), randn(5), threshold_to_clamp, aten.threshold.default),
+    "max_pool_dilation_padded": (lambda: nn.MaxPool2d(2, dilation=2, padding=1), randn(1, 8, 9, 7),
+                                 dilated_max_pool, aten.max_pool2d.default),
+    "avg_pool_ceil_corner": (lambda: nn.AvgPool2d(2, ceil_mode=True), randn(1, 8, 9, 7), avg_pool_ceil,
+                             aten.avg_pool2d.default),
+}
+
+
+@pytest.mark.parametrize("name", LEFT_ALONE)
+def test_pass_leaves_alone(name):
+    make, x, fn, op = LEFT_ALONE[name]
+    gm = fn(torch.export.export(make().eval(), (x,), strict=False).module())
+    assert [n.target for n in gm.graph.nodes if n.op == "call_function"] == [op]
