@@ -62,6 +62,11 @@ DELEGATED = {
     # the div->mul pass turns every constant division into a multiplication; without it div reaches the table
     "div_scalar_without_div_to_mul": (f(lambda s, a: a / 4.0), x(1, 8, 5, 6), {"aten.div.Tensor": 1}, True),
     # the no-op removal pass drops a clone; without it the clone reaches the edge graph as _clone_dim_order
+    # |a| + 0.05: the calibration samples are normal, the logarithms need positive inputs
+    "log2": (f(lambda s, a: torch.log2(a.abs() + 0.05)), x(3, 24),
+             {"aten.abs.default": 1, "aten.add.Tensor": 1, "aten.log2.default": 1}, False),
+    "log10": (f(lambda s, a: torch.log10(a.abs() + 0.05)), x(1, 6, 32),
+              {"aten.abs.default": 1, "aten.add.Tensor": 1, "aten.log10.default": 1}, False),
     "clone_without_remove_noops": (f(lambda s, a: torch.relu(a).clone() * 2.0), x(1, 8, 5, 6),
                                    {"aten.relu.default": 1, "dim_order_ops._clone_dim_order.default": 1,
                                     "aten.mul.Tensor": 1}, True),
@@ -77,6 +82,8 @@ REJECTED = {
     "tanh_0d": (f(lambda s, a: torch.tanh(a.mean())), x(1, 8, 5, 6), "aten.tanh.default", ZERO_D),
     "leaky_relu_0d": (f(lambda s, a: F.leaky_relu(a.mean(), 0.1)), x(1, 8, 5, 6), "aten.leaky_relu.default", ZERO_D),
     "hardswish_0d": (f(lambda s, a: F.hardswish(a.mean())), x(1, 8, 5, 6), "aten.hardswish.default", ZERO_D),
+    "log2_0d": (f(lambda s, a: torch.log2(a.abs().mean() + 1.0)), x(1, 8, 5, 6), "aten.log2.default", ZERO_D),
+    "log10_0d": (f(lambda s, a: torch.log10(a.abs().mean() + 1.0)), x(1, 8, 5, 6), "aten.log10.default", ZERO_D),
     "view_0d": (f(lambda s, a: (a.mean() * 2.0).reshape(1)), x(1, 8, 5, 6), "aten.view_copy.default", ZERO_D),
     "linear_runtime_weights": (f(lambda s, a, w: F.linear(a, w)), (torch.randn(2, 16), torch.randn(8, 16)),
                                "aten.linear.default", "not a constant int8"),
