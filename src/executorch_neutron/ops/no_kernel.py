@@ -1,4 +1,4 @@
-"""Operators no back end runs, and why: the partitioner's reason for them names what is missing (instead of a
+"""Operators neither NPU back end runs, and why (a target's Cortex-M stage may still take them): the partitioner's reason for them names what is missing (instead of a
 bare "no kernel"). Every reason was checked against Neutron's operator tables, NXP's current SDK converters and
 Vela's operator list; where the NPU does compute an operator from other kernels, a pass in passes/ writes it out
 instead (pow_to_mul, elu_decompose, log1p_to_log, ...), and only what those leave reaches these reasons."""

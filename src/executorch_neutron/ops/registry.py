@@ -293,12 +293,12 @@ def add_constraint(ops, c: Constraint) -> Constraint:
     return c
 
 
-#: edge ops no back end has a kernel for, with the reason the partitioner gives instead of "no kernel" (`no_kernel`)
+#: edge ops no NPU back end has a kernel for, with the reason the partitioner gives instead of "no kernel" (`no_kernel`)
 NO_KERNEL: dict[object, str] = {}
 
 
 def no_kernel(reason: str, *targets) -> None:
-    """Record why edge ops `targets` (with no registry entry) stay on the CPU on every back end."""
+    """Record why edge ops `targets` (with no registry entry) stay off every NPU back end."""
     for t in targets:
         if t in REGISTRY or t in NO_KERNEL:
             raise ValueError(f"{op_name(t)} already has an entry or a no-kernel reason")

@@ -97,7 +97,8 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
         text = " ".join(cons) if cons else "None beyond int8."
         lines.append(f"| {ops} | int8 | {text.replace('|', '/')} |")
     lines += ["", "## Operators without a kernel", "",
-              "No back end runs these; the partitioner leaves them on the CPU with this reason.", ""]
+              "Neither NPU back end runs these; the partitioner leaves them on the CPU with this reason (on a target with a "
+              "Cortex-M core, such as imxrt700cm, the Cortex-M stage may run them as int8 kernels).", ""]
     lines += [f"- `{registry.op_name(t)}`: {why}." for t, why in sorted(
         ((t, why) for t, why in registry.NO_KERNEL.items()), key=lambda tw: registry.op_name(tw[0]))]
     lines += ["", "## Rules for every node", ""]
