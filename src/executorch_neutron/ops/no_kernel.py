@@ -21,3 +21,8 @@ no_kernel("no power kernel (an exponent computed at run time)", _aten.pow.Tensor
 no_kernel("no division kernel: division by a tensor computed at run time, with rounding (Neutron and Vela multiply "
           "by constant reciprocals only)", _aten.div.Tensor_mode)
 no_kernel("no reciprocal kernel: 1 / x of a tensor computed at run time", _aten.reciprocal.default)
+no_kernel("no select kernel: a per-element choice between two values (threshold with a jump, where, masked_fill)",
+          _aten.where.self)
+no_kernel("no comparison kernel (a boolean result)", _aten.gt.Scalar, _aten.ge.Scalar, _aten.lt.Scalar,
+          _aten.le.Scalar, _aten.eq.Scalar, _aten.ne.Scalar, _aten.gt.Tensor, _aten.ge.Tensor, _aten.lt.Tensor,
+          _aten.le.Tensor, _aten.eq.Tensor, _aten.ne.Tensor)
