@@ -1,4 +1,4 @@
-"""The Neutron per-layer estimate (report/estimate.py) of the bundled examples, and how it holds against NXP's
+"""The Neutron per-layer estimate (neutron/estimate.py) of the bundled examples, and how it holds against NXP's
 published figure.
 
     .venv/bin/python benchmarks/neutron_estimate.py [--targets imxrt700 mcxn94x imx95] [--layers 5]
