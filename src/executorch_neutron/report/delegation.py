@@ -8,6 +8,7 @@ schema.json); `report.save("r.html")` picks the format from the suffix.
 
 from __future__ import annotations
 
+import json
 import math
 import operator
 from collections import Counter
@@ -276,8 +277,6 @@ class DelegationReport:
         return to_dict(self)
 
     def to_json(self) -> str:
-        import json
-
         return json.dumps(self.to_dict(), indent=2)
 
     def to_markdown(self) -> str:
