@@ -18,7 +18,7 @@ from torch import nn
 from executorch_neutron import lower
 from executorch_neutron.pte import inspect_pte
 from executorch_neutron.runtime import run
-from harness import Fn
+from harness import Fn, compare_pte, lower_and_run
 
 F = nn.functional
 BOUNDARY = {"cortex_m::quantize_per_tensor.out", "cortex_m::dequantize_per_tensor.out"}
@@ -217,3 +217,15 @@ def test_whole_models_match_pytorch_quantized_model(factory):
         with torch.no_grad():
             ref = result.quantized_model(*x)
         assert ((got - ref).abs() / scale).round().max().item() <= 1
+
+
+def test_circular_padding_runs_on_imxrt700cm():
+    """Left to ExecuTorch's decomposition, a circular pad became float copies whose Q/DQ the Cortex-M stage folded
+    away: the .pte fed float data to the int8 delegate (error 0x12). Now slices + cat on the NPU: the .pte runs,
+    within 1 step of PyTorch's quantized model."""
+    torch.manual_seed(0)
+    model = nn.Conv2d(3, 6, 3, padding=1, padding_mode="circular").eval()
+    inputs = (torch.randn(2, 3, 9, 7),)
+    r = lower_and_run(model, inputs, target="imxrt700cm")
+    assert r.rejections == [], [j.message() for j in r.rejections]
+    assert int(compare_pte(r, model, [inputs, (torch.randn(2, 3, 9, 7),)]).steps.max()) <= 1

@@ -180,8 +180,9 @@ REFUSED = {
                            "both broadcast"),
     "mul_both_broadcast_ranks": (f(lambda s, a, b: a * b), randn((1, 8, 1), (5,)), "aten.mul.Tensor",
                                  "both broadcast"),
-    "pad_replicate": (f(lambda s, a: F.pad(a, (1, 1, 2, 2), mode="replicate")), randn((1, 8, 5, 6)),
-                      "aten.pad.default", "pad mode 'replicate'"),
+    # replicate / circular padding becomes slices + cat (passes/pad_modes_to_cat.py), but not with a negative pad
+    "pad_replicate_cropping": (f(lambda s, a: F.pad(a, (-1, 2, 1, 1), mode="replicate")), randn((1, 8, 5, 6)),
+                               "aten.pad.default", "pad mode 'replicate'"),
     # the first refused value of each limit whose largest accepted value is a case above
     "maximum_both_broadcast": (f(lambda s, a, b: torch.maximum(a, b)), randn((1, 8, 1), (1, 1, 6)),
                                "aten.maximum.default", "both broadcast"),

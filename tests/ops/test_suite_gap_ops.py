@@ -1,7 +1,7 @@
 """Operators ExecuTorch's backend test suite (operators/) left on the CPU before, now on the NPU, at the converter
 level (`harness.convert_and_run`: edge program -> TFLite -> LiteRT, no `lower()`): glu, square and pow(x, 2 / 3),
 threshold(t, t), hardsigmoid of rank 1 / 2, log2 / log10, elu, logsigmoid, log1p, rank-1 PReLU, dilated max pools, average pools with
-ceil_mode, grouped convolutions with few channels per group, and transposed convolutions with groups, dilation or
+ceil_mode, circular and replicate padding, grouped convolutions with few channels per group, and transposed convolutions with groups, dilation or
 output_padding beyond the padding. Each is compared with PyTorch's quantized model (`convert_pt2e`) within 1 output
 quantization step, on the Neutron and the Ethos-U target; and the cases one back end refuses, with their reasons."""
 
@@ -77,6 +77,10 @@ CASES = {
                     "aten.add.Tensor": 1, "aten.log.default": 1, "aten.sub.Tensor": 1}),
     "log1p": (lambda: Fn(lambda s, a: torch.log1p(a)), positive(3, 4, 5), {"aten.add.Tensor": 1,
                                                                            "aten.log.default": 1}),
+    "conv2d_circular_padding": (lambda: nn.Conv2d(3, 6, 3, padding=1, padding_mode="circular"), x(2, 3, 9, 7),
+                                {"aten.slice_copy.Tensor": 4, "aten.cat.default": 2, CONV: 1}),
+    "conv1d_replicate_padding": (lambda: nn.Conv1d(3, 6, 3, padding=2, padding_mode="replicate"), x(2, 3, 11),
+                                 {"aten.slice_copy.Tensor": 2, "aten.cat.default": 1, **T1D}),
     "conv_t1d_output_padding": (lambda: nn.ConvTranspose1d(3, 10, 3, stride=2, output_padding=1), x(4, 3, 50), T1D),
     "conv_t2d_output_padding_1x0": (lambda: nn.ConvTranspose2d(3, 10, 3, stride=2, output_padding=(1, 0)),
                                     x(2, 3, 7, 9), {CONV: 1}),
@@ -139,3 +143,4 @@ def test_decomposition_stays_within_two_steps_of_the_float_op(name):
         ours = quantize_np(quantized(sample).numpy(), scale, zero_point).astype(int)
         want = quantize_np(model(sample).numpy(), scale, zero_point).astype(int)
     assert int(abs(ours - want).max()) <= 2
+

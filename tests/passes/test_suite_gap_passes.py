@@ -1,5 +1,5 @@
 """The passes that write suite-gap operators from table ops (glu, square / pow, threshold, hardsigmoid of any rank,
-elu, logsigmoid, log1p, dilated max pools, average pools with ceil_mode): each rewritten graph computes what the
+elu, logsigmoid, log1p, dilated max pools, average pools with ceil_mode, circular and replicate padding): each rewritten graph computes what the
 original did (float, before quantization, against eager PyTorch), the op it replaces is gone, and what it must not
 touch is left alone."""
 
@@ -15,6 +15,7 @@ from executorch_neutron.passes.glu_to_sigmoid_mul import glu_to_sigmoid_mul
 from executorch_neutron.passes.hardsigmoid_to_conv import hardsigmoid_to_conv
 from executorch_neutron.passes.log1p_to_log import log1p_to_log
 from executorch_neutron.passes.log_sigmoid_decompose import log_sigmoid_decompose
+from executorch_neutron.passes.pad_modes_to_cat import pad_modes_to_cat
 from executorch_neutron.passes.pow_to_mul import pow_to_mul
 from executorch_neutron.passes.threshold_to_clamp import threshold_to_clamp
 from harness import Fn
@@ -58,6 +59,10 @@ CASES = {
     "avg_pool_ceil_uncounted_padding": (lambda: nn.AvgPool2d((3, 1), (2, 1), (1, 0), ceil_mode=True,
                                                              count_include_pad=False), randn(1, 8, 10, 6),
                                         avg_pool_ceil, None, aten.cat.default),
+    "pad_circular": (lambda: nn.Conv2d(3, 6, 3, padding=(2, 1), padding_mode="circular"), randn(2, 3, 7, 9),
+                     pad_modes_to_cat, aten.pad.default, aten.cat.default),
+    "pad_replicate_1d": (lambda: nn.Conv1d(3, 6, 3, padding=2, padding_mode="replicate"), randn(2, 3, 11),
+                         pad_modes_to_cat, aten.pad.default, aten.cat.default),
 }
 
 

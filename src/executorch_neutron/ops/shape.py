@@ -174,7 +174,8 @@ def _paddings(ctx, a, x):
     return ctx.builder.constant(a.node.name + "_paddings", logical[list(to_physical_perm(rank, x.layout))])
 
 
-@constraint("mode reflect (constant padding arrives as constant_pad_nd; replicate and circular stay on the CPU)")
+@constraint("mode reflect (constant padding arrives as constant_pad_nd; replicate and circular padding as slices and "
+            "a concatenation, except a negative (cropping) one)")
 def _reflect(a, ctx):
     return None if a["mode"] == "reflect" else f"pad mode {a['mode']!r}: reflection or constant padding is converted"
 

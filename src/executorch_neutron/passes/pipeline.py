@@ -40,6 +40,7 @@ from .log_sigmoid_decompose import log_sigmoid_decompose
 from .matmul_to_bmm import matmul_to_bmm
 from .max_pool_padding import max_pool_padding
 from .mean1d_to_mean2d import mean1d_to_mean2d
+from .pad_modes_to_cat import pad_modes_to_cat
 from .permute_rank4 import permute_rank4
 from .pixel_shuffle_to_permute import pixel_shuffle_to_permute
 from .pool1d_to_pool2d import pool1d_to_pool2d
@@ -118,6 +119,7 @@ PIPELINE: tuple[Step, ...] = (
          needs_ops=(_edge.rsqrt.default,)),
     Step(conv1d_to_conv2d, "before sink_squeeze, which moves the squeeze it writes"),
     Step(pool1d_to_pool2d, "before max_pool_padding, which rewrites the 2-D max pools it writes"),
+    Step(pad_modes_to_cat, "any"),
     Step(avg_pool_ceil, "after pool1d_to_pool2d (a 1-D average pool is a 2-D one by then)"),
     Step(dilated_max_pool, "after pool1d_to_pool2d (a dilated max_pool1d is a max_pool2d by then); only where the "
          "target's table runs maximum", needs_ops=(_edge.maximum.default,)),
