@@ -43,10 +43,14 @@ def _no_ceil(a, ctx):
     return "ceil_mode True is not supported" if a["ceil_mode"] else None
 
 
-@constraint("dilation 1")
+@constraint("dilation 1 (a dilated max pool without padding arrives as slices and maximum where the table has "
+            "MAXIMUM: passes/dilated_max_pool.py)")
 def _dilation(a, ctx):
     d = _pair(a["dilation"], 1)
-    return None if d == [1, 1] else f"dilation {d}: dilation 1 is converted"
+    if d == [1, 1]:
+        return None
+    return (f"dilation {d} with padding {_pair(a['padding'], 0)}: dilation 1 is converted (a dilated max pool "
+            "without padding is rewritten into slices and maximum where the operator table has MAXIMUM)")
 
 
 @constraint(f"stride {one_of(POOL_STRIDES)}", profiles={"documented"}, backends=NEUTRON)
