@@ -14,6 +14,7 @@ from typing import Sequence
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 
 from .target import ETHOS_U, AnyTarget, get_target
+from .tflite.layout import TRANSPOSE_FORMS
 
 _KEY_PREFIX = "neutron."
 
@@ -26,7 +27,7 @@ CONSTRAINT_PROFILES: dict[str, str] = {
                     "exp, log, rsqrt, padding of any dim and reflection padding"),
 }
 DEFAULT_PROFILE = "sdk-current"
-_VELA_CONFIG = ("system_config", "memory_mode", "config_ini")  # EthosUTarget fields a spec may override
+_VELA_CONFIG = ("system_config", "memory_mode", "config_ini", "transpose_form")  # EthosUTarget fields a spec may set
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,10 @@ class NeutronCompileSpec:
     system_config, memory_mode, config_ini: Ethos-U targets: Vela's `--system-config`, `--memory-mode` and
         `--config` (an .ini file; "Arm/vela.ini" is the one Vela ships), as ExecuTorch's `ethosu_compile_spec`
         names them; None keeps the target's (for U85, Arm's defaults Ethos_U85_SYS_DRAM_Mid / Sram_Only).
+    transpose_form: Ethos-U targets: how NCHW<->NHWC transposes (a contiguous model's partition I/O) are written
+        for Vela: "4d" (one rank-4 TRANSPOSE) or "collapsed" (reshape to rank 3, TRANSPOSE, reshape back: Vela runs
+        it in one pass instead of two, cheaper on the U55, far dearer on the U85); None keeps the target's
+        ("collapsed" on ethos-u55-*, "4d" elsewhere). Same numbers either way (a transpose moves bytes only).
     """
 
     target: str = "imxrt700"
@@ -77,6 +82,7 @@ class NeutronCompileSpec:
     system_config: str | None = None
     memory_mode: str | None = None
     config_ini: str | None = None
+    transpose_form: str | None = None
 
     def __post_init__(self) -> None:
         tgt = get_target(self.target)  # validates the name, raises with the valid list
@@ -85,6 +91,8 @@ class NeutronCompileSpec:
         if given and tgt.kind != ETHOS_U:
             raise ValueError(f"{', '.join(given)} select Vela's configuration and apply to Ethos-U targets only; "
                              f"target {tgt.name!r} is a Neutron NPU: drop them or pick an Ethos-U target")
+        if self.transpose_form not in (None, *TRANSPOSE_FORMS):
+            raise ValueError(f"unknown transpose_form {self.transpose_form!r}: use one of {', '.join(TRANSPOSE_FORMS)}")
         for name in ("operators_not_to_delegate", "custom_delegation_options"):
             value = getattr(self, name)
             if isinstance(value, str):

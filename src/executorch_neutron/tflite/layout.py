@@ -8,6 +8,10 @@ At the partition boundary, NXP's `use_neutron_for_format_conversion` decides (`b
 keeps ExecuTorch's channels-first tensors at the boundary, the partition converts with TRANSPOSE ops inside (so the
 NPU does it) and the payload's format flags are 0; False makes rank-4 boundary tensors channels-last, the format
 flags 1, and the runtime transposes on the CPU.
+
+How a layout TRANSPOSE is written is the target's `transpose_form` (`TRANSPOSE_FORMS`): one rank-4 TRANSPOSE, or
+the same data movement collapsed to rank 3 (`collapsed_transpose`), which Vela runs in one pass where it splits
+the rank-4 one in two (docs/ethos_u_vs_tflite.md has the cycles per target).
 """
 
 from __future__ import annotations
@@ -82,6 +86,22 @@ def transpose_perm(rank: int, src: Layout, dst: Layout) -> tuple[int, ...]:
     src_perm = to_physical_perm(rank, src)
     dst_perm = to_physical_perm(rank, dst)
     return tuple(src_perm.index(d) for d in dst_perm)
+
+
+#: how a rank-4 NCHW<->NHWC TRANSPOSE is written: "4d" one rank-4 TRANSPOSE; "collapsed" RESHAPE to rank 3 (the two
+#: moved axis groups merged), TRANSPOSE of the last two axes, RESHAPE back (the same bytes in the same order)
+TRANSPOSE_FORMS = ("4d", "collapsed")
+
+
+def collapsed_transpose(src_shape: Sequence[int], perm: Sequence[int]):
+    """(rank-3 source shape, rank-3 perm) doing what TRANSPOSE(`src_shape`, `perm`) does when `perm` is NCHW->NHWC
+    or NHWC->NCHW (it swaps two groups of axes behind the batch); None for any other perm."""
+    n, a, b, c = (int(d) for d in src_shape) if len(src_shape) == 4 else (0, 0, 0, 0)
+    if tuple(perm) == NCHW_TO_NHWC:  # [N, C, H*W] -> [N, H*W, C]
+        return (n, a, b * c), (0, 2, 1)
+    if tuple(perm) == NHWC_TO_NCHW:  # [N, H*W, C] -> [N, C, H*W]
+        return (n, a * b, c), (0, 2, 1)
+    return None
 
 
 def logical_perm_to_physical(perm: Sequence[int], src: Layout, dst: Layout) -> tuple[int, ...]:
