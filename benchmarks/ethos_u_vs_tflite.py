@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import math
 import os
 import sys
 import tempfile
@@ -31,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 MODELS = ("cifarnet", "ds_cnn", "vww_mobilenet", "anomaly_autoencoder")
-TARGETS = ("imx93", "ethos-u55-128", "ethos-u85-256")
+TARGETS = ("imx93", "imx93:Shared_Sram", "ethos-u55-128", "ethos-u85-256")
 TF_PYTHON = "/work/venv-tf/bin/python"
 
 
@@ -44,8 +45,8 @@ def _model(name: str):
     return load_model(f"{ROOT}/examples/{name}.py:factory")[:2]
 
 
-def _lowered(model, inputs, target: str, channels_last: bool, out_dir: Path):
-    """The report of one lowering."""
+def _lowered(model, inputs, target: str, channels_last: bool, out_dir: Path, **options):
+    """The report of one lowering (`options`: NeutronCompileSpec fields)."""
     from executorch_neutron import lower, zoo
 
     calib = [inputs] + zoo.calibration(inputs, 4)
@@ -53,7 +54,7 @@ def _lowered(model, inputs, target: str, channels_last: bool, out_dir: Path):
         model = copy.deepcopy(model).to(memory_format=torch.channels_last)
         fmt = (lambda t: t.to(memory_format=torch.channels_last) if t.dim() == 4 else t)  # noqa: E731
         inputs, calib = tuple(map(fmt, inputs)), [tuple(map(fmt, s)) for s in calib]
-    return lower(copy.deepcopy(model), inputs, calib, target=target, intermediates_dir=out_dir).report
+    return lower(copy.deepcopy(model), inputs, calib, target=target, intermediates_dir=out_dir, **options).report
 
 
 def _figures(report) -> dict:
@@ -64,11 +65,18 @@ def _figures(report) -> dict:
             "transpose": transpose, "sram": est["sram_bytes"], "off_chip": est["off_chip_bytes"]}
 
 
-def _vela(tflite: bytes, target: str, name: str) -> dict:
-    from executorch_neutron.ethos_u.vela_call import compile_tflite
-    from executorch_neutron.target import get_target
+def _cpu_transpose_bytes(report) -> int:
+    """Bytes a CPU reads and writes to transpose the partitions' rank-4 int8 I/O (NCHW<->NHWC) itself."""
+    from executorch_neutron.tflite.layout import NCHW_TO_NHWC, is_memory_preserving
 
-    e = compile_tflite(tflite, list(get_target(target).vela_flags), name).estimate
+    shapes = [s for p in report.partitions for s in (*p.input_shapes, *p.output_shapes)]
+    return sum(2 * math.prod(s) for s in shapes if len(s) == 4 and not is_memory_preserving(s, NCHW_TO_NHWC))
+
+
+def _vela(tflite: bytes, flags, name: str) -> dict:
+    from executorch_neutron.ethos_u.vela_call import compile_tflite
+
+    e = compile_tflite(tflite, list(flags), name).estimate
     return {"cycles": e.cycles, "sram": e.sram_bytes, "off_chip": e.off_chip_bytes}
 
 
@@ -82,11 +90,24 @@ def tf_reference(name: str, python: str) -> bytes:
 
 
 def measure(name: str, target: str, reference: bytes | None) -> dict:
+    """Figures of (a), (a'), (b) and of (a) with the other transpose form; `target` may name a Vela memory mode
+    after a colon (imx93:Shared_Sram)."""
+    from executorch_neutron.compile_spec import NeutronCompileSpec
+
+    target, _, memory_mode = target.partition(":")
+    options = {"memory_mode": memory_mode} if memory_mode else {}
+    default = NeutronCompileSpec(target=target, **options).target_info.transpose_form
+    other = next(f for f in ("4d", "collapsed") if f != default)
     model, inputs = _model(name)
     with tempfile.TemporaryDirectory() as tmp:
-        plain = _lowered(model, inputs, target, False, Path(tmp) / "a")
-        cl = _lowered(model, inputs, target, True, Path(tmp) / "cl")
-    return {"a": _figures(plain), "cl": _figures(cl), "b": None if reference is None else _vela(reference, target, name)}
+        plain = _lowered(model, inputs, target, False, Path(tmp) / "a", **options)
+        cl = _lowered(model, inputs, target, True, Path(tmp) / "cl", **options)
+        cpu_bytes = _cpu_transpose_bytes(plain)
+        alt = _lowered(model, inputs, target, False, Path(tmp) / "alt", transpose_form=other, **options) \
+            if cpu_bytes else None
+    forms = {default: _figures(plain), **({other: _figures(alt)} if alt else {})}
+    return {"a": forms[default], "cl": _figures(cl), "forms": forms, "default": default, "cpu_bytes": cpu_bytes,
+            "b": None if reference is None else _vela(reference, plain.vela_flags, name)}
 
 
 def _share(f: dict) -> str:
@@ -114,6 +135,9 @@ def main(argv=None) -> int:
     rows = ["| model | target | (a) contiguous: partitions, cycles | (a) transposes | (a') channels-last: "
             "partitions, cycles | (a') transposes | (b) TensorFlow NHWC TFLite: cycles | (a) / (b) | (a') / (b) | "
             "SRAM (a) / (a') / (b) | off-chip (a) / (a') / (b) |", "|---|---|---|---:|---|---:|---:|---:|---:|---|---|"]
+    places = ["| model | target | (i) in the partition, rank-4 TRANSPOSE (\"4d\"): cycles (transposes) | (i') in the "
+              "partition, rank-3 (\"collapsed\"): cycles (transposes) | (ii) on the CPU: NPU cycles (= (a')), bytes "
+              "the CPU moves | default |", "|---|---|---|---|---|---|"]
     print("\n".join(rows))
     for name in args.models:  # the rows are kept, not captured from stdout: Vela prints there while it compiles
         reference = tf_reference(name, args.tf_python) if have_tf else None
@@ -127,10 +151,18 @@ def main(argv=None) -> int:
                         f"{ratio(a)} | {ratio(cl)} | {a['sram']:,} / {cl['sram']:,} / {bb('sram')} | "
                         f"{a['off_chip']:,} / {cl['off_chip']:,} / {bb('off_chip')} |")
             print(rows[-1], flush=True)
+            if r["cpu_bytes"]:
+                f4, fc = r["forms"]["4d"], r["forms"]["collapsed"]
+                places.append(f"| {name} | {target} | {f4['cycles']:,} ({f4['transpose']:,}) | "
+                              f"{fc['cycles']:,} ({fc['transpose']:,}) | {cl['cycles']:,}, {r['cpu_bytes']:,} B | "
+                              f"{r['default']} |")
+    print("\n".join(places))
     if args.write_docs:
-        _docs.write_figures("benchmarks/ethos_u_vs_tflite.py", "ethos_u_vs_tflite",
-                            "Ethos-U: our partitions vs TensorFlow's NHWC TFLite through Vela",
-                            _docs.as_markdown("\n".join(rows)))
+        script = "benchmarks/ethos_u_vs_tflite.py"
+        title = "Ethos-U: our partitions vs TensorFlow's NHWC TFLite through Vela"
+        _docs.write_figures(script, "ethos_u_vs_tflite", title, _docs.as_markdown("\n".join(rows)))
+        _docs.write_figures(script, "ethos_u_vs_tflite", title, _docs.as_markdown("\n".join(places)),
+                            cmd=_docs.command(script) + "  # transpose placements")
     return 0
 
 
