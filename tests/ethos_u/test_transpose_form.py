@@ -84,3 +84,16 @@ def test_both_forms_give_the_same_numbers_and_arm_vela_payload(tmp_path):
         outputs[form] = quantize_np(host, scale, zp)
         assert_within_steps(outputs[form], quantize_np(ref, scale, zp), 1, scale)
     np.testing.assert_array_equal(outputs["collapsed"], outputs["4d"])
+
+
+@pytest.mark.fast
+def test_cli_passes_transpose_form_and_leaves_the_default_to_the_target():
+    from executorch_neutron.cli import _spec_options, build_parser
+
+    def options(*extra):
+        return _spec_options(build_parser().parse_args(["compile", "m.py:f", "-o", "m.pte", "--target", "ethos-u55-128",
+                                                        *extra]))
+
+    assert options()["transpose_form"] is None
+    assert NeutronCompileSpec(target="ethos-u55-128", **options("--transpose-form", "4d")).target_info.transpose_form \
+        == "4d"
