@@ -65,7 +65,8 @@ def convert_linear(ctx, a):
     """y = x W^T + b over the last dimension, optional fused relu/relu6/hardtanh/clamp."""
     x = ctx.value(a["input"], Layout.NATURAL)
     w = ctx.quantized_constant(a["weight"])
-    _fully_connected(ctx, a.node, x, w.data, w.quant, a["bias"])
+    columns = ctx.column_order.get(x.tensor)  # a channels-last flatten's columns (ops/shape.py)
+    _fully_connected(ctx, a.node, x, w.data if columns is None else w.data[:, list(columns)], w.quant, a["bias"])
 
 
 def _matmul(ctx, a, bias_node):

@@ -104,6 +104,13 @@ def collapsed_transpose(src_shape: Sequence[int], perm: Sequence[int]):
     return None
 
 
+def channels_last_flatten_columns(shape: Sequence[int]) -> tuple[int, ...]:
+    """A rank-4 [N, C, H, W] value stored NHWC, reshaped as it lies to [N, H*W*C]: column i holds PyTorch's
+    flatten column `perm[i]` (a FULLY_CONNECTED reading it takes its weight columns in this order)."""
+    _, c, h, w = (int(d) for d in shape)
+    return tuple(int(i) for i in np.arange(c * h * w).reshape(c, h, w).transpose(1, 2, 0).reshape(-1))
+
+
 def logical_perm_to_physical(perm: Sequence[int], src: Layout, dst: Layout) -> tuple[int, ...]:
     """Physical TRANSPOSE perm for a logical permute from a value in `src` layout to a result in `dst` layout."""
     rank = len(perm)
