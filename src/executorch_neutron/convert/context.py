@@ -46,9 +46,9 @@ class ConversionContext:
         self.check_ctx = check_ctx
         self._values: dict[Node, Value] = {}
         self._relayout: dict[tuple[Node, object], Value] = {}
-        # tensor -> its columns' PyTorch flatten order, for a channels-last flatten read only by FULLY_CONNECTEDs
+        # tensor -> the logical rank-4 shape it is a channels-last flatten of, read only by FULLY_CONNECTEDs
         # (ops/shape.py binds it, ops/linear.py permutes its weight columns to match)
-        self.column_order: dict[int, tuple[int, ...]] = {}
+        self.channels_last_flattens: dict[int, tuple[int, ...]] = {}
 
     # values -------------------------------------------------------------------------------------------------
     def bind(self, node: Node, value: Value) -> None:

@@ -17,7 +17,6 @@ from ..core import qdq
 from ..tflite.builder import options
 from ..tflite.layout import (
     Layout,
-    channels_last_flatten_columns,
     logical_perm_to_physical,
     physical_axis,
     physical_shape,
@@ -41,13 +40,13 @@ _DIM_ORDER_CLONE = exir_ops.edge.dim_order_ops._clone_dim_order.default
 def convert_view(ctx, a):
     """Reshape (no data movement in PyTorch order); squeeze and unsqueeze are reshapes too. A flatten of a
     channels-last value read only by linear layers reshapes it as it lies (no TRANSPOSE): the linears take their
-    weight columns in that order (`ctx.column_order`)."""
+    weight columns in that order (`ctx.channels_last_flattens`)."""
     b = ctx.builder
     out_shape = a.out_shape
     src = ctx.value(a["self"])
     if _flatten_into_linears(a, src):
         out = ctx.emit_output(a.node, Layout.NATURAL, quant=src.quant)
-        ctx.column_order[out.tensor] = channels_last_flatten_columns(src.shape)
+        ctx.channels_last_flattens[out.tensor] = tuple(src.shape)
         st = b.int32_vector(a.node.name + "_shape", out_shape)
         b.op(schema.BuiltinOperator.RESHAPE, [src.tensor, st], [out.tensor],
              options("ReshapeOptionsT", newShape=list(out_shape)))

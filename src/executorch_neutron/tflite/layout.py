@@ -104,11 +104,21 @@ def collapsed_transpose(src_shape: Sequence[int], perm: Sequence[int]):
     return None
 
 
+#: TFLite metadata entry naming the tensors that hold a channels-last flatten: JSON {tensor name: the flattened
+#: value's logical rank-4 shape} (numerics.py reads such a tensor back in PyTorch's order)
+FLATTEN_METADATA = "executorch_neutron.channels_last_flatten"
+
+
 def channels_last_flatten_columns(shape: Sequence[int]) -> tuple[int, ...]:
     """A rank-4 [N, C, H, W] value stored NHWC, reshaped as it lies to [N, H*W*C]: column i holds PyTorch's
     flatten column `perm[i]` (a FULLY_CONNECTED reading it takes its weight columns in this order)."""
     _, c, h, w = (int(d) for d in shape)
     return tuple(int(i) for i in np.arange(c * h * w).reshape(c, h, w).transpose(1, 2, 0).reshape(-1))
+
+
+def unflatten_channels_last(x: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """A channels-last flatten [N, H*W*C] of a logical `shape` [N, C, H, W] in PyTorch's flatten order [N, C*H*W]."""
+    return from_channels_last(x.reshape(physical_shape(shape, Layout.CHANNELS_LAST))).reshape(x.shape[0], -1)
 
 
 def logical_perm_to_physical(perm: Sequence[int], src: Layout, dst: Layout) -> tuple[int, ...]:
