@@ -369,7 +369,7 @@ def _demo(args) -> int:
 
 def _add_lowering_options(p: argparse.ArgumentParser) -> None:
     from .compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
-    from .tflite.layout import TRANSPOSE_FORMS
+    from .target import TRANSPOSE_FORMS
 
     p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--target", default="imxrt700", help="Neutron target, or Ethos-U target (imx93, ethos-u55-128, "

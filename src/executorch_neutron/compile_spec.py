@@ -16,8 +16,7 @@ from typing import Sequence
 
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 
-from .target import ETHOS_U, NEUTRON, AnyTarget, get_target
-from .tflite.layout import TRANSPOSE_FORMS
+from .target import ETHOS_U, NEUTRON, TRANSPOSE_FORMS, AnyTarget, get_target
 
 _KEY_PREFIX = "neutron."
 

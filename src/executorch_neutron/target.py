@@ -148,6 +148,12 @@ def _with_cortex_m(base: NeutronTarget, name: str, core: str) -> NeutronTarget:
 TARGETS["imxrt700cm"] = _with_cortex_m(TARGETS["imxrt700"], "imxrt700cm", "cortex-m33")
 
 
+#: how an Ethos-U partition writes a rank-4 NCHW<->NHWC TRANSPOSE (convert/context.py): "4d" one rank-4 TRANSPOSE;
+#: "collapsed" RESHAPE to rank 3 (the two moved axis groups merged), TRANSPOSE of the last two axes, RESHAPE back
+#: (the same bytes in the same order; tflite.layout.collapsed_transpose)
+TRANSPOSE_FORMS = ("4d", "collapsed")
+
+
 @dataclass(frozen=True)
 class EthosUTarget:
     """An Arm Ethos-U NPU as Vela compiles for it: `accelerator` is Vela's `--accelerator-config`,
@@ -164,7 +170,7 @@ class EthosUTarget:
     cpu: str
     notes: tuple[str, ...] = field(default_factory=tuple)
     config_ini: str = "Arm/vela.ini"  # Vela's --config: the .ini holding system_config and memory_mode
-    # how layout transposes are written (tflite.layout.TRANSPOSE_FORMS): the cheaper one by Vela's estimate where it
+    # how layout transposes are written (TRANSPOSE_FORMS): the cheaper one by Vela's estimate where it
     # is clear (docs/ethos_u_vs_tflite.md: "collapsed" on the U55, "4d" on the U85; mixed on the U65: "4d")
     transpose_form: str = "4d"
     cortex_m = None  # leftovers stay portable kernels (no Cortex-M stage for Ethos-U targets)

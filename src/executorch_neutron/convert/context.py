@@ -160,7 +160,7 @@ class ConversionContext:
         return Value(out, v.shape, layout, v.quant)
 
     def _collapses_transposes(self) -> bool:
-        """Whether the target writes layout transposes in rank 3 (`tflite.layout.TRANSPOSE_FORMS`)."""
+        """Whether the target writes layout transposes in rank 3 (`target.TRANSPOSE_FORMS`)."""
         return getattr(self.check_ctx.spec.target_info, "transpose_form", "4d") == "collapsed"
 
     # constants ----------------------------------------------------------------------------------------------

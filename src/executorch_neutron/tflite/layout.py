@@ -9,9 +9,10 @@ keeps ExecuTorch's channels-first tensors at the boundary, the partition convert
 NPU does it) and the payload's format flags are 0; False makes rank-4 boundary tensors channels-last, the format
 flags 1, and the runtime transposes on the CPU.
 
-How a layout TRANSPOSE is written is the target's `transpose_form` (`TRANSPOSE_FORMS`): one rank-4 TRANSPOSE, or
-the same data movement collapsed to rank 3 (`collapsed_transpose`), which Vela runs in one pass where it splits
-the rank-4 one in two (docs/ethos_u_vs_tflite.md has the cycles per target).
+How a layout TRANSPOSE is written is the target's `transpose_form` (target.TRANSPOSE_FORMS): one rank-4
+TRANSPOSE, or the same data movement collapsed to rank 3 (`collapsed_transpose`), which Vela runs in one pass
+where it splits the rank-4 one in two (docs/ethos_u_vs_tflite.md has the cycles per target). A flatten of a
+channels-last value that only linear layers read is reshaped as it lies (`channels_last_flatten_columns`).
 """
 
 from __future__ import annotations
@@ -86,11 +87,6 @@ def transpose_perm(rank: int, src: Layout, dst: Layout) -> tuple[int, ...]:
     src_perm = to_physical_perm(rank, src)
     dst_perm = to_physical_perm(rank, dst)
     return tuple(src_perm.index(d) for d in dst_perm)
-
-
-#: how a rank-4 NCHW<->NHWC TRANSPOSE is written: "4d" one rank-4 TRANSPOSE; "collapsed" RESHAPE to rank 3 (the two
-#: moved axis groups merged), TRANSPOSE of the last two axes, RESHAPE back (the same bytes in the same order)
-TRANSPOSE_FORMS = ("4d", "collapsed")
 
 
 def collapsed_transpose(src_shape: Sequence[int], perm: Sequence[int]):
