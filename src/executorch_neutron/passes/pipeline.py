@@ -3,7 +3,7 @@
 `NeutronQuantizer.transform_for_annotation` calls `run_passes(gm, PassContext(...))`: each `Step` names its pass
 once, says why it sits where it does (`order`: the pass it must follow or precede and why; "any" when it has no
 ordering constraint), and carries its conditions as data: `qat_keyword` passes the QAT flag to the pass under that
-keyword, `needs_ops` skips the pass when the target's operator table (for the context's back-end kind and
+keyword, `backends` limits it to targets of those back-end kinds, `needs_ops` skips the pass when the target's operator table (for the context's back-end kind and
 constraint profile) does not run all of those edge ops, since the rewrite's pieces would then be split between NPU
 and CPU, and `op_flags` ((keyword, edge op) pairs) tells the pass under each keyword whether that table runs the op
 (so it can write the rewrite from ops the table has). The runner has no special cases. SUPPORTED_OPS.md lists the steps in this order with their docstrings.
@@ -18,7 +18,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from torch.fx import GraphModule
 
 from ..ops import registry
-from ..target import NEUTRON
+from ..target import ETHOS_U, NEUTRON
 from .avg_pool_ceil import avg_pool_ceil
 from .batch_norm_to_conv import batch_norm_to_conv
 from .conv1d_to_conv2d import conv1d_to_conv2d
@@ -39,6 +39,7 @@ from .log1p_to_log import log1p_to_log
 from .log_sigmoid_decompose import log_sigmoid_decompose
 from .matmul_to_bmm import matmul_to_bmm
 from .max_pool_padding import max_pool_padding
+from .max_pool_split import max_pool_split
 from .mean1d_to_mean2d import mean1d_to_mean2d
 from .pad_modes_to_cat import pad_modes_to_cat
 from .permute_rank4 import permute_rank4
@@ -76,12 +77,15 @@ class Step:
     qat_keyword: str | None = None
     needs_ops: tuple = ()
     op_flags: tuple[tuple[str, object], ...] = ()
+    backends: frozenset | None = None  # None: every back end
 
     @property
     def name(self) -> str:
         return self.run.__name__
 
     def applies(self, ctx: PassContext) -> bool:
+        if self.backends is not None and ctx.backend not in self.backends:
+            return False
         return all(registry.runs(op, ctx.backend, ctx.profile) for op in self.needs_ops)
 
     def keywords(self, ctx: PassContext) -> dict:
@@ -123,6 +127,9 @@ PIPELINE: tuple[Step, ...] = (
     Step(avg_pool_ceil, "after pool1d_to_pool2d (a 1-D average pool is a 2-D one by then)"),
     Step(dilated_max_pool, "after pool1d_to_pool2d (a dilated max_pool1d is a max_pool2d by then); only where the "
          "target's table runs maximum", needs_ops=(_edge.maximum.default,)),
+    Step(max_pool_split, "after core_aten_rewrites, pool1d_to_pool2d and dilated_max_pool, whose adaptive, 1-D and "
+         "subsampling max pools it splits; Ethos-U only (Vela's max-pool strides are 1..3, Neutron runs larger ones "
+         "in one pool)", backends=frozenset({ETHOS_U})),
     Step(mean1d_to_mean2d, "any"),
     Step(div_to_mul, "after fold_constants: a divisor computed from constants is a constant by then"),
     Step(hardsigmoid_to_conv, "any"),
