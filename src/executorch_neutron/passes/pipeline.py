@@ -3,10 +3,11 @@
 `NeutronQuantizer.transform_for_annotation` calls `run_passes(gm, PassContext(...))`: each `Step` names its pass
 once, says why it sits where it does (`order`: the pass it must follow or precede and why; "any" when it has no
 ordering constraint), and carries its conditions as data: `qat_keyword` passes the QAT flag to the pass under that
-keyword, `backends` limits it to targets of those back-end kinds, `needs_ops` skips the pass when the target's operator table (for the context's back-end kind and
-constraint profile) does not run all of those edge ops, since the rewrite's pieces would then be split between NPU
-and CPU, and `op_flags` ((keyword, edge op) pairs) tells the pass under each keyword whether that table runs the op
-(so it can write the rewrite from ops the table has). The runner has no special cases. SUPPORTED_OPS.md lists the steps in this order with their docstrings.
+keyword, `backends` limits it to targets of those back-end kinds, `needs_ops` skips the pass when the target's
+operator table (for the context's back-end kind and constraint profile) does not run all of those edge ops, since
+the rewrite's pieces would then be split between NPU and CPU, and `op_flags` ((keyword, edge op) pairs) tells the
+pass under each keyword whether that table runs the op (so it can write the rewrite from ops the table has). The
+runner has no special cases. SUPPORTED_OPS.md lists the steps in this order with their docstrings.
 """
 
 from __future__ import annotations
