@@ -94,7 +94,7 @@ DELEGATION_OPTIONS: dict[str, str] = {
         "permute_copy of any rank and any permutation is delegated (the default keeps rank <= 4 permutations "
         "that leave a batch dimension larger than 1 in front)."),
     "allow_noop_partitions": (
-        "partitions made only of no-op nodes (views, clones, squeezes) are created (by default they stay on the "
+        "partitions made only of no-op nodes (views, clones) are created (by default they stay on the "
         "CPU: a delegate call costs more than the copy)."),
 }
 
@@ -188,6 +188,9 @@ class OpEntry:
     convert: Callable
     constraints: tuple[Constraint, ...] = ()
     noop: bool = False  # moves no data in a way worth a partition on its own (views, clones)
+    #: a no-op whose partition is made even when nothing else is in it (squeeze / unsqueeze: NXP's release counts
+    #: only views and clones as no-ops, so it delegates a lone squeeze, and parity keeps it on the NPU here too)
+    alone: bool = False
     doc: str = ""
     quantize: tuple[tuple[object, str], ...] = ()  # (ATen op, annotation family) for the ATen ops that become it
     preserve: str | None = None  # one of PRESERVE_MODES
@@ -218,7 +221,7 @@ class OpEntry:
 REGISTRY: dict[object, OpEntry] = {}
 
 
-def register(*targets, constraints=(), noop=False, quantize=None, preserve=None, fuses_activation=False,
+def register(*targets, constraints=(), noop=False, alone=False, quantize=None, preserve=None, fuses_activation=False,
              profiles=ALL_PROFILES, preserve_when=None):
     """Decorator registering a converter `fn(ctx, args)` for edge ops `targets` with their constraints.
 
@@ -237,6 +240,7 @@ def register(*targets, constraints=(), noop=False, quantize=None, preserve=None,
             convert=fn,
             constraints=tuple(constraints),
             noop=noop,
+            alone=alone,
             doc=(fn.__doc__ or "").strip(),
             quantize=quantize,
             preserve=preserve,

@@ -33,10 +33,11 @@ A = torch.ops.aten
 _DIM_ORDER_CLONE = exir_ops.edge.dim_order_ops._clone_dim_order.default
 
 
-@register(_aten.view_copy.default, _aten.squeeze_copy.default, _aten.squeeze_copy.dim, _aten.squeeze_copy.dims,
-          _aten.unsqueeze_copy.default, noop=True, constraints=(shared_quantization(),), quantize={"shared": (
-              A.view.default, A.reshape.default, A._unsafe_view.default, A.flatten.using_ints, A.unflatten.int,
+@register(_aten.squeeze_copy.default, _aten.squeeze_copy.dim, _aten.squeeze_copy.dims, _aten.unsqueeze_copy.default,
+          noop=True, alone=True, constraints=(shared_quantization(),), quantize={"shared": (
               A.squeeze.default, A.squeeze.dim, A.squeeze.dims, A.unsqueeze.default)})
+@register(_aten.view_copy.default, noop=True, constraints=(shared_quantization(),), quantize={"shared": (
+              A.view.default, A.reshape.default, A._unsafe_view.default, A.flatten.using_ints, A.unflatten.int)})
 def convert_view(ctx, a):
     """Reshape (no data movement in PyTorch order); squeeze and unsqueeze are reshapes too."""
     b = ctx.builder

@@ -26,8 +26,8 @@ _GENERIC = (
     f"not (QAT keeps computations on parameters; results over {FOLD_MAX_ELEMENTS:,} elements) stays on the CPU.",
     "An operator listed in `operators_not_to_delegate` (e.g. `aten::convolution` or `aten.convolution.default`) "
     "stays on the CPU with the reason \"excluded by operators_not_to_delegate\".",
-    "A partition made only of no-op nodes (views, clones, squeezes) is not created, unless "
-    "`allow_noop_partitions` is set.",
+    "A partition made only of no-op nodes (views, clones) is not created, unless `allow_noop_partitions` is set; "
+    "a squeeze or unsqueeze in it makes it one (NXP's release delegates them alone).",
     "A dequantize node shared by an NPU node and a CPU node keeps the NPU node on the CPU (a partitioner may not "
     "change the graph).",
     "When a support check cannot be decided statically the node stays on the CPU (the reason says why).",
@@ -92,7 +92,9 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
         ops = "<br>".join(f"`{n}`" for n in names) + _profile_tag(entry.profiles)
         cons = [_sentence(c.describe(tgt)) + _profile_tag(c.profiles, c.backends) for c in entry.constraints
                 if not _added(c)]  # a back end's own limits: its section below
-        if entry.noop:
+        if entry.noop and entry.alone:
+            cons.append("No-op (moves no data), delegated on its own too (as NXP's release does).")
+        elif entry.noop:
             cons.append("No-op (moves no data): not delegated on its own.")
         text = " ".join(cons) if cons else "None beyond int8."
         lines.append(f"| {ops} | int8 | {text.replace('|', '/')} |")
