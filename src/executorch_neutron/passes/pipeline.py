@@ -36,6 +36,7 @@ from .mean1d_to_mean2d import mean1d_to_mean2d
 from .permute_rank4 import permute_rank4
 from .pixel_shuffle_to_permute import pixel_shuffle_to_permute
 from .pool1d_to_pool2d import pool1d_to_pool2d
+from .reduce_all_keepdim import reduce_all_keepdim
 from .remove_bn_counters import remove_bn_counters
 from .remove_noops import remove_noops
 from .rnn_unroll import rnn_unroll
@@ -44,7 +45,6 @@ from .silu_to_sigmoid_mul import silu_to_sigmoid_mul
 from .sink_batch_reshapes import sink_batch_reshapes
 from .sink_squeeze import sink_squeeze
 from .split_to_slices import split_to_slices
-from .sum_all_keepdim import sum_all_keepdim
 
 _edge = exir_ops.edge.aten
 
@@ -115,7 +115,7 @@ PIPELINE: tuple[Step, ...] = (
          "float ops on the CPU instead of int8 pieces split between NPU and CPU)",
          needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
     Step(max_pool_padding, "after the pool and activation rewrites above (it reads its input's producers)"),
-    Step(sum_all_keepdim, "any"),
+    Step(reduce_all_keepdim, "any"),
     Step(sink_squeeze, "last: moves the squeezes of conv1d_to_conv2d below the batch norm / activation that "
          "follows the conv, once no pass rewrites them any more"),
 )
