@@ -32,6 +32,13 @@ CASES = {
     "amax_all_rank3": (lambda: Fn(lambda s, a: torch.amax(a)), x(3, 4, 5), {"aten.amax.default": 1}),
     "amin_dims_rank2": (lambda: Fn(lambda s, a: torch.amin(a, dim=(0, 1))), x(5, 10), {"aten.amin.default": 1}),
     "amax_single": (lambda: Fn(lambda s, a: torch.amax(a, dim=0)), x(1), {"aten.amax.default": 1}),
+    # stack is unsqueezes and a cat before quantization (passes/stack_to_cat.py)
+    "stack_dim0": (lambda: Fn(lambda s, a, b, c: torch.stack([a, b, c], 0)), x(3, 4) + x(3, 4) + x(3, 4),
+                   {"aten.cat.default": 1, "aten.unsqueeze_copy.default": 3}),
+    "stack_last": (lambda: Fn(lambda s, a, b, c: torch.stack([a, b, c], -1)), x(2, 3, 4) + x(2, 3, 4) + x(2, 3, 4),
+                   {"aten.cat.default": 1, "aten.unsqueeze_copy.default": 3}),
+    "stack_rank1": (lambda: Fn(lambda s, a, b: torch.stack([a, b], 1)), x(5) + x(5),
+                    {"aten.cat.default": 1, "aten.unsqueeze_copy.default": 2}),
 }
 #: the reshape of the scalar reduction's result to () is a view, alone on the CPU
 SCALAR_VIEW = {"aten.view_copy.default"}

@@ -45,6 +45,7 @@ from .silu_to_sigmoid_mul import silu_to_sigmoid_mul
 from .sink_batch_reshapes import sink_batch_reshapes
 from .sink_squeeze import sink_squeeze
 from .split_to_slices import split_to_slices
+from .stack_to_cat import stack_to_cat
 
 _edge = exir_ops.edge.aten
 
@@ -88,6 +89,8 @@ PIPELINE: tuple[Step, ...] = (
          "are dropped; before the rewrites below, which see its linears, slices and reshapes as any others"),
     Step(split_to_slices, "before sdpa_to_matmul and permute_rank4: attention's q, k, v unbind becomes slices and "
          "reshapes they see as ordinary views"),
+    Step(stack_to_cat, "before sink_batch_reshapes and permute_rank4, which see the unsqueezes it writes as "
+         "ordinary views"),
     Step(sdpa_to_matmul, "before matmul_to_bmm, which rewrites the matmuls it writes"),
     Step(matmul_to_bmm, "before sink_batch_reshapes, which moves the reshapes it writes around the bmm"),
     Step(sink_batch_reshapes, "before permute_rank4, whose reshape collapsing removes the reshapes it brings "
