@@ -36,6 +36,7 @@ from .mean1d_to_mean2d import mean1d_to_mean2d
 from .permute_rank4 import permute_rank4
 from .pixel_shuffle_to_permute import pixel_shuffle_to_permute
 from .pool1d_to_pool2d import pool1d_to_pool2d
+from .pool3d_to_pool2d import pool3d_to_pool2d
 from .reduce_all_keepdim import reduce_all_keepdim
 from .remove_bn_counters import remove_bn_counters
 from .remove_noops import remove_noops
@@ -106,6 +107,7 @@ PIPELINE: tuple[Step, ...] = (
          needs_ops=(_edge.rsqrt.default,)),
     Step(conv1d_to_conv2d, "before sink_squeeze, which moves the squeeze it writes"),
     Step(pool1d_to_pool2d, "before max_pool_padding, which rewrites the 2-D max pools it writes"),
+    Step(pool3d_to_pool2d, "before max_pool_padding, which rewrites the 2-D max pools it writes"),
     Step(mean1d_to_mean2d, "any"),
     Step(div_to_mul, "after fold_constants: a divisor computed from constants is a constant by then"),
     Step(hardsigmoid_to_conv, "any"),
