@@ -52,6 +52,12 @@ CASES = {
                           {"aten.avg_pool2d.default": 2, "aten.view_copy.default": 3}),
     "adaptive_avg_pool3d": (lambda: nn.AdaptiveAvgPool3d((2, 4, 5)), x(1, 4, 6, 8, 10),
                             {"aten._adaptive_avg_pool2d.default": 2, "aten.view_copy.default": 3}),
+    # expand is a reshape and concatenations of copies (passes/expand_to_cat.py)
+    "expand_rows": (lambda: Fn(lambda s, a: a.expand(8, 32)), x(1, 32), {"aten.cat.default": 1}),
+    "expand_middle": (lambda: Fn(lambda s, a: a.expand(8, 4, 16)), x(8, 1, 16), {"aten.cat.default": 1}),
+    "expand_rank_up": (lambda: Fn(lambda s, a: a.expand(3, 4, 8, 16)), x(8, 16),
+                       {"aten.view_copy.default": 1, "aten.cat.default": 2}),
+    "expand_512": (lambda: Fn(lambda s, a: a.expand(512)), x(1), {"aten.cat.default": 3}),
 }
 #: the reshape of the scalar reduction's result to () is a view, alone on the CPU
 SCALAR_VIEW = {"aten.view_copy.default"}

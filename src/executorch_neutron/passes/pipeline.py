@@ -22,6 +22,7 @@ from .batch_norm_to_conv import batch_norm_to_conv
 from .conv1d_to_conv2d import conv1d_to_conv2d
 from .core_aten_rewrites import core_aten_rewrites
 from .div_to_mul import div_to_mul
+from .expand_to_cat import expand_to_cat
 from .fold_constants import fold_constants
 from .fold_linear_batch_norm import fold_linear_batch_norm
 from .gelu_to_sigmoid import gelu_to_sigmoid
@@ -119,6 +120,7 @@ PIPELINE: tuple[Step, ...] = (
     Step(l2_normalize_decompose, "any; only where the target's table runs rsqrt and sum (else F.normalize stays "
          "float ops on the CPU instead of int8 pieces split between NPU and CPU)",
          needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
+    Step(expand_to_cat, "after rnn_unroll and l2_normalize_decompose, which read the expands they meet"),
     Step(max_pool_padding, "after the pool and activation rewrites above (it reads its input's producers)"),
     Step(reduce_all_keepdim, "any"),
     Step(sink_squeeze, "last: moves the squeezes of conv1d_to_conv2d below the batch norm / activation that "
