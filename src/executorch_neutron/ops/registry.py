@@ -297,6 +297,27 @@ def add_constraint(ops, c: Constraint) -> Constraint:
     return c
 
 
+#: edge ops that have no entry for a reason more specific than "no kernel for this operator": op -> {back-end
+#: kind: reason}, added with `no_kernel` (the partitioner's rejection and SUPPORTED_OPS.md read them)
+NO_KERNEL: dict[object, dict[str, str]] = {}
+
+
+def no_kernel(ops, reasons: dict[str, str]) -> None:
+    """Record why edge ops `ops` have no entry, per back-end kind (every kind of BACKEND_KINDS)."""
+    missing = sorted(set(BACKEND_KINDS) - set(reasons))
+    if missing:
+        raise ValueError(f"no_kernel {[op_name(o) for o in ops]}: no reason for back ends {missing}")
+    for op in ops:
+        if op in REGISTRY or op in NO_KERNEL:
+            raise ValueError(f"{op_name(op)} already has an entry or a no_kernel reason")
+        NO_KERNEL[op] = dict(reasons)
+
+
+def no_kernel_reason(target, backend: str) -> str | None:
+    _ensure_loaded()
+    return NO_KERNEL.get(target, {}).get(backend)
+
+
 def lookup(target) -> OpEntry | None:
     _ensure_loaded()
     return REGISTRY.get(target)

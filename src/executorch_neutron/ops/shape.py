@@ -23,8 +23,10 @@ from ..tflite.layout import (
     to_physical_perm,
 )
 from .common import is_dq, is_q, shared_quantization
-from .limits import PERMUTE_RANK
-from .registry import NEUTRON, constraint, register
+from .limits import EXPAND_CAT_INPUTS, PERMUTE_RANK
+from ..target import ETHOS_U as ETHOS_U_KIND
+from ..target import NEUTRON as NEUTRON_KIND
+from .registry import NEUTRON, constraint, no_kernel, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -219,3 +221,11 @@ def convert_slice(ctx, a):
     st = b.int32_vector(a.node.name + "_strides", [1] * rank)
     out = ctx.emit_output(a.node, layout, quant=x.quant)
     b.op(schema.BuiltinOperator.STRIDED_SLICE, [x.tensor, bt, et, st], [out.tensor], options("StridedSliceOptionsT"))
+
+
+_EXPAND_LEFT = (f"left for an expand whose repeat count has a prime factor above {EXPAND_CAT_INPUTS} "
+                "(passes/expand_to_cat.py writes the others as concatenations of copies)")
+no_kernel((_aten.expand_copy.default,), {
+    NEUTRON_KIND: "a broadcast copy (TILE / BROADCAST_TO) is not in Neutron's operator table; " + _EXPAND_LEFT,
+    ETHOS_U_KIND: "Vela has no broadcast copy (TILE / BROADCAST_TO); " + _EXPAND_LEFT,
+})

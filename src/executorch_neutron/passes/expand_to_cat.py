@@ -4,8 +4,8 @@ copies along each expanded (size-1) dim.
 Neither Neutron's operator table nor our converter has a broadcast copy (TILE / BROADCAST_TO), but a
 concatenation of one tensor with itself repeats it, with shared quantization, so the copy is exact in int8. A
 repeat count is split into factors (512 copies: three concatenations of 8), so no concatenation takes more than
-`MAX_INPUTS` inputs; a count with a larger prime factor is left alone (expand stays on the CPU). Expands of
-constants are folded before (fold_constants). Runs before quantization.
+`ops.limits.EXPAND_CAT_INPUTS` inputs; a count with a larger prime factor is left alone (expand stays on the CPU).
+Expands of constants are folded before (fold_constants) or stay constants. Runs before quantization.
 """
 
 from __future__ import annotations
@@ -13,18 +13,17 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
+from ..ops.limits import EXPAND_CAT_INPUTS
 from .fx_utils import call, finish
 
 aten = torch.ops.aten
-#: inputs of one concatenation at most
-MAX_INPUTS = 16
 
 
 def _factors(n: int) -> list[int] | None:
-    """n as a product of factors <= MAX_INPUTS, largest first; None when a prime factor is larger."""
+    """n as a product of factors <= EXPAND_CAT_INPUTS, largest first; None when a prime factor is larger."""
     out = []
     while n > 1:
-        f = next((f for f in range(MAX_INPUTS, 1, -1) if n % f == 0), None)
+        f = next((f for f in range(EXPAND_CAT_INPUTS, 1, -1) if n % f == 0), None)
         if f is None:
             return None
         out.append(f)

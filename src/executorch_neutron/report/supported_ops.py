@@ -98,6 +98,9 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
             cons.append("No-op (moves no data): not delegated on its own.")
         text = " ".join(cons) if cons else "None beyond int8."
         lines.append(f"| {ops} | int8 | {text.replace('|', '/')} |")
+    lines += ["", "## Operators without a kernel, and why", ""]
+    lines += [f"- `{registry.op_name(op)}`: " + "; ".join(f"{registry.NPU_NAMES[k]}: {why}" for k, why in reasons.items())
+              for op, reasons in sorted(registry.NO_KERNEL.items(), key=lambda kv: registry.op_name(kv[0]))]
     lines += ["", "## Rules for every node", ""]
     lines += [f"- {r}" for r in _GENERIC]
     lines += ["", "## Graph passes (run by NeutronQuantizer before annotation)", ""]
