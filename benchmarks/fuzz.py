@@ -195,7 +195,7 @@ def payload_ranges(data: bytes) -> list[tuple[int, int]]:
     """Byte ranges of the file that hold host-reference Neutron payloads."""
     from executorch.exir._serialize._program import deserialize_pte_binary
 
-    from executorch_neutron.neutron.payload import PayloadError, unpack
+    from executorch_neutron.core.payload import PayloadError, unpack
 
     ranges = []
     for d in deserialize_pte_binary(data).program.backend_delegate_data:

@@ -40,7 +40,7 @@ def _measure(args) -> None:
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     from executorch_neutron import lower
-    from executorch_neutron.neutron.payload import unpack
+    from executorch_neutron.core.payload import unpack
     from executorch_neutron.runtime import load
     from executorch_neutron.zoo import calibration, mobilenet_v2_like
 

@@ -27,7 +27,7 @@ from tflite_fixtures import GraphBuilder  # noqa: E402
 
 from executorch_neutron.compile_spec import NeutronCompileSpec  # noqa: E402
 from executorch_neutron.neutron.npu import compile_partition  # noqa: E402
-from executorch_neutron.neutron.payload import Header, unpack  # noqa: E402
+from executorch_neutron.core.payload import Header, unpack  # noqa: E402
 
 NODE_INPUTS, NODE_OUTPUTS = (2, 0, 1), (1, 2, 0)
 # the partition TFLite's graph order: graph input p is delegate argument INPUT_ARGS[p], with format flag IN_FLAGS[p]

@@ -19,7 +19,7 @@ from executorch.exir.backend.partitioner import Partitioner, PartitionResult
 from executorch_neutron import lower
 from executorch_neutron.convert import convert_program
 from executorch_neutron.lowering import LoweringResult, quantize
-from executorch_neutron.neutron.payload import unpack
+from executorch_neutron.core.payload import unpack
 from executorch_neutron.ops.registry import CheckContext
 from executorch_neutron.pipeline import assemble, resolve_spec
 from executorch_neutron.tflite.layout import from_channels_last, to_channels_last

@@ -110,7 +110,7 @@ def test_a_flatten_split_by_executorch_stays_whole_on_one_side():
 def test_neutron_header_flags_channels_last_io_for_the_device():
     """The device runtime reads the header's format flags: 1 for the channels-last input and output, which it
     passes through when the tensor is channels-last already."""
-    from executorch_neutron.neutron.payload import unpack
+    from executorch_neutron.core.payload import unpack
 
     model, inputs = _channels_last(*_segmenter())
     result = lower(model, inputs, [inputs] + calibration(inputs, 2), target="imxrt700")

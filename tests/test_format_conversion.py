@@ -15,7 +15,7 @@ from ai_edge_litert import schema_py_generated as schema
 from torch import nn
 
 from executorch_neutron import lower
-from executorch_neutron.neutron.payload import unpack
+from executorch_neutron.core.payload import unpack
 from executorch_neutron.runtime import run
 from executorch_neutron.zoo import calibration
 from harness import io_quant

@@ -20,7 +20,7 @@ from torch import nn
 from executorch_neutron import NeutronCompileSpec, lower
 from executorch_neutron.neutron.npu import NeutronCompileError, compile_partition
 from executorch_neutron.neutron.npu import compile as npu_compile
-from executorch_neutron.neutron.payload import Header, unpack
+from executorch_neutron.core.payload import Header, unpack
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "npu"))
 sys.path.insert(0, str(Path(__file__).resolve().parent / "runtime"))

@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from executorch_neutron.neutron.payload import MICROCODE_MAGIC, REFERENCE_MAGIC, Header, Payload, PayloadError, pack, unpack
+from executorch_neutron.core.payload import MICROCODE_MAGIC, REFERENCE_MAGIC, Header, Payload, PayloadError, pack, unpack
 
 pytestmark = pytest.mark.fast
 

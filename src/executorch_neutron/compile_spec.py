@@ -1,7 +1,10 @@
-"""`NeutronCompileSpec`: every option of the Neutron backend, parsed once.
+"""`NeutronCompileSpec`: every option of a lowering, parsed once, and what each back end may read of it.
 
 This is the only module that reads or writes ExecuTorch `CompileSpec` lists. Everything downstream (partitioner,
-preprocess, the NPU compile step) receives the frozen dataclass, never raw key/value bytes.
+preprocess, the NPU compile step) receives the frozen dataclass, never raw key/value bytes. Each field's metadata
+says which back-end kind owns it (`kind`: None for the front end); a back end reads its own options through its
+view (`neutron/options.py`, `ethos_u/options.py`), and an option of one back end set on another's target is an
+error, decided here from that metadata alone.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Sequence
 
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 
-from .target import ETHOS_U, AnyTarget, get_target
+from .target import ETHOS_U, NEUTRON, AnyTarget, get_target
 
 _KEY_PREFIX = "neutron."
 
@@ -26,7 +29,13 @@ CONSTRAINT_PROFILES: dict[str, str] = {
                     "exp, log, rsqrt, padding of any dim and reflection padding"),
 }
 DEFAULT_PROFILE = "sdk-current"
-_VELA_CONFIG = ("system_config", "memory_mode", "config_ini")  # EthosUTarget fields a spec may override
+_KIND_NAMES = {NEUTRON: "Neutron", ETHOS_U: "Ethos-U"}
+
+
+def _option(default, kind: str | None = None, target_field: bool = False):
+    """A spec field: `kind` is the back-end kind whose view reads it (None: the front end); `target_field` marks a
+    field that, when given, replaces the target's field of the same name (`target_info`)."""
+    return field(default=default, metadata={"kind": kind, "target_field": target_field})
 
 
 @dataclass(frozen=True)
@@ -66,25 +75,27 @@ class NeutronCompileSpec:
     extra_flags: str = ""
     operators_not_to_delegate: tuple[str, ...] = ()
     use_neutron_for_format_conversion: bool = True
-    fetch_constants_to_sram: bool = False
-    dump_kernel_selection_code: bool = False
+    fetch_constants_to_sram: bool = _option(False, NEUTRON)
+    dump_kernel_selection_code: bool = _option(False, NEUTRON)
     intermediates_dir: str | None = None
-    use_profiling: bool = False
-    reference: bool = False
-    custom_delegation_options: tuple[str, ...] = field(default_factory=tuple)
+    use_profiling: bool = _option(False, NEUTRON)
+    reference: bool = _option(False, NEUTRON)
+    custom_delegation_options: tuple[str, ...] = ()
     constraints: str = DEFAULT_PROFILE
-    embed_reference: bool = True
-    system_config: str | None = None
-    memory_mode: str | None = None
-    config_ini: str | None = None
+    embed_reference: bool = _option(True, ETHOS_U)
+    system_config: str | None = _option(None, ETHOS_U, target_field=True)
+    memory_mode: str | None = _option(None, ETHOS_U, target_field=True)
+    config_ini: str | None = _option(None, ETHOS_U, target_field=True)
 
     def __post_init__(self) -> None:
         tgt = get_target(self.target)  # validates the name, raises with the valid list
         object.__setattr__(self, "target", tgt.name)
-        given = [n for n in _VELA_CONFIG if getattr(self, n) is not None]
-        if given and tgt.kind != ETHOS_U:
-            raise ValueError(f"{', '.join(given)} select Vela's configuration and apply to Ethos-U targets only; "
-                             f"target {tgt.name!r} is a Neutron NPU: drop them or pick an Ethos-U target")
+        for kind in sorted(_KIND_NAMES.keys() - {tgt.kind}):
+            given = [f.name for f in dataclasses.fields(self)
+                     if f.metadata.get("kind") == kind and getattr(self, f.name) != f.default]
+            if given:
+                raise ValueError(f"{', '.join(given)} apply to {_KIND_NAMES[kind]} targets only; target {tgt.name!r} "
+                                 f"is {_KIND_NAMES[tgt.kind]}: drop them or pick a {_KIND_NAMES[kind]} target")
         for name in ("operators_not_to_delegate", "custom_delegation_options"):
             value = getattr(self, name)
             if isinstance(value, str):
@@ -99,9 +110,11 @@ class NeutronCompileSpec:
     @property
     def target_info(self) -> AnyTarget:
         """The target's facts (`target.py`) for any back end; `target_info.kind` names the back end that lowers it.
-        On an Ethos-U target, `system_config` / `memory_mode` / `config_ini` replace the target's own."""
+        Options marked `target_field` (Ethos-U's `system_config` / `memory_mode` / `config_ini`) replace the
+        target's own when given."""
         tgt = get_target(self.target)
-        changes = {n: getattr(self, n) for n in _VELA_CONFIG if getattr(self, n) is not None}
+        changes = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                   if f.metadata.get("target_field") and getattr(self, f.name) is not None}
         return dataclasses.replace(tgt, **changes) if changes else tgt
 
     def replace(self, **changes) -> "NeutronCompileSpec":

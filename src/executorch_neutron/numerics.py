@@ -28,7 +28,7 @@ from .backends import host_payload
 from .core.exported import lowered_modules
 from .core.qdq import per_tensor_kind
 from .lowering import lower
-from .neutron.payload import unpack
+from .core.payload import unpack
 from .runtime import load
 from .runtime import executor
 from .tflite.layout import Layout, from_channels_last, physical_shape

@@ -13,7 +13,7 @@ from executorch_neutron import lower
 from executorch_neutron.convert import convert_program
 from executorch_neutron.core.exported import lowered_modules, partition_tag
 from executorch_neutron.ops.registry import CheckContext
-from executorch_neutron.neutron.payload import unpack
+from executorch_neutron.core.payload import unpack
 
 # name: (model factory, inputs); distinct N, C, H, W so that a wrong permutation cannot pass
 CASES = {

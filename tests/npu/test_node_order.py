@@ -23,7 +23,7 @@ from executorch_neutron.compile_spec import NeutronCompileSpec  # noqa: E402
 from executorch_neutron.neutron.npu import ConvertedModelError, compile_partition  # noqa: E402
 from executorch_neutron.neutron.npu.compile import node_header  # noqa: E402
 from executorch_neutron.neutron.npu.extract import extract  # noqa: E402
-from executorch_neutron.neutron.payload import Header, unpack  # noqa: E402
+from executorch_neutron.core.payload import Header, unpack  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
 from tflite_fixtures import GraphBuilder  # noqa: E402

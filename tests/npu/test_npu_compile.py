@@ -27,7 +27,7 @@ from executorch_neutron.neutron.npu import (  # noqa: E402
 from executorch_neutron.neutron.npu import compile as npu_compile  # noqa: E402
 from executorch_neutron.neutron.npu.extract import extract  # noqa: E402
 from executorch_neutron.neutron.npu.sdk_adapter import converter_options, parse_extra_flags  # noqa: E402
-from executorch_neutron.neutron.payload import MICROCODE_MAGIC, Header, unpack  # noqa: E402
+from executorch_neutron.core.payload import MICROCODE_MAGIC, Header, unpack  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
 from tflite_fixtures import add_relu_int8, two_in_two_out_float  # noqa: E402

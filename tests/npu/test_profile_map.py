@@ -184,7 +184,7 @@ def test_profiling_map_leaves_ambiguous_kernels_unmapped(tmp_path, monkeypatch):
 def test_profiling_without_a_kernel_list_warns(tmp_path, monkeypatch, caplog):
     from executorch_neutron.compile_spec import NeutronCompileSpec
     from executorch_neutron.neutron.npu import compile_partition
-    from executorch_neutron.neutron.payload import Header
+    from executorch_neutron.core.payload import Header
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
     from tflite_fixtures import add_relu_int8

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fake_neutron_sdk as fake  # noqa: E402
 
 from executorch_neutron import lower  # noqa: E402
-from executorch_neutron.neutron.payload import unpack  # noqa: E402
+from executorch_neutron.core.payload import unpack  # noqa: E402
 from executorch_neutron.runtime import MICROCODE_REFUSAL, NeutronRuntimeError, run  # noqa: E402
 
 

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from executorch_neutron.neutron.payload import unpack
+from executorch_neutron.core.payload import unpack
 from executorch_neutron.tflite.reader import op_name, read_model
 from harness import Fn, assert_within_steps, lower_and_run
 

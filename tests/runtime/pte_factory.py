@@ -33,7 +33,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tflite_fixtures import GraphBuilder  # noqa: E402
 
-from executorch_neutron.neutron.payload import Header, Payload, pack  # noqa: E402
+from executorch_neutron.core.payload import Header, Payload, pack  # noqa: E402
 
 OPS = {exir_ops.edge.aten.add.Tensor: "add", exir_ops.edge.aten.sub.Tensor: "sub",
        exir_ops.edge.aten.mul.Tensor: "mul", exir_ops.edge.aten.relu.default: "relu"}

@@ -13,7 +13,7 @@ from tflite_fixtures import run_litert
 from torch import nn
 
 from executorch_neutron import lower
-from executorch_neutron.neutron.payload import unpack
+from executorch_neutron.core.payload import unpack
 from executorch_neutron.runtime import run
 
 

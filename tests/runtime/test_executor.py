@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from tflite_fixtures import add_const_float, add_relu_int8, run_litert, two_in_two_out_float
 
-from executorch_neutron.neutron.payload import MICROCODE_MAGIC, Header, Payload, pack
+from executorch_neutron.core.payload import MICROCODE_MAGIC, Header, Payload, pack
 from executorch_neutron.runtime.executor import (
     DELEGATE_INCOMPATIBLE,
     INVALID_ARGUMENT,

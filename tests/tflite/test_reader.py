@@ -10,7 +10,7 @@ from torch import nn
 from harness import Fn
 
 from executorch_neutron import lower
-from executorch_neutron.neutron.payload import unpack
+from executorch_neutron.core.payload import unpack
 from executorch_neutron.tflite.reader import builtin_code, op_name, opcode_name, read_model, tensor_name
 
 B = schema.BuiltinOperator

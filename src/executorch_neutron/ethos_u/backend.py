@@ -20,11 +20,12 @@ from torch.export import ExportedProgram
 
 from ..compile_spec import NeutronCompileSpec
 from ..convert import convert_partition
-from ..neutron.payload import Header, Payload
-from ..neutron.payload import pack as pack_reference
+from ..core.payload import Header, Payload
+from ..core.payload import pack as pack_reference
 from ..core.debug_handles import handle_map
 from ..core.progress import emit
 from . import payload
+from .options import EthosUOptions
 from .vela_call import compile_tflite
 
 
@@ -40,11 +41,8 @@ def reference_prefix(blob: bytes) -> str:
 
 
 def vela_flags(spec: NeutronCompileSpec) -> list[str]:
-    """The Vela arguments of a spec (without output dir and input path): the target's, then `extra_flags`; an
-    extra flag replaces the target's flag of the same name."""
-    extra = spec.extra_flags.split()
-    given = {f.split("=", 1)[0] for f in extra}
-    return [f for f in spec.target_info.vela_flags if f.split("=", 1)[0] not in given] + extra
+    """The Vela arguments of a spec (without output dir and input path): `EthosUOptions.vela_flags`."""
+    return EthosUOptions.of(spec).vela_flags
 
 
 def host_payload(lowered) -> bytes | None:
@@ -68,6 +66,7 @@ class EthosUBackend(BackendDetails):
     @staticmethod
     def preprocess(edge_program: ExportedProgram, compile_specs: list[CompileSpec]) -> PreprocessResult:
         spec, name, converted = convert_partition(edge_program, compile_specs)
+        options = EthosUOptions.of(spec)
         n_in = len(converted.input_args)
         if converted.input_args != tuple(range(n_in)) or not converted.io_as_stored:
             raise EthosULoweringError(
@@ -75,13 +74,13 @@ class EthosUBackend(BackendDetails):
                 f"this partition's TFLite reads them as {list(converted.input_args)} with format flags "
                 f"{list(converted.input_formats)} (1: NHWC) that differ from how ExecuTorch stores them; keep "
                 f"use_neutron_for_format_conversion=True (channels-last tensors need no flag for it)")
-        flags = vela_flags(spec)
+        flags = options.vela_flags
         t0 = time.perf_counter()
-        out = compile_tflite(converted.tflite, flags, name, spec.target_info.core_clock_hz)
+        out = compile_tflite(converted.tflite, flags, name, options.core_clock_hz)
         vela_seconds = time.perf_counter() - t0
         blob = payload.pack(out.raw)
         store = None
-        if spec.embed_reference:
+        if options.embed_reference:
             header = Header(n_args=converted.n_args, input_formats=converted.input_formats,
                             output_formats=converted.output_formats, input_args=converted.input_args,
                             output_args=tuple(range(len(converted.output_formats))), version=0)
@@ -91,7 +90,7 @@ class EthosUBackend(BackendDetails):
         # one entry per TFLite operator (what the host runs) plus the profile-dump entry, as for Neutron
         debug_map = handle_map(converted.debug_handles)
         emit("partition", name=name)
-        meta = {"vela_flags": flags, "estimate": out.estimate.to_dict(), "embed_reference": spec.embed_reference,
+        meta = {"vela_flags": flags, "estimate": out.estimate.to_dict(), "embed_reference": options.embed_reference,
                 "vela_seconds": vela_seconds}  # not in the .pte: the report's Python object only
         return PreprocessResult(processed_bytes=blob, debug_handle_map=debug_map,
                                 data_store_output=store.get_named_data_store_output() if store else None,

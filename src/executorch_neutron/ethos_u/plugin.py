@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import hashlib
 
-from ..neutron.payload import unpack
+from ..core.payload import unpack
 from . import host
-from .backend import vela_flags
+from .options import EthosUOptions
 from .payload import is_payload
 from .vela_call import compile_tflite
 
@@ -46,5 +46,6 @@ def pte_tflite(blob: bytes, pte) -> bytes | None:
 
 def layer_estimate(tflite: bytes, spec) -> tuple[list[dict], str]:
     """Vela's per-layer estimate of a partition TFLite, compiled again with the spec's flags."""
-    estimate = compile_tflite(tflite, vela_flags(spec), "partition", spec.target_info.core_clock_hz).estimate
+    options = EthosUOptions.of(spec)
+    estimate = compile_tflite(tflite, options.vela_flags, "partition", options.core_clock_hz).estimate
     return [vars(layer) for layer in estimate.layers], "cycles (Vela's estimate)"

@@ -15,7 +15,7 @@ from torch.export import ExportedProgram
 from ..core.progress import emit
 from .npu import compile_partition
 from ..core.debug_handles import handle_map
-from .payload import Header
+from ..core.payload import Header
 from ..convert import convert_partition
 
 

@@ -4,7 +4,7 @@ payload runs in LiteRT; device microcode is refused by the executor)."""
 
 from __future__ import annotations
 
-from .payload import PayloadError, unpack
+from ..core.payload import PayloadError, unpack
 
 
 def view(blob: bytes, meta: dict | None = None, reference: bytes | None = None) -> dict:

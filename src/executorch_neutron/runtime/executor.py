@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..neutron.payload import Header, PayloadError, unpack
+from ..core.payload import Header, PayloadError, unpack
 from ..backends import for_blob
 from ..tflite.layout import NCHW_TO_NHWC, NHWC_TO_NCHW, from_channels_last, to_channels_last
 from .dtypes import NUMPY_DTYPES

@@ -6,7 +6,8 @@ header. Without the SDK, or with `reference=True`, the TFLite itself is packed a
 the host runtime (executorch_neutron.runtime) executes in LiteRT.
 
 With `use_profiling` on the SDK path the converter's console becomes the kernel -> debug handle map
-(profile_map.py). On the reference path the options only the converter reads (`CONVERTER_ONLY`) have no effect:
+(profile_map.py). On the reference path the options only the converter reads (`NeutronOptions.CONVERTER_ONLY`)
+have no effect:
 a warning names them instead of accepting them silently (use_profiling included: there are no NPU kernels to
 profile, and the debug handle map stays one entry per TFLite operator).
 """
@@ -22,7 +23,8 @@ from typing import Sequence
 
 from ...core.atomic import write_bytes, write_text
 from ...compile_spec import NeutronCompileSpec
-from ..payload import Header, Payload, pack
+from ...core.payload import Header, Payload, pack
+from ..options import NeutronOptions
 from . import profile_map, sdk_adapter
 from .extract import NeutronGraphParts, extract
 
@@ -34,9 +36,6 @@ REFERENCE_NOTICE = (
     "eIQ Neutron SDK not found: produced a host-reference .pte; install NXP's eIQ Neutron SDK (eiq_neutron_sdk) "
     "for device microcode"
 )
-#: options read only by the eIQ Neutron converter, with their no-effect values
-CONVERTER_ONLY = {"extra_flags": "", "fetch_constants_to_sram": False, "dump_kernel_selection_code": False,
-                  "use_profiling": False}
 _notice_lock = threading.Lock()
 _notice_logged = False
 _unused_warned: set[tuple[str, ...]] = set()
@@ -55,27 +54,28 @@ def compile_partition(tflite: bytes, header: Header, spec: NeutronCompileSpec, n
     """Compile one partition. `header` describes the TFLite's graph inputs/outputs in graph order (format flags
     and delegate argument indices); the device path rewrites it in the NeutronGraph node's order, and the
     version is set here. `op_debug_handles[i]`: the edge debug handles TFLite operator i computes (profiling)."""
-    if spec.reference or not sdk_adapter.sdk_available():
-        if not spec.reference:
+    options = NeutronOptions.of(spec)
+    if options.reference or not sdk_adapter.sdk_available():
+        if not options.reference:
             _log_reference_notice_once()
-        _warn_unused_converter_options(spec)
+        _warn_unused_converter_options(options)
         payload = Payload.reference(dataclasses.replace(header, version=0), bytes(tflite))
         return CompiledPartition(pack(payload), HOST_REFERENCE)
-    return _compile_with_sdk(bytes(tflite), header, spec, name, op_debug_handles)
+    return _compile_with_sdk(bytes(tflite), header, options, name, op_debug_handles)
 
 
-def _compile_with_sdk(tflite: bytes, header: Header, spec: NeutronCompileSpec, name: str,
+def _compile_with_sdk(tflite: bytes, header: Header, options: NeutronOptions, name: str,
                       op_debug_handles: Sequence[tuple[int, ...]]) -> CompiledPartition:
-    result = sdk_adapter.convert(tflite, spec.target_info.converter_target, sdk_adapter.converter_options(spec), name,
-                                 keep_dir=spec.intermediates_dir)
-    _keep_outputs(result, spec, name)
+    result = sdk_adapter.convert(tflite, options.converter_target, sdk_adapter.converter_options(options), name,
+                                 keep_dir=options.intermediates_dir)
+    _keep_outputs(result, options, name)
     parts = extract(result.model, header.n_inputs, header.n_outputs, name)
     payload = Payload(node_header(header, parts), parts.microcode, parts.weights, parts.kernels)
     debug_map = None
-    if spec.use_profiling:
+    if options.use_profiling:
         debug_map = profile_map.debug_handle_map(result.console, tflite, op_debug_handles)
         if not debug_map:
-            where = (f"kept in {spec.intermediates_dir}" if spec.intermediates_dir
+            where = (f"kept in {options.intermediates_dir}" if options.intermediates_dir
                      else "set intermediates_dir to keep it")
             logger.warning(
                 f"partition {name!r}: use_profiling is on but the converter's console holds no kernel list "
@@ -99,27 +99,27 @@ def node_header(graph_header: Header, parts: NeutronGraphParts) -> Header:
     )
 
 
-def _keep_outputs(result: sdk_adapter.ConversionResult, spec: NeutronCompileSpec, name: str) -> None:
+def _keep_outputs(result: sdk_adapter.ConversionResult, options: NeutronOptions, name: str) -> None:
     """Keep the converter's files (kernel-selection code) and, with profiling, its console, one set per partition.
 
     Files go to `intermediates_dir`, or to the current directory when kernel-selection code was asked for
     without an intermediates directory, named `<partition>.<file name the converter chose>`.
     """
-    wanted = spec.dump_kernel_selection_code or (spec.use_profiling and spec.intermediates_dir)
+    wanted = options.dump_kernel_selection_code or (options.use_profiling and options.intermediates_dir)
     if not wanted:
         return
-    directory = Path(spec.intermediates_dir or ".")
+    directory = Path(options.intermediates_dir or ".")
     directory.mkdir(parents=True, exist_ok=True)
     prefix = sdk_adapter.safe_name(name)
     for file_name, data in result.files.items():
         write_bytes(directory / f"{prefix}.{file_name}", data)
-    if spec.use_profiling and spec.intermediates_dir:
+    if options.use_profiling and options.intermediates_dir:
         write_text(directory / f"{prefix}.converter_console.txt", result.console)
 
 
-def _warn_unused_converter_options(spec: NeutronCompileSpec) -> None:
+def _warn_unused_converter_options(options: NeutronOptions) -> None:
     """Name, once per set, the converter-only options that a host-reference payload cannot honour."""
-    unused = tuple(n for n, off in CONVERTER_ONLY.items() if getattr(spec, n) != off)
+    unused = options.unused_without_converter()
     with _notice_lock:
         if not unused or unused in _unused_warned:
             return

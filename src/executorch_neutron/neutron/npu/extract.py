@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
-from ..payload.format import MICROCODE_MAGIC
+from ...core.payload import MICROCODE_MAGIC
 from ...tflite.reader import opcode_name, read_model
 from .errors import ConvertedModelError
 

@@ -49,7 +49,8 @@ def sdk_available() -> bool:
 
 
 def converter_options(spec) -> dict:
-    """`cctx.compilationOpts` attribute values for a NeutronCompileSpec (extra_flags applied last, may override)."""
+    """`cctx.compilationOpts` attribute values for the Neutron options of a spec (`neutron/options.NeutronOptions`,
+    or the spec itself: same field names; extra_flags applied last, may override)."""
     options = {
         "minNumOpsPerGraph": 1,  # the partitioner already decided what the NPU runs
         "fetchConstantsToSRAM": bool(spec.fetch_constants_to_sram),

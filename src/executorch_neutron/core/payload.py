@@ -1,4 +1,6 @@
-"""The NeutronBackend delegate blob: `header | microcode | weights | kernels`, each zero-padded to 16 bytes.
+"""The delegate blob the host runtime reads for every back end: `header | microcode | weights | kernels`, each
+zero-padded to 16 bytes. It is NXP's device contract for NeutronBackend (written by neutron/npu); its header and
+host-reference form also carry the Ethos-U back end's reference TFLite (written by ethos_u/backend.py).
 
 Header (one byte per field, in this order; the device runtime's contract):
     n_inputs            number of Neutron inputs (<= 255)
