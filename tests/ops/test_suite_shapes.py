@@ -9,7 +9,7 @@ from torch import nn
 
 from harness import Fn, assert_within_steps, convert_and_run
 
-pytestmark = pytest.mark.fast
+from executorch_neutron import lower
 
 TARGETS = ("imxrt700", "imx93")
 
@@ -70,6 +70,7 @@ REFUSED = {("mean_dims_rank4", "imx93"): "Vela: Batch must be 1"}
 DELEGATED = [(n, t) for n in CASES for t in TARGETS if (n, t) not in REFUSED]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name, target", DELEGATED, ids=[f"{n}-{t}" for n, t in DELEGATED])
 def test_delegated(name, target):
     make, inputs, ops = CASES[name]
@@ -81,9 +82,35 @@ def test_delegated(name, target):
         assert_within_steps(out, ref, steps_allowed=1, scale=scale)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name, target", REFUSED, ids=[f"{n}-{t}" for n, t in REFUSED])
 def test_refused(name, target):
     make, inputs, _ = CASES[name]
     r = convert_and_run(make(), inputs, target=target)
     assert not r.delegated_ops
     assert any(REFUSED[name, target] in j.reason for j in r.rejections), [j.message() for j in r.rejections]
+
+
+# name: (model factory, inputs, the edge op left on the CPU, a part of its reason per target)
+NO_KERNEL = {
+    "argmax": (lambda: Fn(lambda s, a: torch.argmax(a, dim=1)), x(3, 4, 5), "aten.argmax.default",
+               {"imxrt700": "ARG_MAX / ARG_MIN are in neither", "imx93": "int64 index"}),
+    "argmin": (lambda: Fn(lambda s, a: torch.argmin(a)), x(5, 10), "aten.argmin.default",
+               {"imxrt700": "ARG_MAX / ARG_MIN are in neither", "imx93": "no ARG_MIN"}),
+    "expand_prime": (lambda: Fn(lambda s, a: a.expand(17, 4)), x(1, 4), "aten.expand_copy.default",
+                     {"imxrt700": "prime factor above 16", "imx93": "prime factor above 16"}),
+    "adaptive_avg_pool3d_overlapping": (lambda: nn.AdaptiveAvgPool3d((6, 6, 6)), x(1, 4, 8, 8, 8),
+                                        "aten._adaptive_avg_pool3d.default",
+                                        {"imxrt700": "overlapping windows", "imx93": "Vela pools 2-D planes only"}),
+}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("case", NO_KERNEL.values(), ids=NO_KERNEL.keys())
+def test_no_kernel_reason(case, target):
+    """What no NPU kernel computes stays on the CPU with the registry's reason for the target's back end."""
+    make, inputs, op, reason = case
+    r = lower(make().eval(), inputs, [inputs], target=target)
+    assert not r.report.partitions
+    reasons = [j.reason for j in r.report.rejections if j.op == op]
+    assert reasons and reason[target] in reasons[0], [j.message() for j in r.report.rejections]

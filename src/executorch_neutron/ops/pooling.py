@@ -17,7 +17,9 @@ from ..tflite.layout import Layout, physical_axis, stored_channels_last
 from .common import batch_one, channels_multiple, same_padding_matches, shared_quantization
 from .limits import POOL_STRIDE_SDK, POOL_STRIDES, one_of
 from .reduce import reduce_dims
-from .registry import NEUTRON, constraint, documented_only, register
+from ..target import ETHOS_U as ETHOS_U_KIND
+from ..target import NEUTRON as NEUTRON_KIND
+from .registry import NEUTRON, constraint, documented_only, no_kernel, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -224,3 +226,11 @@ def convert_mean(ctx, a):
         mean_hw(ctx, a, keepdim=bool(a["keepdim"]))
         return
     reduce_dims(ctx, a, schema.BuiltinOperator.MEAN)
+
+
+_POOL3D = ("passes/pool3d_to_pool2d.py writes the others as a 2-D pool over H, W and one over D; left are an adaptive "
+           "pool whose output does not divide its input (overlapping windows), divisor_override and return_indices")
+no_kernel((_aten._adaptive_avg_pool3d.default, _aten.avg_pool3d.default, _aten.max_pool3d_with_indices.default), {
+    NEUTRON_KIND: "Neutron pools 2-D planes only; " + _POOL3D,
+    ETHOS_U_KIND: "Vela pools 2-D planes only; " + _POOL3D,
+})
