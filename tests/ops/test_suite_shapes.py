@@ -39,25 +39,21 @@ CASES = {
                    {"aten.cat.default": 1, "aten.unsqueeze_copy.default": 3}),
     "stack_rank1": (lambda: Fn(lambda s, a, b: torch.stack([a, b], 1)), x(5) + x(5),
                     {"aten.cat.default": 1, "aten.unsqueeze_copy.default": 2}),
-    # 3-D pools as a 2-D pool over (H, W) and one over D (passes/pool3d_to_pool2d.py), between reshapes
+    # 3-D max pools as a 2-D pool over (H, W) and one over D (passes/pool3d_to_pool2d.py), between reshapes
     "max_pool3d": (lambda: nn.MaxPool3d(2), x(1, 4, 6, 8, 10),
                    {"aten.max_pool2d_with_indices.default": 2, "aten.view_copy.default": 3}),
     # (its padding is written as replicated edges by passes/max_pool_padding.py: slices and cats)
     "max_pool3d_pad": (lambda: nn.MaxPool3d(3, 2, 1), x(2, 3, 7, 9, 8),
                        {"aten.max_pool2d_with_indices.default": 2, "aten.view_copy.default": 3,
                         "aten.cat.default": 2, "aten.slice_copy.Tensor": 3}),
-    "avg_pool3d": (lambda: nn.AvgPool3d(2), x(1, 4, 6, 8, 10),
-                   {"aten.avg_pool2d.default": 2, "aten.view_copy.default": 3}),
+    # 3-D averages as one 2-D convolution over (H, W) with the D planes as input channels
+    "avg_pool3d": (lambda: nn.AvgPool3d(2), x(1, 4, 6, 8, 10), {"aten.convolution.default": 1, "aten.view_copy.default": 2}),
+    "avg_pool3d_padded": (lambda: nn.AvgPool3d(2, 2, 1), x(1, 4, 8, 8, 8),
+                          {"aten.convolution.default": 1, "aten.view_copy.default": 2}),
     "avg_pool3d_stride": (lambda: nn.AvgPool3d((3, 2, 2), (1, 2, 2)), x(4, 5, 8, 6),
-                          {"aten.avg_pool2d.default": 2, "aten.view_copy.default": 3}),
-    "adaptive_avg_pool3d": (lambda: nn.AdaptiveAvgPool3d((2, 4, 5)), x(1, 4, 6, 8, 10),
-                            {"aten._adaptive_avg_pool2d.default": 2, "aten.view_copy.default": 3}),
-    # expand is a reshape and concatenations of copies (passes/expand_to_cat.py)
-    "expand_rows": (lambda: Fn(lambda s, a: a.expand(8, 32)), x(1, 32), {"aten.cat.default": 1}),
-    "expand_middle": (lambda: Fn(lambda s, a: a.expand(8, 4, 16)), x(8, 1, 16), {"aten.cat.default": 1}),
-    "expand_rank_up": (lambda: Fn(lambda s, a: a.expand(3, 4, 8, 16)), x(8, 16),
-                       {"aten.view_copy.default": 1, "aten.cat.default": 2}),
-    "expand_512": (lambda: Fn(lambda s, a: a.expand(512)), x(1), {"aten.cat.default": 3}),
+                          {"aten.convolution.default": 1, "aten.view_copy.default": 2}),
+    "adaptive_avg_pool3d": (lambda: nn.AdaptiveAvgPool3d((2, 4, 5)), x(2, 4, 6, 8, 10),
+                            {"aten.convolution.default": 1, "aten.view_copy.default": 2}),
 }
 #: the reshape of the scalar reduction's result to () is a view, alone on the CPU
 SCALAR_VIEW = {"aten.view_copy.default"}

@@ -228,8 +228,9 @@ def convert_mean(ctx, a):
     reduce_dims(ctx, a, schema.BuiltinOperator.MEAN)
 
 
-_POOL3D = ("passes/pool3d_to_pool2d.py writes the others as a 2-D pool over H, W and one over D; left are an adaptive "
-           "pool whose output does not divide its input (overlapping windows), divisor_override and return_indices")
+_POOL3D = ("passes/pool3d_to_pool2d.py writes the others as 2-D max pools or one convolution; left are averages whose "
+           "divisor is not the window size everywhere (count_include_pad=False with padding, a ceil_mode window over "
+           "the edge, divisor_override), adaptive pools with overlapping windows, and return_indices")
 no_kernel((_aten._adaptive_avg_pool3d.default, _aten.avg_pool3d.default, _aten.max_pool3d_with_indices.default), {
     NEUTRON_KIND: "Neutron pools 2-D planes only; " + _POOL3D,
     ETHOS_U_KIND: "Vela pools 2-D planes only; " + _POOL3D,
