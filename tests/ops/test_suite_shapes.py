@@ -97,7 +97,12 @@ NO_KERNEL = {
                      {"imxrt700": "prime factor above 16", "imx93": "prime factor above 16"}),
     "adaptive_avg_pool3d_overlapping": (lambda: nn.AdaptiveAvgPool3d((6, 6, 6)), x(1, 4, 8, 8, 8),
                                         "aten._adaptive_avg_pool3d.default",
-                                        {"imxrt700": "overlapping windows", "imx93": "Vela pools 2-D planes only"}),
+                                        {"imxrt700": "does not divide the input size [8, 8, 8]", "imx93": "Vela pools 2-D planes only"}),
+    "avg_pool3d_exclusive": (lambda: nn.AvgPool3d(2, (1, 2, 2), (0, 1, 1), count_include_pad=False), x(1, 4, 8, 10, 10),
+                             "aten.avg_pool3d.default", {"imxrt700": "count_include_pad=False with padding [0, 1, 1]",
+                                                         "imx93": "count_include_pad=False"}),
+    "avg_pool3d_ceil": (lambda: nn.AvgPool3d(3, 2, 1, ceil_mode=True), x(1, 4, 10, 10, 10), "aten.avg_pool3d.default",
+                        {"imxrt700": "ceil_mode: output [6, 6, 6]", "imx93": "window over the edge"}),
 }
 
 

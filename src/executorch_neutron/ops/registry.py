@@ -300,10 +300,13 @@ def add_constraint(ops, c: Constraint) -> Constraint:
 #: edge ops that have no entry for a reason more specific than "no kernel for this operator": op -> {back-end
 #: kind: reason}, added with `no_kernel` (the partitioner's rejection and SUPPORTED_OPS.md read them)
 NO_KERNEL: dict[object, dict[str, str]] = {}
+#: op -> fn(NodeArgs) naming what in one node is left to the CPU (appended to the reason), for `no_kernel(detail=)`
+NO_KERNEL_DETAIL: dict[object, Callable[[NodeArgs], Optional[str]]] = {}
 
 
-def no_kernel(ops, reasons: dict[str, str]) -> None:
-    """Record why edge ops `ops` have no entry, per back-end kind (every kind of BACKEND_KINDS)."""
+def no_kernel(ops, reasons: dict[str, str], detail: Callable[[NodeArgs], Optional[str]] | None = None) -> None:
+    """Record why edge ops `ops` have no entry, per back-end kind (every kind of BACKEND_KINDS); `detail(args)`
+    may name what in a node leaves it there."""
     missing = sorted(set(BACKEND_KINDS) - set(reasons))
     if missing:
         raise ValueError(f"no_kernel {[op_name(o) for o in ops]}: no reason for back ends {missing}")
@@ -311,11 +314,22 @@ def no_kernel(ops, reasons: dict[str, str]) -> None:
         if op in REGISTRY or op in NO_KERNEL:
             raise ValueError(f"{op_name(op)} already has an entry or a no_kernel reason")
         NO_KERNEL[op] = dict(reasons)
+        if detail is not None:
+            NO_KERNEL_DETAIL[op] = detail
 
 
-def no_kernel_reason(target, backend: str) -> str | None:
+def no_kernel_reason(node: Node, backend: str) -> str | None:
+    """The recorded reason for `node`'s op on `backend`, with what in the node leaves it there when known."""
     _ensure_loaded()
-    return NO_KERNEL.get(target, {}).get(backend)
+    why = NO_KERNEL.get(node.target, {}).get(backend)
+    detail = NO_KERNEL_DETAIL.get(node.target)
+    if why is None or detail is None:
+        return why
+    try:
+        found = detail(NodeArgs(node))
+    except Exception:  # noqa: BLE001 - the detail is a nicety; the reason stands without it
+        found = None
+    return f"{found}; {why}" if found else why
 
 
 def lookup(target) -> OpEntry | None:

@@ -229,7 +229,7 @@ def _decide_one(node: Node, ctx: CheckContext, lookup=registry.lookup) -> Reject
     entry = lookup(node.target)
     if entry is None:
         origin = source_op(node)
-        why = registry.no_kernel_reason(node.target, ctx.backend)
+        why = registry.no_kernel_reason(node, ctx.backend)
         return reject(f"no {ctx.npu} kernel for this operator" + (f" (part of {origin})" if origin else "")
                       + (f": {why}" if why else ""))
     if not _static(node):
