@@ -29,6 +29,7 @@ CASES = {
     "mean_all_rank2": (lambda: Fn(lambda s, a: torch.mean(a)), x(10, 12), {"aten.mean.dim": 1}),
     "mean_all_rank1": (lambda: Fn(lambda s, a: torch.mean(a, dim=0)), x(20), {"aten.mean.dim": 1}),
     "mean_dims_rank4": (lambda: Fn(lambda s, a: torch.mean(a, dim=(0, 1, 2, 3))), x(2, 3, 4, 5), {"aten.mean.dim": 1}),
+    "mean_dims_batch2": (lambda: Fn(lambda s, a: torch.mean(a, dim=(1, 2))), x(2, 3, 4, 5), {"aten.mean.dim": 1}),
     "amax_all_rank3": (lambda: Fn(lambda s, a: torch.amax(a)), x(3, 4, 5), {"aten.amax.default": 1}),
     "amin_dims_rank2": (lambda: Fn(lambda s, a: torch.amin(a, dim=(0, 1))), x(5, 10), {"aten.amin.default": 1}),
     "amax_single": (lambda: Fn(lambda s, a: torch.amax(a, dim=0)), x(1), {"aten.amax.default": 1}),
@@ -60,7 +61,7 @@ SCALAR_VIEW = {"aten.view_copy.default"}
 
 
 #: (case, target) that stay on the CPU: a part of the reason
-REFUSED = {("mean_dims_rank4", "imx93"): "Vela: Batch must be 1"}
+REFUSED = {("mean_dims_batch2", "imx93"): "Vela: Batch must be 1"}
 
 
 DELEGATED = [(n, t) for n in CASES for t in TARGETS if (n, t) not in REFUSED]
