@@ -70,6 +70,16 @@ def capture():
         yield tee.kept
 
 
+@contextlib.contextmanager
+def figures(args, script: str, topic: str, title: str):
+    """Print as usual inside the block; with `--write-docs` (`args.write_docs`), put what was printed on
+    docs/<topic>.md when the block ends: `with _docs.figures(args, "benchmarks/x.py", "x", "Title"): measure()`."""
+    with capture() as printed:
+        yield
+    if args.write_docs:
+        write_figures(script, topic, title, as_markdown(printed.getvalue()))
+
+
 def as_markdown(printed: str) -> str:
     """Markdown table lines (and HTML comments) as they are, every other run of lines in a text block."""
     out, text = [], []

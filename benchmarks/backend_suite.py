@@ -141,7 +141,8 @@ def main() -> None:
         flows[name] = run_flow(target, files, args.verbose)
         (args.out / f"{name}.json").write_text(json.dumps(flows[name], indent=1))
     before = load_dir(args.before)
-    with _docs.capture() as printed:
+    with _docs.figures(args, "benchmarks/backend_suite.py", "backend_suite",
+                       "ExecuTorch's backend test suite with this backend's flows"):
         print("\n".join(table(flows, before)))
         print()
         print("\n".join(per_file(flows)))
@@ -149,9 +150,6 @@ def main() -> None:
         if fails:
             print()
             print("\n".join(fails))
-    if args.write_docs:
-        _docs.write_figures("benchmarks/backend_suite.py", "backend_suite",
-                            "ExecuTorch's backend test suite with this backend's flows", _docs.as_markdown(printed.getvalue()))
 
 
 if __name__ == "__main__":

@@ -118,16 +118,13 @@ def main() -> None:
     args = p.parse_args()
     logging.basicConfig(level=logging.ERROR)
     logging.getLogger("executorch_neutron").setLevel(logging.ERROR)
-    with _docs.capture() as printed:
+    with _docs.figures(args, "benchmarks/ethos_u.py", "ethos_u", "Ethos-U through Vela: figures"):
         print("| model | config | partitions | nodes on NPU | Vela cycles | Vela time | SRAM / off-chip used | "
               "lowering (vs imxrt700) | host max steps |")
         print("|---|---|---|---|---|---|---|---|---|")
         for name in args.models:
             for row in measure(name, models[name], args.configs, args.repeats):
                 print(row, flush=True)
-    if args.write_docs:
-        _docs.write_figures("benchmarks/ethos_u.py", "ethos_u", "Ethos-U through Vela: figures",
-                            _docs.as_markdown(printed.getvalue()))
 
 
 if __name__ == "__main__":

@@ -86,11 +86,8 @@ def main() -> None:
         print(json.dumps(after))
         return
     old = before(args.before, args.cases, args.targets) if args.before else None
-    with _docs.capture() as printed:
+    with _docs.figures(args, "benchmarks/ethos_u_scope.py", "ethos_u_scope", "Which back end's limits decide"):
         _print(args, old, after, ALL, DELEGATED)
-    if args.write_docs:
-        _docs.write_figures("benchmarks/ethos_u_scope.py", "ethos_u_scope", "Which back end's limits decide",
-                            _docs.as_markdown(printed.getvalue()))
 
 
 def _print(args, old, after, ALL, DELEGATED) -> None:

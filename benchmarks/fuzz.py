@@ -351,11 +351,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(figures, indent=2))
         return
-    with _docs.capture() as printed:
+    with _docs.figures(args, "benchmarks/fuzz.py", "fuzz", "Fuzzing the .pte: crashes, hangs, clean errors"):
         _print(args, figures)
-    if args.write_docs:
-        _docs.write_figures("benchmarks/fuzz.py", "fuzz", "Fuzzing the .pte: crashes, hangs, clean errors",
-                            _docs.as_markdown(printed.getvalue()))
 
 
 def _print(args, figures: dict) -> None:

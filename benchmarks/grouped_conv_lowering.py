@@ -32,11 +32,9 @@ def main() -> None:
     logging.basicConfig(level=logging.ERROR)
     logging.getLogger("executorch_neutron").setLevel(logging.ERROR)
     model, inputs = regnetx_002(resolution=args.resolution)
-    with _docs.capture() as printed:
+    with _docs.figures(args, "benchmarks/grouped_conv_lowering.py", "grouped_conv_lowering",
+                       "Lowering time of a grouped-convolution network"):
         _measure(model, inputs, args)
-    if args.write_docs:
-        _docs.write_figures("benchmarks/grouped_conv_lowering.py", "grouped_conv_lowering",
-                            "Lowering time of a grouped-convolution network", _docs.as_markdown(printed.getvalue()))
 
 
 def _measure(model, inputs, args) -> None:

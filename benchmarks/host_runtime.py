@@ -29,11 +29,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=20)
     _docs.add_argument(parser)
     args = parser.parse_args()
-    with _docs.capture() as printed:
+    with _docs.figures(args, "benchmarks/host_runtime.py", "host_runtime", "Host runtime overhead"):
         _measure(args)
-    if args.write_docs:
-        _docs.write_figures("benchmarks/host_runtime.py", "host_runtime", "Host runtime overhead",
-                            _docs.as_markdown(printed.getvalue()))
 
 
 def _measure(args) -> None:

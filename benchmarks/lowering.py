@@ -104,7 +104,7 @@ def main() -> None:
     _docs.add_argument(p)
     args = p.parse_args()
     logging.basicConfig(level=logging.ERROR)
-    with _docs.capture() as printed:
+    with _docs.figures(args, "benchmarks/lowering.py", "lowering", "Lowering time and size"):
         t0 = time.perf_counter()
         import executorch_neutron  # noqa: F401
 
@@ -112,9 +112,6 @@ def main() -> None:
         for name in args.models:
             bench(name, args.resolution, args.calibration, args.profile)
         print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
-    if args.write_docs:
-        _docs.write_figures("benchmarks/lowering.py", "lowering", "Lowering time and size",
-                            _docs.as_markdown(printed.getvalue()))
 
 
 if __name__ == "__main__":

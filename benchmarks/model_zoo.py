@@ -71,11 +71,8 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=4, help="inputs compared per family")
     _docs.add_argument(p)
     args = p.parse_args()
-    with _docs.capture() as printed:
+    with _docs.figures(args, "benchmarks/model_zoo.py", "model_families", "Model families on the NPU"):
         print_table(families, args.families, args.samples)
-    if args.write_docs:
-        _docs.write_figures("benchmarks/model_zoo.py", "model_families", "Model families on the NPU",
-                            _docs.as_markdown(printed.getvalue()))
 
 
 def print_table(factories: dict, names, samples: int, first: str = "family", **spec) -> None:

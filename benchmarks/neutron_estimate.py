@@ -1,4 +1,4 @@
-"""The Neutron per-layer estimate (report/estimate.py) of the bundled examples, and how it holds against NXP's
+"""The Neutron per-layer estimate (neutron/estimate.py) of the bundled examples, and how it holds against NXP's
 published figure.
 
     .venv/bin/python benchmarks/neutron_estimate.py [--targets imxrt700 mcxn94x imx95] [--layers 5]
@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     logging.getLogger("executorch_neutron").setLevel(logging.ERROR)
 
     details, figures, ad = [], {}, None
-    with _docs.capture() as printed:
+    with _docs.figures(args, "benchmarks/neutron_estimate.py", "neutron_estimate", "Neutron per-layer estimate"):
         print("| example | target | partitions | MACs | cycles | time | data-bound share of the cycles |")
         print("|---|---|---:|---:|---:|---:|---:|")
         for name in EXAMPLES:
@@ -76,9 +76,6 @@ def main(argv=None) -> int:
             print(f"MLPerf Tiny anomaly-detection autoencoder on mcxn94x: estimate {1e3 * ad:.3f} ms, NXP's "
                   f"published NPU time {1e3 * PUBLISHED_AD_SECONDS:.3f} ms: measured / estimate = "
                   f"{PUBLISHED_AD_SECONDS / ad:.2f}")
-    if args.write_docs:
-        _docs.write_figures("benchmarks/neutron_estimate.py", "neutron_estimate", "Neutron per-layer estimate",
-                            _docs.as_markdown(printed.getvalue()))
     return 0
 
 

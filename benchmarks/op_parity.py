@@ -553,11 +553,8 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.ERROR, format="%(message)s")
     logging.getLogger("executorch_neutron").setLevel(logging.DEBUG if args.verbose else logging.ERROR)
-    with _docs.capture() as printed:
+    with _docs.figures(args, "benchmarks/op_parity.py", "op_parity", "Parity with NXP's current release"):
         _compare(args)
-    if args.write_docs:
-        _docs.write_figures("benchmarks/op_parity.py", "op_parity", "Parity with NXP's current release",
-                            _docs.as_markdown(printed.getvalue()))
 
 
 def _compare(args) -> None:

@@ -53,11 +53,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     _docs.add_argument(p)
     args = p.parse_args()
-    with _docs.capture() as printed:
+    with _docs.figures(args, "benchmarks/payload_header.py", "payload_header",
+                       "The device payload header, byte by byte"):
         _print_header()
-    if args.write_docs:
-        _docs.write_figures("benchmarks/payload_header.py", "payload_header",
-                            "The device payload header, byte by byte", _docs.as_markdown(printed.getvalue()))
 
 
 def _print_header() -> None:

@@ -115,7 +115,8 @@ def main() -> None:
         print(json.dumps(measure(*args.child)))
         return
     trees = [("before", args.before)] * bool(args.before) + [("after", args.src)]
-    with _docs.capture() as printed:
+    with _docs.figures(args, "benchmarks/rnn.py", "rnn",
+                       "Recurrent networks and normalization / shuffle layers on the NPU"):
         if args.before:
             print(f"before: {args.before} at commit `{_commit(Path(args.before))}`; after: {args.src}")
         print("| " + " | ".join(HEADER + (["when"] if args.before else [])) + " |")
@@ -126,9 +127,6 @@ def main() -> None:
             for when, src in trees:
                 row = [name, target] + _cell(_child(src, name, target)) + ([when] if args.before else [])
                 print("| " + " | ".join(row) + " |", flush=True)
-    if args.write_docs:
-        _docs.write_figures("benchmarks/rnn.py", "rnn", "Recurrent networks and normalization / shuffle layers on "
-                            "the NPU", _docs.as_markdown(printed.getvalue()))
 
 
 if __name__ == "__main__":

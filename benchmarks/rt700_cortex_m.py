@@ -89,11 +89,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=20)
     _docs.add_argument(parser)
     args = parser.parse_args()
-    with _docs.capture() as printed:
+    with _docs.figures(args, "benchmarks/rt700_cortex_m.py", "rt700_cortex_m", "i.MX RT700: imxrt700 vs imxrt700cm"):
         _compare(args)
-    if args.write_docs:
-        _docs.write_figures("benchmarks/rt700_cortex_m.py", "rt700_cortex_m", "i.MX RT700: imxrt700 vs imxrt700cm",
-                            _docs.as_markdown(printed.getvalue()))
 
 
 def _compare(args) -> None:

@@ -108,13 +108,10 @@ def main() -> None:
     _docs.add_argument(p)
     args = p.parse_args()
     timm = _import_timm()
-    with _docs.capture() as printed:
+    with _docs.figures(args, "benchmarks/timm_models.py", "timm_models", "Real timm architectures"):
         print(f"timm {timm.__version__}, torch {torch.__version__}, target {args.target}")
         factories = {key: _factory(timm, *MODELS[key]) for key in args.models}
         print_table(factories, args.models, args.samples, "model", target=args.target, constraints=args.constraints)
-    if args.write_docs:
-        _docs.write_figures("benchmarks/timm_models.py", "timm_models", "Real timm architectures",
-                            _docs.as_markdown(printed.getvalue()))
 
 
 if __name__ == "__main__":

@@ -31,11 +31,8 @@ def main() -> None:
     p.add_argument("--constraints", default="sdk-current", help="constraint profile")
     _docs.add_argument(p)
     args = p.parse_args()
-    with _docs.capture() as printed:
+    with _docs.figures(args, "benchmarks/transformers.py", "transformers", "Transformers on the NPU"):
         print_table(cases, args.cases, args.samples, "case", constraints=args.constraints)
-    if args.write_docs:
-        _docs.write_figures("benchmarks/transformers.py", "transformers", "Transformers on the NPU",
-                            _docs.as_markdown(printed.getvalue()))
 
 if __name__ == "__main__":
     main()

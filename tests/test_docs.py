@@ -82,8 +82,10 @@ def test_figures_page_names_its_script_and_commit(page):
     for script in scripts:
         assert (ROOT / script).is_file(), f"{page.name} names {script}, which does not exist"
         source = (ROOT / script).read_text()
-        assert "write_figures(" in source and f'"{page.stem}"' in source, (
-            f"{script} does not write {page.name} (_docs.write_figures(..., \"{page.stem}\", ...) on --write-docs)")
+        writes = "write_figures(" in source or "_docs.figures(" in source
+        assert writes and f'"{page.stem}"' in source, (
+            f"{script} does not write {page.name} (_docs.figures(args, script, \"{page.stem}\", title) or "
+            f"_docs.write_figures(..., \"{page.stem}\", ...) on --write-docs)")
     assert COMMIT.search(head), f"{page.name}: its first lines name no commit (`git rev-parse --short HEAD`)"
 
 

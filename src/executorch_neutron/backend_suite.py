@@ -24,6 +24,7 @@ import copy
 import importlib
 import inspect
 import pkgutil
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -207,7 +208,6 @@ def run_operator_file(file: str, flow_: TestFlow, only: str | None = None) -> li
 
 def session(seed: int = 0):
     """A suite test session (the suite draws each test's seed from it): `with session(): ...`."""
-    from contextlib import contextmanager
 
     from executorch.backends.test.suite import reporting
 

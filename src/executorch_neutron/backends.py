@@ -33,6 +33,9 @@ class Backend:
     device_only: str = ""  # host runtime: why a blob with no host payload cannot run, and what to do
     pte_tflite: Callable | None = None  # (blob, deserialized .pte) -> the partition's TFLite, or None (device only)
     layer_estimate: Callable | None = None  # (TFLite, spec) -> (per-layer estimate [{name, op, cycles}], unit)
+    #: (partition TFLite or None, lowered-module metadata, target) -> the report's per-layer estimate of a partition
+    #: (None: the back end's estimate travels in its metadata instead, as Vela's does)
+    partition_estimate: Callable | None = None
 
 
 BACKENDS: dict[str, Backend] = {b.kind: b for b in (
@@ -40,7 +43,8 @@ BACKENDS: dict[str, Backend] = {b.kind: b for b in (
             _ethos_u_reference, _ethos_u.claims, _ethos_u.host_blob, _ethos_u.on_load, _ethos_u.DEVICE_ONLY,
             _ethos_u.pte_tflite, _ethos_u.layer_estimate),
     Backend(NEUTRON, _NEUTRON_ID, "Neutron", NeutronPartitioner, _neutron.view, _neutron.reference,
-            _neutron.claims, _neutron.host_blob, _neutron.on_load, pte_tflite=_neutron.pte_tflite),
+            _neutron.claims, _neutron.host_blob, _neutron.on_load, pte_tflite=_neutron.pte_tflite,
+            layer_estimate=_neutron.layer_estimate, partition_estimate=_neutron.partition_estimate),
 )}
 
 

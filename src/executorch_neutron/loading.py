@@ -6,7 +6,9 @@ Every failure is a `UserError`: a one-line message, a hint and the CLI exit code
 from __future__ import annotations
 
 import importlib.util
+import logging
 import sys
+import warnings
 from pathlib import Path
 
 from .core.messages import first_line
@@ -148,17 +150,12 @@ class _quiet_loading:
     """Silence the warnings torch.export.load prints about a file it cannot read (the error says it once)."""
 
     def __enter__(self):
-        import logging
-        import warnings
-
         self._warnings = warnings.catch_warnings()
         self._warnings.__enter__()
         warnings.simplefilter("ignore")
         logging.disable(logging.WARNING)
 
     def __exit__(self, *exc):
-        import logging
-
         logging.disable(logging.NOTSET)
         self._warnings.__exit__(*exc)
 

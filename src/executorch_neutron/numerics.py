@@ -17,6 +17,7 @@ steps, in execution order. `drift_start` names the first op more than 1 step off
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Sequence
@@ -26,11 +27,10 @@ import torch
 
 from .backends import host_payload
 from .core.exported import lowered_modules
+from .core.payload import unpack
 from .core.qdq import per_tensor_kind
 from .lowering import lower
-from .core.payload import unpack
-from .runtime import load
-from .runtime import executor
+from .runtime import executor, load
 from .tflite.layout import Layout, from_channels_last, physical_shape
 from .tflite.reader import op_name, read_model, tensor_name
 
@@ -211,7 +211,6 @@ def compare(
     float_model = model if model is not None and model is not quantized and lower_options.get(
         "quantize_model", True) else None
     if isinstance(float_model, torch.nn.Module) and float_model.training:  # as lower() sees it, caller's untouched
-        import copy
 
         float_model = copy.deepcopy(float_model).eval()
 

@@ -36,7 +36,7 @@ class NeutronTarget:
     cortex_m: str | None = None
     # The target name the eIQ Neutron converter knows, when it differs from `name` (imxrt700cm -> imxrt700).
     converter_name: str | None = None
-    # The figures of the per-layer estimate (report/estimate.py); `estimate_sources` says where each comes from
+    # The figures of the per-layer estimate (neutron/estimate.py); `estimate_sources` says where each comes from
     # ("assumed" where nothing is published): override them with dataclasses.replace(target, ...).
     npu_clock_hz: float = 0.0
     activation_bytes_per_cycle: float = 0.0  # NPU <-> the memory holding activations (SRAM / TCM)

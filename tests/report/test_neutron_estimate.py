@@ -1,4 +1,4 @@
-"""The Neutron per-layer estimate (report/estimate.py): its formula recomputed independently, its MACs against
+"""The Neutron per-layer estimate (neutron/estimate.py): its formula recomputed independently, its MACs against
 Vela's for the same TFLite, its place in every report format, the converter hook, the target override and the
 note that holds it against NXP's published figure.
 
@@ -18,7 +18,7 @@ import pytest
 
 from executorch_neutron import lower, zoo
 from executorch_neutron.loading import load_model
-from executorch_neutron.report import estimate
+from executorch_neutron.neutron import estimate
 from executorch_neutron.target import get_target
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -119,10 +119,11 @@ def test_ethos_u_report_has_the_same_per_layer_table():
 
 @pytest.mark.fast
 def test_converter_figures_replace_the_estimate():
-    from executorch_neutron.report.delegation import _neutron_estimate
+    from executorch_neutron.backends import BACKENDS
+    from executorch_neutron.target import NEUTRON
 
     figures = {"layers": [{"name": "conv", "op": "Conv2DStandardV2", "cycles": 1200, "macs": 5000}]}
-    est = _neutron_estimate({estimate.CONVERTER_KEY: figures, "tflite": b"unused"}, get_target("imxrt700"))
+    est = BACKENDS[NEUTRON].partition_estimate(b"unused", {estimate.CONVERTER_KEY: figures}, get_target("imxrt700"))
     assert est["source"] == "NXP converter" and est["cycles"] == 1200
     assert est["inference_seconds"] == pytest.approx(1200 / 325e6)
 

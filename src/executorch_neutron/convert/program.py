@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -152,7 +153,6 @@ def _standalone_activation(ctx: ConversionContext, producer: Node, act: Node) ->
 def convert_partition(edge_program: ExportedProgram, compile_specs) -> tuple:
     """The shared front end of every back end's preprocess: (spec, partition tag, ConvertedPartition), with the
     partition's TFLite written to `intermediates_dir` when set."""
-    from pathlib import Path
 
 
     spec = NeutronCompileSpec.from_compile_specs(compile_specs)

@@ -17,6 +17,7 @@ ExecuTorch debug handle, which the Cortex-M passes carry over) or that it stayed
 
 from __future__ import annotations
 
+import copy
 import logging
 from dataclasses import dataclass, field
 
@@ -143,7 +144,6 @@ def _set_mark(node, quantized: bool) -> None:
 
 def _passes_on_copy(program, passes) -> str | None:
     """Run the Cortex-M passes on a copy of `program`: None when they succeed, else the innermost error."""
-    import copy
 
     try:
         work = copy.deepcopy(program)

@@ -1,10 +1,12 @@
 """What the shared layers need to know of a Neutron delegate, for the back-end table (backends.py): how to read
-its blob for reports and `inspect_pte`, and what the host runtime runs for it (the blob itself: a host-reference
-payload runs in LiteRT; device microcode is refused by the executor)."""
+its blob for reports and `inspect_pte`, what the host runtime runs for it (the blob itself: a host-reference
+payload runs in LiteRT; device microcode is refused by the executor), and its per-layer time estimate
+(estimate.py, or the converter's own figures)."""
 
 from __future__ import annotations
 
 from ..core.payload import PayloadError, unpack
+from . import estimate
 
 
 def view(blob: bytes, meta: dict | None = None, reference: bytes | None = None) -> dict:
@@ -42,4 +44,19 @@ def pte_tflite(blob: bytes, pte) -> bytes | None:
     return payload.tflite if payload.is_reference else None
 
 
-__all__ = ["PayloadError", "claims", "host_blob", "on_load", "pte_tflite", "reference", "view"]
+def partition_estimate(tflite: bytes | None, meta: dict, target) -> dict | None:
+    """A partition's per-layer estimate for the report: the converter's own figures when it stored them in the
+    lowered module's metadata (`estimate.CONVERTER_KEY`), else estimate.py's model of its TFLite."""
+    if meta.get(estimate.CONVERTER_KEY):
+        return estimate.from_converter(meta[estimate.CONVERTER_KEY], target).to_dict()
+    return estimate.estimate_tflite(tflite, target).to_dict() if tflite else None
+
+
+def layer_estimate(tflite: bytes, spec) -> tuple[list[dict], str]:
+    """The per-layer estimate of a partition TFLite of a .pte (`report --model-explorer`'s cycles overlay)."""
+    layers = estimate.estimate_tflite(tflite, spec.target_info).to_dict()["layers"]
+    return layers, "cycles (Neutron estimate: MACs and bytes moved, see the report's notes)"
+
+
+__all__ = ["PayloadError", "claims", "host_blob", "layer_estimate", "on_load", "partition_estimate", "pte_tflite",
+           "reference", "view"]

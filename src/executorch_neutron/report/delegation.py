@@ -8,6 +8,7 @@ schema.json); `report.save("r.html")` picks the format from the suffix.
 
 from __future__ import annotations
 
+import json
 import math
 import operator
 from collections import Counter
@@ -22,9 +23,8 @@ from ..core.exported import constants, lowered_modules, partition_tag
 from ..core.qdq import per_tensor_kind
 from ..ops.registry import op_name
 from ..partition.support import Rejection
-from ..target import NEUTRON, get_target
+from ..target import get_target
 from ..tflite.layout import stored_channels_last
-from . import estimate
 from . import macs as _macs
 from .graph import apply_costs, program_graph
 from .html import to_html
@@ -157,7 +157,7 @@ class DelegationReport:
         if not estimates:
             return None
         cycles = sum(e["cycles"] for e in estimates)
-        return {"source": estimates[0]["source"], "cycles": cycles,
+        return {"source": estimates[0]["source"], "formula": estimates[0]["formula"], "cycles": cycles,
                 "inference_seconds": sum(e["inference_seconds"] for e in estimates),
                 "core_clock_hz": estimates[0]["core_clock_hz"], "macs": sum(e["macs"] for e in estimates)}
 
@@ -277,8 +277,6 @@ class DelegationReport:
         return to_dict(self)
 
     def to_json(self) -> str:
-        import json
-
         return json.dumps(self.to_dict(), indent=2)
 
     def to_markdown(self) -> str:
@@ -358,13 +356,6 @@ def _is_qparam(node) -> bool:
         (qdq.is_q(u) or qdq.is_dq(u)) and u.args and u.args[0] is not node for u in node.users)
 
 
-def _neutron_estimate(info: dict, target) -> dict | None:
-    """The converter's own figures when it reported them, else our estimate of the partition's TFLite."""
-    if info.get(estimate.CONVERTER_KEY):
-        return estimate.from_converter(info[estimate.CONVERTER_KEY], target).to_dict()
-    return estimate.estimate_tflite(info["tflite"], target).to_dict() if info.get("tflite") else None
-
-
 def _partition(tag: str, lowered, compute_names: list[str], target) -> PartitionReport:
     original = lowered.original_module
     graph = original.graph
@@ -374,10 +365,12 @@ def _partition(tag: str, lowered, compute_names: list[str], target) -> Partition
     placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.name in original.graph_signature.user_inputs]
     outputs = next(n for n in graph.nodes if n.op == "output").args[0]
     view = backends.view(lowered)  # its back end's reading: kind, format flags (None: as the TFLite has it), meta
+    estimate_of = backends.BACKENDS[target.kind].partition_estimate
     neutron_estimate = None
-    if target.kind == NEUTRON:  # the TFLite the compile step was given (backend metadata, else the reference's)
+    if estimate_of is not None:  # the TFLite the compile step was given (backend metadata, else the reference's)
         info = dict(getattr(lowered, "meta", {}).get("_delegate_info_meta") or {})
-        neutron_estimate = _neutron_estimate({"tflite": view["tflite"]() if view["tflite"] else None, **info}, target)
+        tflite = info.get("tflite") or (view["tflite"]() if view["tflite"] else None)
+        neutron_estimate = estimate_of(tflite, info, target)
 
     def int8_bytes(node) -> int:  # activations inside the partition are int8: one byte per element
         dims = _macs.shape(node)

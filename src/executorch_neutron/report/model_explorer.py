@@ -8,8 +8,9 @@
   compiler would leave to the CPU);
 - `<name>.cycles.json`: node data with the per-layer estimate, where one exists: the back end's
   (`backends.Backend.layer_estimate`: for Ethos-U, Vela run again on the TFLite with the flags in the delegate's
-  compile specs), or one handed in (`estimates`, e.g. the report's per partition), keyed by each layer's output
-  tensor.
+  compile specs; for Neutron, neutron/estimate.py on the TFLite for the target in its compile specs), or one handed
+  in (`estimates`, e.g. the report's per partition, which may hold NXP's converter's own figures), which replaces
+  the back end's; keyed by each layer's output tensor.
 
 The node data is built with Model Explorer's own `model_explorer.node_data_builder` (keys: output tensor names,
 which its TFLite adapter shows as `tensor_name`), so `model-explorer <name>.tflite --node_data_paths=
@@ -123,14 +124,14 @@ def write_overlays(pte, out_dir: str | Path,
                    estimates: dict[str, tuple[list[dict], str]] | None = None) -> list[PartitionOverlay]:
     """Write each partition's TFLite and node data into `out_dir` (see the module docstring); returns every
     partition, with the files written for it (none, and a `note` saying why, where the .pte holds no TFLite).
-    `estimates`: partition name -> (per-layer estimate, unit), used where the .pte itself gives none."""
+    `estimates`: partition name -> (per-layer estimate, unit), used instead of the back end's own estimate."""
 
     out_dir = Path(out_dir)
     overlays = partitions_of(pte)
     for overlay in overlays:
         if overlay.tflite is None:
             continue
-        if overlay.layers is None and estimates and overlay.name in estimates:
+        if estimates and overlay.name in estimates:
             overlay.layers, overlay.unit = estimates[overlay.name]
         overlay.files.append(write_bytes(out_dir / f"{overlay.name}.tflite", overlay.tflite))
         for suffix, data in node_data(overlay).items():

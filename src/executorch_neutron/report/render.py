@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 from ..target import get_target
-from .estimate import FORMULA as ESTIMATE_FORMULA
 from .macs import MAC_FORMULA
 from .notes import (
     FORMAT_NOTE,
@@ -164,7 +163,7 @@ def neutron_estimate_dict(report) -> dict | None:
     total = report.neutron_estimate
     if total is None:
         return None
-    return {"estimate_by": NEUTRON_ESTIMATE_NOTE, "formula": ESTIMATE_FORMULA, "figures": estimate_figures(report),
+    return {"estimate_by": NEUTRON_ESTIMATE_NOTE, "figures": estimate_figures(report),
             "calibration": NEUTRON_CALIBRATION_NOTE, **total,
             "partitions": [{"tag": p.tag, **p.neutron_estimate} for p in report.partitions if p.neutron_estimate]}
 
@@ -206,7 +205,7 @@ def _layer_table_markdown(report) -> list[str]:
 def estimate_notes(report) -> list[str]:
     if report.neutron_estimate is None:
         return []
-    return [f"{NEUTRON_ESTIMATE_NOTE}: {ESTIMATE_FORMULA}", "figures: " + "; ".join(estimate_figures(report)),
+    return [f"{NEUTRON_ESTIMATE_NOTE}: {report.neutron_estimate['formula']}", "figures: " + "; ".join(estimate_figures(report)),
             NEUTRON_CALIBRATION_NOTE]
 
 

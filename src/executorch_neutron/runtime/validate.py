@@ -18,6 +18,7 @@ It costs a parse of the program (tens of milliseconds for a small .pte).
 from __future__ import annotations
 
 import math
+import re
 
 from .dtypes import FLOAT_CODES, QUANT_RANGES
 from .errors import NeutronRuntimeError
@@ -40,7 +41,6 @@ def check_program(data: bytes, backends=None, kernels=None):
     """Raise InvalidProgram when the serialized program `data` is not safe to hand to ExecuTorch's runtime; returns
     the deserialized program. `backends` / `kernels`: the registered backend ids and kernel names ('ns::op.overload')
     of the runtime that will load it (None: not checked)."""
-    import re
 
     from executorch.exir._serialize._program import deserialize_pte_binary
 

@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass
 
 from ai_edge_litert.schema_py_generated import TensorType
 
+from ..tflite.macs import tflite_op_macs
 from ..tflite.reader import op_name, read_model
-from .macs import tflite_op_macs
 
 FORMULA = ("per TFLite operator: cycles = max(compute, data); compute = max(MACs, output elements) / MACs per "
            "cycle; data = activation bytes (read + written) / activation bytes per cycle + constant bytes "
@@ -62,7 +62,8 @@ class PartitionEstimate:
         return sum(la.cycles for la in self.layers)
 
     def to_dict(self) -> dict:
-        return {"source": self.source, "cycles": self.cycles, "inference_seconds": self.cycles / self.clock_hz,
+        formula = FORMULA if self.source == "estimate" else "the converter's own per-layer figures"
+        return {"source": self.source, "formula": formula, "cycles": self.cycles, "inference_seconds": self.cycles / self.clock_hz,
                 "core_clock_hz": self.clock_hz, "macs": sum(la.macs for la in self.layers),
                 "layers": [{**asdict(la), "bound": la.bound} for la in self.layers]}
 
