@@ -167,6 +167,23 @@ def _vela_config_option(option, value):
     return check
 
 
+def check_transpose_form(env):
+    """The conv's NCHW I/O transposes become rank 3 in the partition TFLite; refused on a Neutron target."""
+    from executorch_neutron.tflite.reader import op_name, read_model
+
+    inputs = (torch.randn(1, 3, 6, 10),)
+    ranks = {}
+    for form in ("4d", "collapsed"):
+        part = lower(conv_relu(), inputs, [inputs], target="ethos-u85-256", transpose_form=form,
+                     intermediates_dir=env.path / form).report.partitions[0]
+        model = read_model((env.path / form / f"{part.tag}.tflite").read_bytes())
+        sg = model.subgraphs[0]
+        ranks[form] = [len(sg.tensors[o.inputs[0]].shape) for o in sg.operators if op_name(model, o) == "TRANSPOSE"]
+    assert ranks == {"4d": [4, 4], "collapsed": [3, 3]}
+    with pytest.raises(ValueError, match="transpose_form"):
+        NeutronCompileSpec(target="imxrt700", transpose_form="collapsed")
+
+
 def _copied_vela_ini(env) -> str:
     import ethosu
 
@@ -191,6 +208,7 @@ EFFECTS = {
     "system_config": _vela_config_option("system_config", "Ethos_U85_SYS_Flash_High"),
     "memory_mode": _vela_config_option("memory_mode", "Shared_Sram"),
     "config_ini": _vela_config_option("config_ini", _copied_vela_ini),
+    "transpose_form": check_transpose_form,
 }
 
 

@@ -98,6 +98,7 @@ def _spec_options(args) -> dict:
         system_config=args.system_config,
         memory_mode=args.memory_mode,
         config_ini=args.config_ini,
+        transpose_form=args.transpose_form,
     )
 
 
@@ -368,6 +369,7 @@ def _demo(args) -> int:
 
 def _add_lowering_options(p: argparse.ArgumentParser) -> None:
     from .compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
+    from .target import TRANSPOSE_FORMS
 
     p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--target", default="imxrt700", help="Neutron target, or Ethos-U target (imx93, ethos-u55-128, "
@@ -399,6 +401,10 @@ def _add_lowering_options(p: argparse.ArgumentParser) -> None:
         g.add_argument(flag, metavar="NAME" if flag != "--config-ini" else "FILE",
                        help=f"Ethos-U targets: Vela's {what}, as Arm's ethosu_compile_spec names it; "
                             "replaces the target's own")
+    g.add_argument("--transpose-form", choices=TRANSPOSE_FORMS,
+                   help="Ethos-U targets: NCHW<->NHWC transposes as one rank-4 TRANSPOSE (4d) or collapsed to rank 3 "
+                        "between reshapes (collapsed); default: the target's (collapsed on ethos-u55-*, where Vela "
+                        "runs it in one pass; see docs/ethos_u_vs_tflite.md)")
     g.add_argument("--constraints", choices=sorted(CONSTRAINT_PROFILES), default=DEFAULT_PROFILE,
                    help="operator table the partitioner follows: sdk-current (default: what NXP's current SDK "
                         "delegates) or documented (NXP's documented table); see SUPPORTED_OPS.md")

@@ -16,7 +16,7 @@ from typing import Sequence
 
 from executorch.exir.backend.compile_spec_schema import CompileSpec
 
-from .target import ETHOS_U, NEUTRON, AnyTarget, get_target
+from .target import ETHOS_U, NEUTRON, TRANSPOSE_FORMS, AnyTarget, get_target
 
 _KEY_PREFIX = "neutron."
 
@@ -69,6 +69,10 @@ class NeutronCompileSpec:
     system_config, memory_mode, config_ini: Ethos-U targets: Vela's `--system-config`, `--memory-mode` and
         `--config` (an .ini file; "Arm/vela.ini" is the one Vela ships), as ExecuTorch's `ethosu_compile_spec`
         names them; None keeps the target's (for U85, Arm's defaults Ethos_U85_SYS_DRAM_Mid / Sram_Only).
+    transpose_form: Ethos-U targets: how NCHW<->NHWC transposes (a contiguous model's partition I/O) are written
+        for Vela: "4d" (one rank-4 TRANSPOSE) or "collapsed" (reshape to rank 3, TRANSPOSE, reshape back: Vela runs
+        it in one pass instead of two, cheaper on the U55, far dearer on the U85); None keeps the target's
+        ("collapsed" on ethos-u55-*, "4d" elsewhere). Same numbers either way (a transpose moves bytes only).
     """
 
     target: str = "imxrt700"
@@ -86,6 +90,7 @@ class NeutronCompileSpec:
     system_config: str | None = _option(None, ETHOS_U, target_field=True)
     memory_mode: str | None = _option(None, ETHOS_U, target_field=True)
     config_ini: str | None = _option(None, ETHOS_U, target_field=True)
+    transpose_form: str | None = _option(None, ETHOS_U, target_field=True)
 
     def __post_init__(self) -> None:
         tgt = get_target(self.target)  # validates the name, raises with the valid list
@@ -96,6 +101,8 @@ class NeutronCompileSpec:
             if given:
                 raise ValueError(f"{', '.join(given)} apply to {_KIND_NAMES[kind]} targets only; target {tgt.name!r} "
                                  f"is {_KIND_NAMES[tgt.kind]}: drop them or pick a {_KIND_NAMES[kind]} target")
+        if self.transpose_form not in (None, *TRANSPOSE_FORMS):
+            raise ValueError(f"unknown transpose_form {self.transpose_form!r}: use one of {', '.join(TRANSPOSE_FORMS)}")
         for name in ("operators_not_to_delegate", "custom_delegation_options"):
             value = getattr(self, name)
             if isinstance(value, str):
@@ -110,8 +117,8 @@ class NeutronCompileSpec:
     @property
     def target_info(self) -> AnyTarget:
         """The target's facts (`target.py`) for any back end; `target_info.kind` names the back end that lowers it.
-        Options marked `target_field` (Ethos-U's `system_config` / `memory_mode` / `config_ini`) replace the
-        target's own when given."""
+        Options marked `target_field` (Ethos-U's `system_config`, `memory_mode`, `config_ini`, `transpose_form`)
+        replace the target's own when given."""
         tgt = get_target(self.target)
         changes = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                    if f.metadata.get("target_field") and getattr(self, f.name) is not None}

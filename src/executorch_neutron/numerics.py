@@ -18,6 +18,7 @@ steps, in execution order. `drift_start` names the first op more than 1 step off
 from __future__ import annotations
 
 import copy
+import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Sequence
@@ -31,7 +32,7 @@ from .core.payload import unpack
 from .core.qdq import per_tensor_kind
 from .lowering import lower
 from .runtime import executor, load
-from .tflite.layout import Layout, from_channels_last, physical_shape
+from .tflite.layout import FLATTEN_METADATA, Layout, from_channels_last, physical_shape, unflatten_channels_last
 from .tflite.reader import op_name, read_model, tensor_name
 
 
@@ -343,16 +344,30 @@ def _logical(value: np.ndarray, shape: tuple, kind: str) -> np.ndarray | None:
     return value if value.shape == tuple(shape) else None
 
 
+def _flattens(model) -> dict[str, tuple[int, ...]]:
+    """The tensors the converter wrote as a channels-last flatten (its FLATTEN_METADATA): name -> rank-4 shape."""
+    for entry in model.metadata or []:
+        name = entry.name.decode() if isinstance(entry.name, bytes) else entry.name
+        if name == FLATTEN_METADATA:
+            return {k: tuple(v) for k, v in json.loads(bytes(model.buffers[entry.buffer].data)).items()}
+    return {}
+
+
 def _op_diffs(model, interpreter, op_keys: dict, seen: dict, per_op: dict[int, list[np.ndarray]]) -> None:
     """Add one sample's |LiteRT - quantized model| of every op output of the partition's TFLite to `per_op`."""
     graph = model.subgraphs[0]
+    flattens = _flattens(model)
     for k, op in enumerate(graph.operators):
         t = op.outputs[0]
-        key = op_keys.get(tensor_name(graph, t))
+        name = tensor_name(graph, t)
+        key = op_keys.get(name)
         if key is None or len(seen.get(key, ())) != 1:
             continue  # no quantize node of its own (an inserted transpose, pad...) or ambiguous
         want = seen[key][0].numpy()
-        got = _logical(interpreter.get_tensor(t), want.shape, op_name(model, op))
+        value = interpreter.get_tensor(t)
+        if name in flattens:
+            value = unflatten_channels_last(value, flattens[name])
+        got = _logical(value, want.shape, op_name(model, op))
         if got is not None:
             per_op.setdefault(k, []).append(np.abs(got.astype(np.int32) - want.astype(np.int32)).ravel())
 

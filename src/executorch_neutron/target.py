@@ -148,6 +148,12 @@ def _with_cortex_m(base: NeutronTarget, name: str, core: str) -> NeutronTarget:
 TARGETS["imxrt700cm"] = _with_cortex_m(TARGETS["imxrt700"], "imxrt700cm", "cortex-m33")
 
 
+#: how an Ethos-U partition writes a rank-4 NCHW<->NHWC TRANSPOSE (convert/context.py): "4d" one rank-4 TRANSPOSE;
+#: "collapsed" RESHAPE to rank 3 (the two moved axis groups merged), TRANSPOSE of the last two axes, RESHAPE back
+#: (the same bytes in the same order; tflite.layout.collapsed_transpose)
+TRANSPOSE_FORMS = ("4d", "collapsed")
+
+
 @dataclass(frozen=True)
 class EthosUTarget:
     """An Arm Ethos-U NPU as Vela compiles for it: `accelerator` is Vela's `--accelerator-config`,
@@ -164,6 +170,9 @@ class EthosUTarget:
     cpu: str
     notes: tuple[str, ...] = field(default_factory=tuple)
     config_ini: str = "Arm/vela.ini"  # Vela's --config: the .ini holding system_config and memory_mode
+    # how layout transposes are written (TRANSPOSE_FORMS): the cheaper one by Vela's estimate where it
+    # is clear (docs/ethos_u_vs_tflite.md: "collapsed" on the U55, "4d" on the U85; mixed on the U65: "4d")
+    transpose_form: str = "4d"
     cortex_m = None  # leftovers stay portable kernels (no Cortex-M stage for Ethos-U targets)
     kind = ETHOS_U
     # no `num_macs`: the registry's `% num_macs` constraints are Neutron's (backends=NEUTRON), never checked here
@@ -177,7 +186,8 @@ class EthosUTarget:
 
 
 # Vela system configs and memory modes (sections of Vela's bundled Arm/vela.ini), and what they describe
-_U55 = dict(system_config="Ethos_U55_High_End_Embedded", memory_mode="Shared_Sram", core_clock_hz=500e6, sram_bytes=0)
+_U55 = dict(system_config="Ethos_U55_High_End_Embedded", memory_mode="Shared_Sram", core_clock_hz=500e6, sram_bytes=0,
+            transpose_form="collapsed")
 _U65 = dict(system_config="Ethos_U65_High_End", memory_mode="Dedicated_Sram_384KB", core_clock_hz=1e9,
             sram_bytes=384 * 1024)
 # ExecuTorch's Arm backend defaults for U85 (`ethosu_compile_spec`): 1 GHz, SRAM x2 (32 GB/s) + DRAM (12 GB/s),

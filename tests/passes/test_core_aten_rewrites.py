@@ -102,3 +102,23 @@ def test_adaptive_max_pool_runs_on_the_npu(output_size):
     assert not r.rejections, r.result.report
     assert "aten.max_pool2d_with_indices.default" in r.delegated_ops or "aten.max_pool2d.default" in r.delegated_ops
     assert_within_steps(r.output, r.reference, 1, r.output_scale)
+
+
+def test_global_adaptive_max_pool_is_within_vela_stride_range():
+    """A global pool's window is the whole input: stride 1 on that axis, inside Vela's max-pool stride range
+    [1, 3] (stride = input put a global max pool over 98 samples on the CPU on imx93). The .pte runs on the host
+    runtime against PyTorch's quantized model."""
+    from executorch_neutron import lower
+    from executorch_neutron.runtime import run
+    from harness import model_output_qparams, quantize_np
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv1d(4, 8, 3), nn.AdaptiveMaxPool1d(1)).eval()
+    x = (torch.randn(1, 4, 100),)
+    result = lower(model, x, [x] + [(torch.randn(1, 4, 100),) for _ in range(4)], target="imx93")
+    assert len(result.report.partitions) == 1 and not result.report.rejections, result.report
+    (scale, zp), = model_output_qparams(result.quantized_model)
+    with torch.no_grad():
+        ref = quantize_np(result.quantized_model(*x).numpy(), scale, zp)
+    out = quantize_np(run(result.pte, x)[0].numpy(), scale, zp)
+    assert_within_steps(out, ref, 1, scale)

@@ -17,7 +17,8 @@ from torch.fx import Node
 from ..core import qdq
 from ..ops.fusion import result_node
 from ..tflite.builder import ModelBuilder, Quant, Value, options
-from ..tflite.layout import Layout, is_memory_preserving, physical_shape, to_physical_perm, transpose_perm
+from ..tflite.layout import (Layout, collapsed_transpose, is_memory_preserving, physical_shape, to_physical_perm,
+                             transpose_perm)
 
 
 class ConversionError(RuntimeError):
@@ -45,6 +46,9 @@ class ConversionContext:
         self.check_ctx = check_ctx
         self._values: dict[Node, Value] = {}
         self._relayout: dict[tuple[Node, object], Value] = {}
+        # tensor -> the logical rank-4 shape it is a channels-last flatten of, read only by FULLY_CONNECTEDs
+        # (ops/shape.py binds it, ops/linear.py permutes its weight columns to match)
+        self.channels_last_flattens: dict[int, tuple[int, ...]] = {}
 
     # values -------------------------------------------------------------------------------------------------
     def bind(self, node: Node, value: Value) -> None:
@@ -139,10 +143,25 @@ class ConversionContext:
             shape = self.builder.int32_vector(f"t{v.tensor}_shape", dst_phys)
             self.builder.op(schema.BuiltinOperator.RESHAPE, [v.tensor, shape], [out],
                             options("ReshapeOptionsT", newShape=list(dst_phys)))
+        elif self._collapses_transposes() and collapsed_transpose(src_phys, perm) is not None:
+            shape3, perm3 = collapsed_transpose(src_phys, perm)
+            src3 = self.builder.tensor(f"t{v.tensor}_rank3", shape3, np.int8, v.quant)
+            self.builder.op(schema.BuiltinOperator.RESHAPE, [v.tensor, self.builder.int32_vector(
+                f"t{v.tensor}_rank3_shape", shape3)], [src3], options("ReshapeOptionsT", newShape=list(shape3)))
+            dst3 = tuple(shape3[i] for i in perm3)
+            moved = self.builder.tensor(f"t{v.tensor}_rank3_{layout.value}", dst3, np.int8, v.quant)
+            self.builder.op(schema.BuiltinOperator.TRANSPOSE, [src3, self.builder.int32_vector(
+                f"t{v.tensor}_perm", perm3)], [moved], options("TransposeOptionsT"))
+            self.builder.op(schema.BuiltinOperator.RESHAPE, [moved, self.builder.int32_vector(
+                f"t{v.tensor}_shape", dst_phys)], [out], options("ReshapeOptionsT", newShape=list(dst_phys)))
         else:
             p = self.builder.int32_vector(f"t{v.tensor}_perm", perm)
             self.builder.op(schema.BuiltinOperator.TRANSPOSE, [v.tensor, p], [out], options("TransposeOptionsT"))
         return Value(out, v.shape, layout, v.quant)
+
+    def _collapses_transposes(self) -> bool:
+        """Whether the target writes layout transposes in rank 3 (`target.TRANSPOSE_FORMS`)."""
+        return getattr(self.check_ctx.spec.target_info, "transpose_form", "4d") == "collapsed"
 
     # constants ----------------------------------------------------------------------------------------------
     def quantized_constant(self, node: Node) -> QuantizedConstant:

@@ -8,6 +8,7 @@ TRANSPOSE at entry/exit, run by the NPU; format flag 0), without it the runtime 
 
 from __future__ import annotations
 
+import json
 import operator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from ..ops import registry
 from ..ops.fusion import activation_codes, fused_activation
 from ..ops.registry import CheckContext
 from ..tflite.builder import ModelBuilder, Value
-from ..tflite.layout import boundary_layout, format_flag, physical_shape, stored_channels_last
+from ..tflite.layout import FLATTEN_METADATA, boundary_layout, format_flag, physical_shape, stored_channels_last
 from .context import ConversionContext, ConversionError, quant_from
 
 
@@ -114,6 +115,10 @@ def convert_program(program: ExportedProgram, check_ctx: CheckContext, name: str
         out_formats.append(format_flag(layout))
         as_stored.append(format_flag(layout) == stored_channels_last(arg))
     debug_handles.extend([()] * (builder.num_operators - len(debug_handles)))
+    if ctx.channels_last_flattens:
+        builder.metadata[FLATTEN_METADATA] = json.dumps(
+            {builder.tensor_name(t): list(shape) for t, shape in sorted(ctx.channels_last_flattens.items())},
+            sort_keys=True).encode()
 
     return ConvertedPartition(
         tflite=builder.build(),

@@ -13,7 +13,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 
 from ..core import qdq
 from ..tflite.builder import Quant, options
-from ..tflite.layout import Layout
+from ..tflite.layout import Layout, channels_last_flatten_columns
 from .common import is_int8_constant, quantize_bias
 from .fusion import fused_code
 from .registry import NEUTRON, constraint, register
@@ -65,7 +65,9 @@ def convert_linear(ctx, a):
     """y = x W^T + b over the last dimension, optional fused relu/relu6/hardtanh/clamp."""
     x = ctx.value(a["input"], Layout.NATURAL)
     w = ctx.quantized_constant(a["weight"])
-    _fully_connected(ctx, a.node, x, w.data, w.quant, a["bias"])
+    flattened = ctx.channels_last_flattens.get(x.tensor)  # a channels-last flatten (ops/shape.py): its column order
+    weight = w.data if flattened is None else w.data[:, list(channels_last_flatten_columns(flattened))]
+    _fully_connected(ctx, a.node, x, weight, w.quant, a["bias"])
 
 
 def _matmul(ctx, a, bias_node):

@@ -41,13 +41,41 @@ _DIM_ORDER_CLONE = exir_ops.edge.dim_order_ops._clone_dim_order.default
 @register(_aten.view_copy.default, noop=True, constraints=(shared_quantization(),), quantize={"shared": (
               A.view.default, A.reshape.default, A._unsafe_view.default, A.flatten.using_ints, A.unflatten.int)})
 def convert_view(ctx, a):
-    """Reshape (no data movement in PyTorch order); squeeze and unsqueeze are reshapes too."""
+    """Reshape (no data movement in PyTorch order); squeeze and unsqueeze are reshapes too. A flatten of a
+    channels-last value read only by linear layers reshapes it as it lies (no TRANSPOSE): the linears take their
+    weight columns in that order (`ctx.channels_last_flattens`)."""
     b = ctx.builder
-    x = ctx.value(a["self"], Layout.NATURAL)
     out_shape = a.out_shape
+    src = ctx.value(a["self"])
+    if _flatten_into_linears(a, src):
+        out = ctx.emit_output(a.node, Layout.NATURAL, quant=src.quant)
+        ctx.channels_last_flattens[out.tensor] = tuple(src.shape)
+        st = b.int32_vector(a.node.name + "_shape", out_shape)
+        b.op(schema.BuiltinOperator.RESHAPE, [src.tensor, st], [out.tensor],
+             options("ReshapeOptionsT", newShape=list(out_shape)))
+        return
+    x = ctx.value(a["self"], Layout.NATURAL)
     out = ctx.emit_output(a.node, Layout.NATURAL, quant=x.quant)
     st = b.int32_vector(a.node.name + "_shape", out_shape)
     b.op(schema.BuiltinOperator.RESHAPE, [x.tensor, st], [out.tensor], options("ReshapeOptionsT", newShape=list(out_shape)))
+
+
+def _readers(node) -> list:
+    """The nodes reading `node`'s value, through quantize / dequantize nodes."""
+    out = []
+    for user in node.users:
+        out += _readers(user) if qdq.is_qdq(user) else [(user, node)]
+    return out
+
+
+def _flatten_into_linears(a, src) -> bool:
+    """`a` flattens a channels-last rank-4 value to [N, C*H*W] and only linear layers read the result, as input."""
+    shape = src.shape
+    if src.layout is not Layout.CHANNELS_LAST or len(shape) != 4 or tuple(a.out_shape) != (
+            shape[0], shape[1] * shape[2] * shape[3]):
+        return False
+    readers = _readers(a.node)
+    return bool(readers) and all(u.target == _aten.linear.default and u.args[0] is via for u, via in readers)
 
 
 @constraint("contiguous result (no dim_order other than the default)")

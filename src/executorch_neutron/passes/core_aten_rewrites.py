@@ -4,7 +4,8 @@ squeeze_/unsqueeze_ and a linear of a rank-1 input.
 
 The first three are outside the Core ATen opset (refused at `to_edge`; ExecuTorch's portable kernels lack them):
 - `adaptive_max_pool2d` (also `nn.AdaptiveMaxPool1d`, which exports as a 2-D one): where each output size divides
-  its input size, a `max_pool2d` with kernel = stride = input / output (global pooling: kernel = the input); its
+  its input size, a `max_pool2d` with kernel = stride = input / output (global pooling: kernel = the input, stride
+  1); its
   indices, when read, as for a 3-D one over a 1 x H x W volume (below). Otherwise, and
   for `adaptive_max_pool3d`, a max over each pooled axis in turn (a max over a box is the max over each of its
   axes): per axis a reshape + amax where the size divides, else one slice + amax per output bin [floor(i*in/out),
@@ -159,8 +160,10 @@ def _adaptive_max(gm: GraphModule, node: Node) -> None:
             gm.graph.erase_node(node)
             return
         if n == 2 and divides:
+            # stride 1 on a global axis (one window: any stride gives the same output), within every pool
+            # stride limit (Vela's [1, 3], Neutron's)
             values = call(gm, aten.max_pool2d.default, (x, [s // o for s, o in zip(sizes, outs)],
-                                                        [s // o for s, o in zip(sizes, outs)]), node)
+                                                        [s // o if o > 1 else 1 for s, o in zip(sizes, outs)]), node)
         elif wants_indices:
             name = "adaptive_max_pool3d" if n == 3 else "adaptive_max_pool2d"
             raise NotImplementedError(

@@ -3,7 +3,7 @@
 `NeutronQuantizer.transform_for_annotation` calls `run_passes(gm, PassContext(...))`: each `Step` names its pass
 once, says why it sits where it does (`order`: the pass it must follow or precede and why; "any" when it has no
 ordering constraint), and carries its conditions as data: `qat_keyword` passes the QAT flag to the pass under that
-keyword, `needs_ops` skips the pass when the target's operator table (for the context's back-end kind and
+keyword, `backends` limits it to targets of those back-end kinds, `needs_ops` skips the pass when the target's operator table (for the context's back-end kind and
 constraint profile) does not run all of those edge ops, since the rewrite's pieces would then be split between NPU
 and CPU. The runner has no special cases. SUPPORTED_OPS.md lists the steps in this order with their docstrings.
 """
@@ -17,7 +17,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from torch.fx import GraphModule
 
 from ..ops import registry
-from ..target import NEUTRON
+from ..target import ETHOS_U, NEUTRON
 from .batch_norm_to_conv import batch_norm_to_conv
 from .conv1d_to_conv2d import conv1d_to_conv2d
 from .core_aten_rewrites import core_aten_rewrites
@@ -33,6 +33,7 @@ from .l2_normalize_decompose import l2_normalize_decompose
 from .layer_norm_decompose import layer_norm_decompose
 from .matmul_to_bmm import matmul_to_bmm
 from .max_pool_padding import max_pool_padding
+from .max_pool_split import max_pool_split
 from .mean1d_to_mean2d import mean1d_to_mean2d
 from .permute_rank4 import permute_rank4
 from .pixel_shuffle_to_permute import pixel_shuffle_to_permute
@@ -68,12 +69,15 @@ class Step:
     order: str
     qat_keyword: str | None = None
     needs_ops: tuple = ()
+    backends: frozenset | None = None  # None: every back end
 
     @property
     def name(self) -> str:
         return self.run.__name__
 
     def applies(self, ctx: PassContext) -> bool:
+        if self.backends is not None and ctx.backend not in self.backends:
+            return False
         return all(registry.runs(op, ctx.backend, ctx.profile) for op in self.needs_ops)
 
 
@@ -108,7 +112,10 @@ PIPELINE: tuple[Step, ...] = (
          needs_ops=(_edge.rsqrt.default,)),
     Step(conv1d_to_conv2d, "before sink_squeeze, which moves the squeeze it writes"),
     Step(pool1d_to_pool2d, "before max_pool_padding, which rewrites the 2-D max pools it writes"),
-    Step(pool3d_to_pool2d, "before max_pool_padding, which rewrites the 2-D max pools it writes"),
+    Step(pool3d_to_pool2d, "before max_pool_split and max_pool_padding, which rewrite the 2-D max pools it writes"),
+    Step(max_pool_split, "after core_aten_rewrites, pool1d_to_pool2d and pool3d_to_pool2d, whose adaptive, 1-D and "
+         "3-D max pools it splits; Ethos-U only (Vela's max-pool strides are 1..3, Neutron runs larger ones in one "
+         "pool)", backends=frozenset({ETHOS_U})),
     Step(mean1d_to_mean2d, "any"),
     Step(div_to_mul, "after fold_constants: a divisor computed from constants is a constant by then"),
     Step(hardsigmoid_to_conv, "any"),

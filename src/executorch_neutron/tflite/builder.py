@@ -64,6 +64,7 @@ class ModelBuilder:
         self._operators: list[schema.OperatorT] = []
         self.inputs: list[int] = []
         self.outputs: list[int] = []
+        self.metadata: dict[str, bytes] = {}  # the model's named metadata buffers
 
     # tensors -----------------------------------------------------------------------------------------------
     def tensor(self, name: str, shape: Sequence[int], dtype, quant: Quant | None = None, data=None) -> int:
@@ -94,6 +95,9 @@ class ModelBuilder:
 
     def int32_vector(self, name: str, values: Sequence[int]) -> int:
         return self.constant(name, np.asarray(list(values), dtype=np.int32))
+
+    def tensor_name(self, tensor: int) -> str:
+        return self._tensors[tensor].name
 
     def shape_of(self, tensor: int) -> tuple[int, ...]:
         return tuple(self._tensors[tensor].shape)
@@ -130,8 +134,15 @@ class ModelBuilder:
         model = schema.ModelT()
         model.version = 3
         model.description = self._description
-        model.buffers = self._buffers
+        model.buffers = list(self._buffers)
         model.subgraphs = [sub]
+        for name, data in self.metadata.items():  # none: no metadata vector at all (the bytes stay as before)
+            buf = schema.BufferT()
+            buf.data = np.frombuffer(data, dtype=np.uint8)
+            model.buffers.append(buf)
+            entry = schema.MetadataT()
+            entry.name, entry.buffer = name, len(model.buffers) - 1
+            model.metadata = (model.metadata or []) + [entry]
         codes = []
         for builtin, custom in self._opcodes:
             c = schema.OperatorCodeT()

@@ -8,6 +8,11 @@ At the partition boundary, NXP's `use_neutron_for_format_conversion` decides (`b
 keeps ExecuTorch's channels-first tensors at the boundary, the partition converts with TRANSPOSE ops inside (so the
 NPU does it) and the payload's format flags are 0; False makes rank-4 boundary tensors channels-last, the format
 flags 1, and the runtime transposes on the CPU.
+
+How a layout TRANSPOSE is written is the target's `transpose_form` (target.TRANSPOSE_FORMS): one rank-4
+TRANSPOSE, or the same data movement collapsed to rank 3 (`collapsed_transpose`), which Vela runs in one pass
+where it splits the rank-4 one in two (docs/ethos_u_vs_tflite.md has the cycles per target). A flatten of a
+channels-last value that only linear layers read is reshaped as it lies (`channels_last_flatten_columns`).
 """
 
 from __future__ import annotations
@@ -82,6 +87,34 @@ def transpose_perm(rank: int, src: Layout, dst: Layout) -> tuple[int, ...]:
     src_perm = to_physical_perm(rank, src)
     dst_perm = to_physical_perm(rank, dst)
     return tuple(src_perm.index(d) for d in dst_perm)
+
+
+def collapsed_transpose(src_shape: Sequence[int], perm: Sequence[int]):
+    """(rank-3 source shape, rank-3 perm) doing what TRANSPOSE(`src_shape`, `perm`) does when `perm` is NCHW->NHWC
+    or NHWC->NCHW (it swaps two groups of axes behind the batch); None for any other perm."""
+    n, a, b, c = (int(d) for d in src_shape) if len(src_shape) == 4 else (0, 0, 0, 0)
+    if tuple(perm) == NCHW_TO_NHWC:  # [N, C, H*W] -> [N, H*W, C]
+        return (n, a, b * c), (0, 2, 1)
+    if tuple(perm) == NHWC_TO_NCHW:  # [N, H*W, C] -> [N, C, H*W]
+        return (n, a * b, c), (0, 2, 1)
+    return None
+
+
+#: TFLite metadata entry naming the tensors that hold a channels-last flatten: JSON {tensor name: the flattened
+#: value's logical rank-4 shape} (numerics.py reads such a tensor back in PyTorch's order)
+FLATTEN_METADATA = "executorch_neutron.channels_last_flatten"
+
+
+def channels_last_flatten_columns(shape: Sequence[int]) -> tuple[int, ...]:
+    """A rank-4 [N, C, H, W] value stored NHWC, reshaped as it lies to [N, H*W*C]: column i holds PyTorch's
+    flatten column `perm[i]` (a FULLY_CONNECTED reading it takes its weight columns in this order)."""
+    _, c, h, w = (int(d) for d in shape)
+    return tuple(int(i) for i in np.arange(c * h * w).reshape(c, h, w).transpose(1, 2, 0).reshape(-1))
+
+
+def unflatten_channels_last(x: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """A channels-last flatten [N, H*W*C] of a logical `shape` [N, C, H, W] in PyTorch's flatten order [N, C*H*W]."""
+    return from_channels_last(x.reshape(physical_shape(shape, Layout.CHANNELS_LAST))).reshape(x.shape[0], -1)
 
 
 def logical_perm_to_physical(perm: Sequence[int], src: Layout, dst: Layout) -> tuple[int, ...]:

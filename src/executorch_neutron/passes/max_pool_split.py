@@ -1,0 +1,57 @@
+"""ATen pass (Ethos-U targets): a max pool whose windows tile its input (kernel == stride, no padding, no
+dilation) with a stride above 3 becomes a chain of such pools with strides 2 and 3 whose product is the stride.
+
+Vela runs max pools with strides 1..3 only (its `stride_range`), and a global or adaptive max pool (kernel =
+stride = input / output, as core_aten_rewrites writes it) often has a larger one: 20 x 20 -> 5 x 5 is stride 4.
+The max over a tile is the max over the maxima of its sub-tiles, so the chain computes exactly the same int8
+values (max pools do not requantize). A stride with a prime factor above 3 stays as it is (and on the CPU with
+Vela's reason). Neutron runs such strides in one pool, so the pipeline applies this to Ethos-U targets only.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.fx import GraphModule
+
+from .fx_utils import arg, call, finish
+
+aten = torch.ops.aten
+MAX_STRIDE = 3  # Vela's max-pool stride range is [1, 3] (ethosu.vela TFLiteSupportedOperators.stride_range)
+
+
+def _factors(n: int) -> list[int] | None:
+    """n as a product of 2s and 3s, largest first (None when n has another prime factor)."""
+    out = []
+    for f in (3, 2):
+        while n % f == 0:
+            out.append(f)
+            n //= f
+    return out if n == 1 else None
+
+
+def _pair(v, default) -> list[int]:
+    v = default if v is None or (isinstance(v, (list, tuple)) and len(v) == 0) else v
+    return [int(x) for x in v] * (2 // len(v)) if isinstance(v, (list, tuple)) else [int(v)] * 2
+
+
+def max_pool_split(gm: GraphModule) -> GraphModule:
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target != aten.max_pool2d.default or node.kwargs:
+            continue
+        kernel = _pair(arg(node, "kernel_size"), None)
+        stride = _pair(arg(node, "stride"), kernel)
+        if (kernel != stride or max(stride) <= MAX_STRIDE or any(_pair(arg(node, "padding"), 0))
+                or _pair(arg(node, "dilation"), 1) != [1, 1] or arg(node, "ceil_mode")):
+            continue
+        fh, fw = (_factors(s) for s in stride)
+        if fh is None or fw is None:
+            continue
+        steps = max(len(fh), len(fw))
+        fh, fw = fh + [1] * (steps - len(fh)), fw + [1] * (steps - len(fw))
+        with gm.graph.inserting_before(node):
+            x = node.args[0]
+            for h, w in zip(fh, fw):
+                x = call(gm, aten.max_pool2d.default, (x, [h, w], [h, w]), node)
+        node.replace_all_uses_with(x)
+        gm.graph.erase_node(node)
+    return finish(gm)
