@@ -85,6 +85,8 @@ REJECTED = {
     "log2_0d": (f(lambda s, a: torch.log2(a.abs().mean() + 1.0)), x(1, 8, 5, 6), "aten.log2.default", ZERO_D),
     "log10_0d": (f(lambda s, a: torch.log10(a.abs().mean() + 1.0)), x(1, 8, 5, 6), "aten.log10.default", ZERO_D),
     "view_0d": (f(lambda s, a: (a.mean() * 2.0).reshape(1)), x(1, 8, 5, 6), "aten.view_copy.default", ZERO_D),
+    "unsqueeze_0d": (f(lambda s, a: (a.mean() * 2.0).unsqueeze(0)), x(1, 8, 5, 6), "aten.unsqueeze_copy.default",
+                     ZERO_D),
     "linear_runtime_weights": (f(lambda s, a, w: F.linear(a, w)), (torch.randn(2, 16), torch.randn(8, 16)),
                                "aten.linear.default", "not a constant int8"),
     # passes/fold_constants.py folds it; without that pass (QAT keeps computations on parameters, and results over

@@ -246,7 +246,7 @@ def test_scalar_constant_operand_is_delegated_in_both_profiles(profile):
 
 
 # x.sum() to a 0-d scalar (sum_dim_int_list_converter.py; NXP's SumPattern quantizes aten.sum.default): the sum
-# runs on the NPU with keepdim (passes/sum_all_keepdim.py), only the reshape to () (a view) stays on the CPU
+# runs on the NPU with keepdim (passes/reduce_all_keepdim.py), only the reshape to () (a view) stays on the CPU
 SUM_ALL = {"rank3": (1, 6, 20), "rank4": (1, 4, 5, 6), "rank2": (3, 24)}
 
 

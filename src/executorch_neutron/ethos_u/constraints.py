@@ -124,6 +124,9 @@ def _mean_axes(a: NodeArgs) -> str | None:
     dims = a.get("dim")
     dims = range(len(shape)) if not dims else [d % len(shape) for d in dims]
     reduced = [shape[d] for d in dims]
+    flat = rows_view(a)
+    if flat is not None:
+        reduced = [flat[2]]  # reduced as one axis (ops/reduce.py)
     longest = max(reduced, default=1)
     if longest > MEAN_REDUCED_AXIS_MAX:
         return f"a reduced axis of {longest} elements"

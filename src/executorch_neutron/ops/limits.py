@@ -26,6 +26,8 @@ UPSAMPLE_SCALES = (2, 4)
 UPSAMPLE_SCALES_SDK = (1, 2, 4, 8)
 #: Permutation (transpose): tensor rank at most.
 PERMUTE_RANK = 4
+#: An expand written as concatenations of copies (passes/expand_to_cat.py): inputs of one concatenation at most.
+EXPAND_CAT_INPUTS = 16
 
 
 def one_of(values) -> str:

@@ -17,7 +17,9 @@ from ..tflite.layout import Layout, physical_axis, stored_channels_last
 from .common import batch_one, channels_multiple, same_padding_matches, shared_quantization
 from .limits import POOL_STRIDE_SDK, POOL_STRIDES, one_of
 from .reduce import reduce_dims
-from .registry import NEUTRON, constraint, documented_only, register
+from ..target import ETHOS_U as ETHOS_U_KIND
+from ..target import NEUTRON as NEUTRON_KIND
+from .registry import NEUTRON, constraint, documented_only, no_kernel, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -228,3 +230,28 @@ def convert_mean(ctx, a):
         mean_hw(ctx, a, keepdim=bool(a["keepdim"]))
         return
     reduce_dims(ctx, a, schema.BuiltinOperator.MEAN)
+
+
+_POOL3D = ("passes/pool3d_to_pool2d.py writes the others as 2-D max pools or one convolution; left are averages whose "
+           "divisor is not the window size everywhere (count_include_pad=False with padding, a ceil_mode window over "
+           "the edge, divisor_override), adaptive pools with overlapping windows, and return_indices")
+
+
+def _pool3d_left(a) -> str | None:
+    """What in a 3-D pool left it as one (see passes/pool3d_to_pool2d.py)."""
+    dhw, out = list(a.shape("self")[-3:]), list(a.out_shape[-3:])
+    if a.node.target == _aten._adaptive_avg_pool3d.default:
+        return f"output size {out} does not divide the input size {dhw}: the windows overlap"
+    if a.node.target == _aten.max_pool3d_with_indices.default:
+        return "its indices are used (return_indices=True)"
+    if a["divisor_override"] is not None:
+        return f"divisor_override {a['divisor_override']}"
+    if not a["count_include_pad"] and any(a["padding"]):
+        return f"count_include_pad=False with padding {list(a['padding'])}: the divisor shrinks at the edges"
+    return f"ceil_mode: output {out} of {dhw} has a window over the edge, with a smaller divisor"
+
+
+no_kernel((_aten._adaptive_avg_pool3d.default, _aten.avg_pool3d.default, _aten.max_pool3d_with_indices.default), {
+    NEUTRON_KIND: "Neutron pools 2-D planes only; " + _POOL3D,
+    ETHOS_U_KIND: "Vela pools 2-D planes only; " + _POOL3D,
+}, detail=_pool3d_left)

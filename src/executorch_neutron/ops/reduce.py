@@ -5,7 +5,8 @@ The value is reduced in PyTorch's dimension order (a rank-4 channels-last value 
 axes are PyTorch's and a keepdim=False result needs no layout bookkeeping. A reduction over the last dim of a
 tensor of rank >= 3 whose last three dims are all larger than 1 or whose first dim is (layer norm's rows in
 MobileViT: [4, 16, 64]) is written as RESHAPE to [rows, 1, last] + the reduction over the last axis + RESHAPE to
-the result (`rows_view`): the same numbers, and an IFM of batch 1 with a unit axis, which Vela needs for a MEAN. The spatial mean of a rank-4 tensor is
+the result (`rows_view`), and a reduction over every dim likewise on [1, 1, every element]: the same numbers, and
+an IFM of batch 1 with a unit axis, which Vela needs for a MEAN. The spatial mean of a rank-4 tensor is
 in pooling.py (MEAN over the NHWC spatial axes, no transpose).
 """
 
@@ -21,7 +22,8 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from ..tflite.builder import Quant, Value, options
 from ..tflite.layout import Layout
 from .common import shared_quantization
-from .registry import register
+from ..target import ETHOS_U, NEUTRON
+from .registry import no_kernel, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -58,10 +60,13 @@ def reduce_dims(ctx, a, builtin: int, quant=None, out=None) -> Value:
 
 
 def rows_view(a) -> tuple[int, int, int] | None:
-    """[rows, 1, last]: the view a reduction of node args `a` over the last dim alone is written on, when the
-    input (rank >= 3) has no unit axis among its last three dims or a batch above 1; else None (written as is)."""
+    """[rows, 1, last]: the view a reduction of node args `a` is written on: [1, 1, every element] for a reduction
+    over every dim of a rank >= 2 input; for one over the last dim alone, when the input (rank >= 3) has no unit
+    axis among its last three dims or a batch above 1; else None (written as is)."""
     shape = a.shape("self")
     rank = len(shape)
+    if rank >= 2 and _axes(a) == list(range(rank)):
+        return (1, 1, math.prod(shape))
     if rank < 3 or _axes(a) != [rank - 1] or (1 in shape[-3:] and shape[0] == 1):
         return None
     return (math.prod(shape) // shape[-1], 1, shape[-1])
@@ -96,3 +101,11 @@ def convert_amax(ctx, a):
 def convert_amin(ctx, a):
     """Minimum over the listed dims (all when none are listed)."""
     reduce_dims(ctx, a, schema.BuiltinOperator.REDUCE_MIN, quant=ctx.value(a["self"]).quant)
+
+
+no_kernel((_aten.argmax.default, _aten.argmin.default), {
+    NEUTRON: "ARG_MAX / ARG_MIN are in neither Neutron's documented operator table nor NXP's current converter "
+                  "set, and the result is an int64 index, not an int8 tensor",
+    ETHOS_U: "the result is an int64 index, and partitions return int8 tensors only (Vela's ARG_MAX returns "
+                  "int32 indices, over the last axis of depth <= 127 only; it has no ARG_MIN)",
+})

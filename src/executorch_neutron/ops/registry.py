@@ -94,7 +94,7 @@ DELEGATION_OPTIONS: dict[str, str] = {
         "permute_copy of any rank and any permutation is delegated (the default keeps rank <= 4 permutations "
         "that leave a batch dimension larger than 1 in front)."),
     "allow_noop_partitions": (
-        "partitions made only of no-op nodes (views, clones, squeezes) are created (by default they stay on the "
+        "partitions made only of no-op nodes (views, clones) are created (by default they stay on the "
         "CPU: a delegate call costs more than the copy)."),
 }
 
@@ -188,6 +188,9 @@ class OpEntry:
     convert: Callable
     constraints: tuple[Constraint, ...] = ()
     noop: bool = False  # moves no data in a way worth a partition on its own (views, clones)
+    #: a no-op whose partition is made even when nothing else is in it (squeeze / unsqueeze: NXP's release counts
+    #: only views and clones as no-ops, so it delegates a lone squeeze, and parity keeps it on the NPU here too)
+    alone: bool = False
     doc: str = ""
     quantize: tuple[tuple[object, str], ...] = ()  # (ATen op, annotation family) for the ATen ops that become it
     preserve: str | None = None  # one of PRESERVE_MODES
@@ -218,7 +221,7 @@ class OpEntry:
 REGISTRY: dict[object, OpEntry] = {}
 
 
-def register(*targets, constraints=(), noop=False, quantize=None, preserve=None, fuses_activation=False,
+def register(*targets, constraints=(), noop=False, alone=False, quantize=None, preserve=None, fuses_activation=False,
              profiles=ALL_PROFILES, preserve_when=None):
     """Decorator registering a converter `fn(ctx, args)` for edge ops `targets` with their constraints.
 
@@ -237,6 +240,7 @@ def register(*targets, constraints=(), noop=False, quantize=None, preserve=None,
             convert=fn,
             constraints=tuple(constraints),
             noop=noop,
+            alone=alone,
             doc=(fn.__doc__ or "").strip(),
             quantize=quantize,
             preserve=preserve,
@@ -293,21 +297,39 @@ def add_constraint(ops, c: Constraint) -> Constraint:
     return c
 
 
-#: edge ops no NPU back end has a kernel for, with the reason the partitioner gives instead of "no kernel" (`no_kernel`)
-NO_KERNEL: dict[object, str] = {}
+#: edge ops that have no entry for a reason more specific than "no kernel for this operator": op -> {back-end
+#: kind: reason}, added with `no_kernel` (the partitioner's rejection and SUPPORTED_OPS.md read them)
+NO_KERNEL: dict[object, dict[str, str]] = {}
+#: op -> fn(NodeArgs) naming what in one node is left to the CPU (appended to the reason), for `no_kernel(detail=)`
+NO_KERNEL_DETAIL: dict[object, Callable[[NodeArgs], Optional[str]]] = {}
 
 
-def no_kernel(reason: str, *targets) -> None:
-    """Record why edge ops `targets` (with no registry entry) stay off every NPU back end."""
-    for t in targets:
-        if t in REGISTRY or t in NO_KERNEL:
-            raise ValueError(f"{op_name(t)} already has an entry or a no-kernel reason")
-        NO_KERNEL[t] = reason
+def no_kernel(ops, reasons: dict[str, str], detail: Callable[[NodeArgs], Optional[str]] | None = None) -> None:
+    """Record why edge ops `ops` have no entry, per back-end kind (every kind of BACKEND_KINDS); `detail(args)`
+    may name what in a node leaves it there."""
+    missing = sorted(set(BACKEND_KINDS) - set(reasons))
+    if missing:
+        raise ValueError(f"no_kernel {[op_name(o) for o in ops]}: no reason for back ends {missing}")
+    for op in ops:
+        if op in REGISTRY or op in NO_KERNEL:
+            raise ValueError(f"{op_name(op)} already has an entry or a no_kernel reason")
+        NO_KERNEL[op] = dict(reasons)
+        if detail is not None:
+            NO_KERNEL_DETAIL[op] = detail
 
 
-def no_kernel_reason(target) -> str | None:
+def no_kernel_reason(node: Node, backend: str) -> str | None:
+    """The recorded reason for `node`'s op on `backend`, with what in the node leaves it there when known."""
     _ensure_loaded()
-    return NO_KERNEL.get(target)
+    why = NO_KERNEL.get(node.target, {}).get(backend)
+    detail = NO_KERNEL_DETAIL.get(node.target)
+    if why is None or detail is None:
+        return why
+    try:
+        found = detail(NodeArgs(node))
+    except Exception:  # noqa: BLE001 - the detail is a nicety; the reason stands without it
+        found = None
+    return f"{found}; {why}" if found else why
 
 
 def lookup(target) -> OpEntry | None:

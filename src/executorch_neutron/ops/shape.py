@@ -23,8 +23,10 @@ from ..tflite.layout import (
     to_physical_perm,
 )
 from .common import is_dq, is_q, shared_quantization
-from .limits import PERMUTE_RANK
-from .registry import NEUTRON, constraint, register
+from .limits import EXPAND_CAT_INPUTS, PERMUTE_RANK
+from ..target import ETHOS_U as ETHOS_U_KIND
+from ..target import NEUTRON as NEUTRON_KIND
+from .registry import NEUTRON, constraint, no_kernel, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -33,10 +35,11 @@ A = torch.ops.aten
 _DIM_ORDER_CLONE = exir_ops.edge.dim_order_ops._clone_dim_order.default
 
 
-@register(_aten.view_copy.default, _aten.squeeze_copy.default, _aten.squeeze_copy.dim, _aten.squeeze_copy.dims,
-          _aten.unsqueeze_copy.default, noop=True, constraints=(shared_quantization(),), quantize={"shared": (
-              A.view.default, A.reshape.default, A._unsafe_view.default, A.flatten.using_ints, A.unflatten.int,
+@register(_aten.squeeze_copy.default, _aten.squeeze_copy.dim, _aten.squeeze_copy.dims, _aten.unsqueeze_copy.default,
+          noop=True, alone=True, constraints=(shared_quantization(),), quantize={"shared": (
               A.squeeze.default, A.squeeze.dim, A.squeeze.dims, A.unsqueeze.default)})
+@register(_aten.view_copy.default, noop=True, constraints=(shared_quantization(),), quantize={"shared": (
+              A.view.default, A.reshape.default, A._unsafe_view.default, A.flatten.using_ints, A.unflatten.int)})
 def convert_view(ctx, a):
     """Reshape (no data movement in PyTorch order); squeeze and unsqueeze are reshapes too. A flatten of a
     channels-last value read only by linear layers reshapes it as it lies (no TRANSPOSE): the linears take their
@@ -247,3 +250,11 @@ def convert_slice(ctx, a):
     st = b.int32_vector(a.node.name + "_strides", [1] * rank)
     out = ctx.emit_output(a.node, layout, quant=x.quant)
     b.op(schema.BuiltinOperator.STRIDED_SLICE, [x.tensor, bt, et, st], [out.tensor], options("StridedSliceOptionsT"))
+
+
+_EXPAND_LEFT = (f"left for an expand whose repeat count has a prime factor above {EXPAND_CAT_INPUTS} "
+                "(passes/expand_to_cat.py writes the others as concatenations of copies)")
+no_kernel((_aten.expand_copy.default,), {
+    NEUTRON_KIND: "a broadcast copy (TILE / BROADCAST_TO) is not in Neutron's operator table; " + _EXPAND_LEFT,
+    ETHOS_U_KIND: "Vela has no broadcast copy (TILE / BROADCAST_TO); " + _EXPAND_LEFT,
+})

@@ -8,7 +8,8 @@ nodes of its output, so a partition takes and returns int8 tensors. A partitione
 a dequantize node shared by an NPU consumer and a CPU consumer cannot be split: the NPU consumer then stays on the
 CPU too, with that reason (torchao's convert_pt2e already gives every consumer its own dequantize; sharing only
 appears when ExecuTorch decomposes an op after quantization). Partitions made only of no-op nodes (views,
-clones) are not created unless the custom option `allow_noop_partitions` is set. Every rejected node keeps its
+clones) are not created unless the custom option `allow_noop_partitions` is set; a squeeze or unsqueeze counts
+as work (registry entries with `alone`), as in NXP's release. Every rejected node keeps its
 reason in `self.rejections` (and in the delegation report).
 
 Ops kept from decomposition (`ops_to_not_decompose`) are the registry entries' `preserve` ops: "always" (linear:
@@ -126,8 +127,8 @@ class BasePartitioner(Partitioner):
             compute = [n for n in nodes if is_compute(n)]
             if not compute:
                 continue
-            if not ctx.allows("allow_noop_partitions") and all(
-                    registry.lookup(n.target).noop for n in compute if registry.lookup(n.target)):
+            entries = [registry.lookup(n.target) for n in compute]
+            if not ctx.allows("allow_noop_partitions") and all(e.noop and not e.alone for e in entries if e):
                 for n in compute:
                     self.rejections.append(Rejection(n.name, registry.op_name(n.target),
                                                      "a partition of only no-op nodes is not worth a delegate call",

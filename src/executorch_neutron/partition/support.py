@@ -236,9 +236,9 @@ def _decide_one(node: Node, ctx: CheckContext, lookup=registry.lookup) -> Reject
     entry = lookup(node.target)
     if entry is None:
         origin = source_op(node)
-        why = registry.no_kernel_reason(node.target)
-        return reject((f"no {ctx.npu} kernel for this operator" + (f": {why}" if why else ""))
-                      + (f" (part of {origin})" if origin else ""))
+        why = registry.no_kernel_reason(node, ctx.backend)
+        return reject(f"no {ctx.npu} kernel for this operator" + (f" (part of {origin})" if origin else "")
+                      + (f": {why}" if why else ""))
     if not _static(node):
         return reject(f"dynamic shape: {ctx.npu} needs static shapes", "export with static shapes")
     if _constant_only(node, ctx):

@@ -27,6 +27,7 @@ from .core_aten_rewrites import core_aten_rewrites
 from .dilated_max_pool import dilated_max_pool
 from .div_to_mul import div_to_mul
 from .elu_decompose import elu_decompose
+from .expand_to_cat import expand_to_cat
 from .fold_constants import fold_constants
 from .fold_linear_batch_norm import fold_linear_batch_norm
 from .gelu_to_sigmoid import gelu_to_sigmoid
@@ -46,7 +47,9 @@ from .pad_modes_to_cat import pad_modes_to_cat
 from .permute_rank4 import permute_rank4
 from .pixel_shuffle_to_permute import pixel_shuffle_to_permute
 from .pool1d_to_pool2d import pool1d_to_pool2d
+from .pool3d_to_pool2d import pool3d_to_pool2d
 from .pow_to_mul import pow_to_mul
+from .reduce_all_keepdim import reduce_all_keepdim
 from .remove_bn_counters import remove_bn_counters
 from .remove_noops import remove_noops
 from .rnn_unroll import rnn_unroll
@@ -55,7 +58,7 @@ from .silu_to_sigmoid_mul import silu_to_sigmoid_mul
 from .sink_batch_reshapes import sink_batch_reshapes
 from .sink_squeeze import sink_squeeze
 from .split_to_slices import split_to_slices
-from .sum_all_keepdim import sum_all_keepdim
+from .stack_to_cat import stack_to_cat
 from .threshold_to_clamp import threshold_to_clamp
 
 _edge = exir_ops.edge.aten
@@ -109,6 +112,8 @@ PIPELINE: tuple[Step, ...] = (
          op_flags=(("with_sub", _edge.sub.Tensor),)),
     Step(split_to_slices, "before sdpa_to_matmul and permute_rank4: attention's q, k, v unbind becomes slices and "
          "reshapes they see as ordinary views"),
+    Step(stack_to_cat, "before sink_batch_reshapes and permute_rank4, which see the unsqueezes it writes as "
+         "ordinary views"),
     Step(sdpa_to_matmul, "before matmul_to_bmm, which rewrites the matmuls it writes"),
     Step(matmul_to_bmm, "before sink_batch_reshapes, which moves the reshapes it writes around the bmm"),
     Step(sink_batch_reshapes, "before permute_rank4, whose reshape collapsing removes the reshapes it brings "
@@ -128,9 +133,10 @@ PIPELINE: tuple[Step, ...] = (
     Step(avg_pool_ceil, "after pool1d_to_pool2d (a 1-D average pool is a 2-D one by then)"),
     Step(dilated_max_pool, "after pool1d_to_pool2d (a dilated max_pool1d is a max_pool2d by then); only where the "
          "target's table runs maximum", needs_ops=(_edge.maximum.default,)),
-    Step(max_pool_split, "after core_aten_rewrites, pool1d_to_pool2d and dilated_max_pool, whose adaptive, 1-D and "
-         "subsampling max pools it splits; Ethos-U only (Vela's max-pool strides are 1..3, Neutron runs larger ones "
-         "in one pool)", backends=frozenset({ETHOS_U})),
+    Step(pool3d_to_pool2d, "before max_pool_split and max_pool_padding, which rewrite the 2-D max pools it writes"),
+    Step(max_pool_split, "after core_aten_rewrites, pool1d_to_pool2d, dilated_max_pool and pool3d_to_pool2d, whose "
+         "adaptive, 1-D, subsampling and 3-D max pools it splits; Ethos-U only (Vela's max-pool strides are 1..3, "
+         "Neutron runs larger ones in one pool)", backends=frozenset({ETHOS_U})),
     Step(mean1d_to_mean2d, "any"),
     Step(div_to_mul, "after fold_constants: a divisor computed from constants is a constant by then"),
     Step(hardsigmoid_to_conv, "any"),
@@ -151,8 +157,9 @@ PIPELINE: tuple[Step, ...] = (
     Step(l2_normalize_decompose, "any; only where the target's table runs rsqrt and sum (else F.normalize stays "
          "float ops on the CPU instead of int8 pieces split between NPU and CPU)",
          needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
+    Step(expand_to_cat, "after rnn_unroll and l2_normalize_decompose, which read the expands they meet"),
     Step(max_pool_padding, "after the pool and activation rewrites above (it reads its input's producers)"),
-    Step(sum_all_keepdim, "any"),
+    Step(reduce_all_keepdim, "any"),
     Step(sink_squeeze, "last: moves the squeezes of conv1d_to_conv2d below the batch norm / activation that "
          "follows the conv, once no pass rewrites them any more"),
 )

@@ -26,8 +26,8 @@ _GENERIC = (
     f"not (QAT keeps computations on parameters; results over {FOLD_MAX_ELEMENTS:,} elements) stays on the CPU.",
     "An operator listed in `operators_not_to_delegate` (e.g. `aten::convolution` or `aten.convolution.default`) "
     "stays on the CPU with the reason \"excluded by operators_not_to_delegate\".",
-    "A partition made only of no-op nodes (views, clones, squeezes) is not created, unless "
-    "`allow_noop_partitions` is set.",
+    "A partition made only of no-op nodes (views, clones) is not created, unless `allow_noop_partitions` is set; "
+    "a squeeze or unsqueeze in it makes it one (NXP's release delegates them alone).",
     "A dequantize node shared by an NPU node and a CPU node keeps the NPU node on the CPU (a partitioner may not "
     "change the graph).",
     "When a support check cannot be decided statically the node stays on the CPU (the reason says why).",
@@ -92,15 +92,15 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
         ops = "<br>".join(f"`{n}`" for n in names) + _profile_tag(entry.profiles)
         cons = [_sentence(c.describe(tgt)) + _profile_tag(c.profiles, c.backends) for c in entry.constraints
                 if not _added(c)]  # a back end's own limits: its section below
-        if entry.noop:
+        if entry.noop and entry.alone:
+            cons.append("No-op (moves no data), delegated on its own too (as NXP's release does).")
+        elif entry.noop:
             cons.append("No-op (moves no data): not delegated on its own.")
         text = " ".join(cons) if cons else "None beyond int8."
         lines.append(f"| {ops} | int8 | {text.replace('|', '/')} |")
-    lines += ["", "## Operators without a kernel", "",
-              "Neither NPU back end runs these; the partitioner leaves them on the CPU with this reason (on a target with a "
-              "Cortex-M core, such as imxrt700cm, the Cortex-M stage may run them as int8 kernels).", ""]
-    lines += [f"- `{registry.op_name(t)}`: {why}." for t, why in sorted(
-        ((t, why) for t, why in registry.NO_KERNEL.items()), key=lambda tw: registry.op_name(tw[0]))]
+    lines += ["", "## Operators without a kernel, and why", ""]
+    lines += [f"- `{registry.op_name(op)}`: " + "; ".join(f"{registry.NPU_NAMES[k]}: {why}" for k, why in reasons.items())
+              for op, reasons in sorted(registry.NO_KERNEL.items(), key=lambda kv: registry.op_name(kv[0]))]
     lines += ["", "## Rules for every node", ""]
     lines += [f"- {r}" for r in _GENERIC]
     lines += ["", "## Graph passes (run by NeutronQuantizer before annotation)", ""]
