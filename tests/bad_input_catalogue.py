@@ -182,7 +182,7 @@ CASES: dict[str, Case] = {
         "Ctrl-C after the new .pte is written to its temporary file, before it replaces the old one",
         "nothing: the old file is kept, no temporary file is left", 130, "error: interrupted", child=True,
         script=("import os, signal; real = os.fsync\n"
-                "def fsync(fd):\n    real(fd); os.kill(os.getpid(), signal.SIGINT)\n"
+                "def fsync(fd):\n    real(fd); signal.raise_signal(signal.SIGINT)\n"
                 "os.fsync = fsync\n" + CLI + "sys.exit(cli.main(['compile', '{d}/model.py:factory', "
                 "'--random-calibration', '-o', '{d}/old.pte']))"), intact=("old.pte",)),
     "sigint_before_replacing_report": Case(
@@ -190,7 +190,7 @@ CASES: dict[str, Case] = {
         "error: interrupted", child=True,
         script=("import os, signal; real = os.fsync\n"
                 "def fsync(fd):\n    real(fd)\n    if 'old.html' in os.readlink(f'/proc/self/fd/{{fd}}'): "
-                "os.kill(os.getpid(), signal.SIGINT)\n"
+                "signal.raise_signal(signal.SIGINT)\n"
                 "os.fsync = fsync\n" + CLI + "sys.exit(cli.main(['compile', '{d}/model.py:factory', "
                 "'--random-calibration', '-o', '{d}/new.pte', '--report', '{d}/old.html']))"),
         intact=("old.html",)),

@@ -15,15 +15,17 @@ pytestmark = pytest.mark.fast
 
 
 def _interrupt_in(monkeypatch, name: str, after: bool) -> None:
-    """Send a real SIGINT to this process from inside os.<name> (before or after its real work)."""
+    """Send a real SIGINT from inside os.<name> (before or after its real work), to this thread: `raise_signal`
+    delivers it before returning, where `os.kill(getpid())` may reach another thread of a multi-threaded process
+    (torch's and LiteRT's pools) and run Python's handler only later, under load after the write is done."""
     real = getattr(os, name)
 
     def patched(*args):
         if not after:
-            os.kill(os.getpid(), signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
         result = real(*args)
         if after:
-            os.kill(os.getpid(), signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
         return result
 
     monkeypatch.setattr(os, name, patched)

@@ -66,10 +66,12 @@ def test_catalogue_case(name, files):
         code, output = (_child if case.script or case.child else _in_process)(case, files)
         changed = [f for f, state in before.items() if _state(files / f) != state]
         temporary = sorted(str(p.relative_to(files)) for p in files.rglob(".*.tmp"))
-    finally:  # the next cases need the files as they were
+    finally:  # the next cases need the files as they were (and none of this case's temporary files)
         for f, (link, data) in before.items():
             if link is None and (files / f).read_bytes() != data:
                 (files / f).write_bytes(data)
+        for leftover in files.rglob(".*.tmp"):
+            leftover.unlink()
     assert not changed, f"{changed} changed:\n{output[-3000:]}"
     assert not temporary, f"temporary files left: {temporary}"
     assert code == case.code, f"exit code {code} (expected {case.code}):\n{output[-3000:]}"
