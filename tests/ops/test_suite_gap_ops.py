@@ -118,21 +118,25 @@ def test_vela_refusal_has_its_reason(name):
 #: rewrites into several int8 ops (passes/): PyTorch's quantized model of the rewritten graph against the float
 #: op, in output steps. Bound 2: the input's own rounding (half a step of its scale, through a slope of at most 1
 #: relative to the output's range) plus one rounding per intermediate result, each in a range no wider than the
-#: output's; measured max 1 (elu, logsigmoid, pow 3, glu) and 2 (log1p, elu with alpha 2).
+#: output's; measured max 1 (elu, logsigmoid, pow 3, glu) and 2 (elu with alpha 2). log1p = log(x + 1): the add's
+#: rounding near x = 0, where log's slope is largest (1 / (1 + x) = 1, with an output range narrower than the
+#: add's), plus the log's own and the input's: bound 3 (3 seen on some random samples, 2 on this seed).
+#: Samples are drawn after seeding, in the test.
 DECOMPOSED = {
-    "elu": (lambda: nn.ELU(), torch.randn(3, 4, 50)),
-    "elu_alpha_2": (lambda: nn.ELU(alpha=2.0), torch.randn(3, 4, 50)),
-    "logsigmoid": (lambda: nn.LogSigmoid(), torch.randn(3, 4, 50) * 4),
-    "log1p": (lambda: Fn(lambda s, a: torch.log1p(a)), torch.rand(3, 4, 50) * 5),
-    "pow_3": (lambda: Fn(lambda s, a: torch.pow(a, 3)), torch.randn(3, 4, 50)),
-    "glu": (lambda: Fn(lambda s, a: F.glu(a, -1)), torch.randn(3, 4, 50)),
+    "elu": (lambda: nn.ELU(), lambda: torch.randn(3, 4, 50), 2),
+    "elu_alpha_2": (lambda: nn.ELU(alpha=2.0), lambda: torch.randn(3, 4, 50), 2),
+    "logsigmoid": (lambda: nn.LogSigmoid(), lambda: torch.randn(3, 4, 50) * 4, 2),
+    "log1p": (lambda: Fn(lambda s, a: torch.log1p(a)), lambda: torch.rand(3, 4, 50) * 5, 3),
+    "pow_3": (lambda: Fn(lambda s, a: torch.pow(a, 3)), lambda: torch.randn(3, 4, 50), 2),
+    "glu": (lambda: Fn(lambda s, a: F.glu(a, -1)), lambda: torch.randn(3, 4, 50), 2),
 }
 
 
 @pytest.mark.parametrize("name", DECOMPOSED)
-def test_decomposition_stays_within_two_steps_of_the_float_op(name):
-    make, sample = DECOMPOSED[name]
+def test_decomposition_stays_within_its_bound_of_the_float_op(name):
+    make, draw, bound = DECOMPOSED[name]
     torch.manual_seed(0)
+    sample = draw()
     model = make().eval()
     pipeline = assemble(resolve_spec(target="imxrt700"))
     quantized = quantize(model, (sample,), [(sample,), (sample * 0.9,)], pipeline.quantizer)
@@ -140,5 +144,5 @@ def test_decomposition_stays_within_two_steps_of_the_float_op(name):
     with torch.no_grad():
         ours = quantize_np(quantized(sample).numpy(), scale, zero_point).astype(int)
         want = quantize_np(model(sample).numpy(), scale, zero_point).astype(int)
-    assert int(abs(ours - want).max()) <= 2
+    assert int(abs(ours - want).max()) <= bound
 
