@@ -49,11 +49,15 @@ def lowered_modules(graph_module: torch.fx.GraphModule) -> dict:
     return {node: module for _, module, node in get_lowered_submodules(graph_module)}
 
 
+def op_schema(target) -> torch.FunctionSchema:
+    """The schema of an ATen or edge OpOverload (an edge op wraps its ATen OpOverload)."""
+    return getattr(target, "_schema", None) or target._op._schema
+
+
 def schema_args(node: torch.fx.Node) -> dict:
     """A call's arguments by schema name, positional or keyword, defaults filled in (None where the schema has no
     default), for an ATen or edge OpOverload: the one argument normalisation of the passes, checks and converters."""
-    op = node.target
-    schema = getattr(op, "_schema", None) or op._op._schema  # an edge op wraps its ATen OpOverload
+    schema = op_schema(node.target)
     out = {}
     for i, a in enumerate(schema.arguments):
         if i < len(node.args):

@@ -22,7 +22,7 @@ from torch.fx import Node
 from ethosu.vela.tflite_supported_operators import TFLiteSupportedOperators as _Vela
 
 from ..ops import registry
-from ..ops.args import NodeArgs
+from ..ops.args import NodeArgs, pool_args, spatial
 from ..ops.conv import transposed_kernel
 from ..ops.reduce import rows_view
 from ..ops.common import same_padding_matches
@@ -67,11 +67,6 @@ def _vela(text: str, ops, found: Callable[[NodeArgs], Optional[str]]) -> Constra
     return registry.add_constraint(ops, Constraint(text, check, backends=registry.ETHOS_U))
 
 
-def _pair(v, default):
-    v = default if v is None or v == [] else v
-    return tuple(v) * 2 if len(tuple(v)) == 1 else tuple(v)
-
-
 def _batch(a: NodeArgs) -> str | None:
     """The IFM (and IFM2) of the node: its activation operands, not its weights (a reduction written on a
     [rows, 1, last] view, ops/reduce.py, has batch 1)."""
@@ -93,30 +88,31 @@ def _depthwise_stride(a: NodeArgs) -> str | None:
     if a["transposed"] or groups == 1 or groups != cin:
         return None
     lo, hi = STRIDE_RANGE
-    s = _pair(a["stride"], [1])
-    return None if all(lo <= x <= hi for x in s) else f"depthwise stride {list(s)}"
+    s = spatial(a["stride"], 1)
+    return None if all(lo <= x <= hi for x in s) else f"depthwise stride {s}"
 
 
 def _pool_stride(a: NodeArgs) -> str | None:
     lo, hi = STRIDE_RANGE
-    s = _pair(a["stride"] or a["kernel_size"], [1])
-    return None if all(lo <= x <= hi for x in s) else f"stride {list(s)}"
+    s = pool_args(a.node).stride
+    return None if all(lo <= x <= hi for x in s) else f"stride {s}"
 
 
 def _avg_kernel_same(a: NodeArgs) -> str | None:
-    k, s, p = _pair(a["kernel_size"], [1]), _pair(a["stride"] or a["kernel_size"], [1]), _pair(a["padding"], [0])
+    pool = pool_args(a.node)
+    k, s, p = pool.kernel, pool.stride, pool.padding
     if not any(p):
         return None
     lo, hi = FILTER_RANGE_SAME
     ok = lo <= k[0] <= hi and (lo <= k[1] <= hi or s[1] == k[1])
-    return None if ok else f"kernel {list(k)} with SAME padding {list(p)}"
+    return None if ok else f"kernel {k} with SAME padding {p}"
 
 
 def _kernel_size(a: NodeArgs) -> str | None:
-    k = _pair(a["kernel_size"], [1])
+    k = pool_args(a.node).kernel
     if not FILTER_HEIGHT_RANGE[0] <= k[0] <= FILTER_HEIGHT_RANGE[1]:
         return f"kernel height {k[0]}"
-    return None if k[0] * k[1] <= FILTER_PRODUCT_MAX else f"kernel {list(k)}"
+    return None if k[0] * k[1] <= FILTER_PRODUCT_MAX else f"kernel {k}"
 
 
 def _mean_axes(a: NodeArgs) -> str | None:
@@ -179,19 +175,20 @@ def _weights_sum(a: NodeArgs) -> str | None:
 def _large_stride(a: NodeArgs) -> str | None:
     """Stride above 3 with TFLite SAME padding (the converter's choice when it equals PyTorch's) or dilation."""
     if a.node.target == _aten.avg_pool2d.default:
-        k, s, p = _pair(a["kernel_size"], [1]), _pair(a["stride"] or a["kernel_size"], [1]), _pair(a["padding"], [0])
+        pool = pool_args(a.node)
+        k, s, p = pool.kernel, pool.stride, pool.padding
         same, dilated = any(p) and not a["count_include_pad"], False  # counted padding: PAD, then VALID
         hw = a.shape("self")[2:]
     else:
         if _conv_kind(a) != "conv" or len(a.shape("input")) != 4:
             return None
-        k, s = a.shape("weight")[2:], _pair(a["stride"], [1])
-        p, d, hw = _pair(a["padding"], [0]), _pair(a["dilation"], [1]), a.shape("input")[2:]
+        k, s = a.shape("weight")[2:], spatial(a["stride"], 1)
+        p, d, hw = spatial(a["padding"], 0), spatial(a["dilation"], 1), a.shape("input")[2:]
         same = any(p) and all(same_padding_matches(hw[i], k[i], s[i], d[i], p[i]) for i in range(2))
         dilated = any(x != 1 for x in d)
     if max(s) <= STRIDE_RANGE[1] or not (same or dilated):
         return None
-    return f"stride {list(s)} with {'SAME padding' if same else 'dilation'}"
+    return f"stride {s} with {'SAME padding' if same else 'dilation'}"
 
 
 def _tconv(a: NodeArgs) -> str | None:

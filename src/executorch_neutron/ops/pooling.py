@@ -14,6 +14,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 
 from ..tflite.builder import options
 from ..tflite.layout import Layout, physical_axis, stored_channels_last
+from .args import pool_args, spatial
 from .common import batch_one, channels_multiple, same_padding_matches, shared_quantization
 from .limits import POOL_STRIDE_SDK, POOL_STRIDES, one_of
 from .reduce import reduce_dims
@@ -23,15 +24,6 @@ from .registry import NEUTRON, constraint, documented_only, no_kernel, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
-
-
-def _pair(v, default=None):
-    if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
-        v = default
-    if isinstance(v, int):
-        return [v, v]
-    v = list(v)
-    return v * 2 if len(v) == 1 else v
 
 
 @constraint("rank-4 input")
@@ -48,35 +40,35 @@ def _no_ceil(a, ctx):
 @constraint("dilation 1 (a dilated max pool without padding arrives as slices and maximum where the table has "
             "MAXIMUM: passes/dilated_max_pool.py)")
 def _dilation(a, ctx):
-    d = _pair(a["dilation"], 1)
-    if d == [1, 1]:
+    pool = pool_args(a.node)
+    if pool.dilation == [1, 1]:
         return None
-    return (f"dilation {d} with padding {_pair(a['padding'], 0)}: dilation 1 is converted (a dilated max pool "
+    return (f"dilation {pool.dilation} with padding {pool.padding}: dilation 1 is converted (a dilated max pool "
             "without padding is rewritten into slices and maximum where the operator table has MAXIMUM)")
 
 
 @constraint(f"stride {one_of(POOL_STRIDES)}", profiles={"documented"}, backends=NEUTRON)
 def _stride(a, ctx):
-    s = _pair(a["stride"], a["kernel_size"])
+    s = pool_args(a.node).stride
     return None if all(x in POOL_STRIDES for x in s) else f"stride {s}: Neutron supports stride {one_of(POOL_STRIDES)}"
 
 
 @constraint(f"stride <= {POOL_STRIDE_SDK}", profiles={"sdk-current"}, backends=NEUTRON)
 def _stride_sdk(a, ctx):
-    s = _pair(a["stride"], a["kernel_size"])
+    s = pool_args(a.node).stride
     return None if all(x <= POOL_STRIDE_SDK for x in s) else f"stride {s}: Neutron supports strides up to {POOL_STRIDE_SDK}"
 
 
 @constraint("count_include_pad False (or no padding)", profiles={"documented"}, backends=NEUTRON)
 def _count_include_pad(a, ctx):
-    if a["count_include_pad"] and any(_pair(a["padding"], 0)):
+    if _pads_explicitly(a):
         return "count_include_pad True with padding: Neutron averages over the valid window only"
     return None
 
 
 def _pads_explicitly(a) -> bool:
     """avg_pool2d counting its zero padding: a PAD (with the zero point) before an unpadded average pool."""
-    return bool(a["count_include_pad"]) and any(_pair(a["padding"], 0))
+    return bool(a["count_include_pad"]) and any(pool_args(a.node).padding)
 
 
 @constraint("no divisor_override")
@@ -87,9 +79,8 @@ def _divisor(a, ctx):
 def _pool(ctx, a, builtin, explicit_padding: bool = False):
     b = ctx.builder
     x = ctx.value(a["self"], Layout.CHANNELS_LAST)
-    k = _pair(a["kernel_size"])
-    s = _pair(a["stride"], k)
-    p = _pair(a["padding"], 0)
+    pool = pool_args(a.node)
+    k, s, p = pool.kernel, pool.stride, pool.padding
     src = x.tensor
     if explicit_padding:  # zeros (the zero point) that count in the average, as PyTorch's count_include_pad
         n, c, h, w = x.shape
@@ -106,9 +97,8 @@ def _pool(ctx, a, builtin, explicit_padding: bool = False):
 
 @constraint("padding expressible as SAME padding (an average pool that counts its padding: an explicit PAD)")
 def _same_padding(a, ctx):
-    k = _pair(a["kernel_size"])
-    s = _pair(a["stride"], k)
-    p = _pair(a["padding"], 0)
+    pool = pool_args(a.node)
+    k, s, p = pool.kernel, pool.stride, pool.padding
     shape = a.shape("self")
     if any(p) and not (a.node.target == _aten.avg_pool2d.default and _pads_explicitly(a)) and not all(same_padding_matches(shape[2 + i], k[i], s[i], 1, p[i]) for i in range(2)):
         return f"padding {p} with kernel {k}, stride {s} on {list(shape[2:])} is not SAME padding"
@@ -161,7 +151,7 @@ def mean_hw(ctx, a, keepdim: bool):
 
 @constraint("output size 1x1, or dividing the input size (then it is an average pool with kernel = stride)")
 def _adaptive_size(a, ctx):
-    size = _pair(a["output_size"])
+    size = spatial(a["output_size"], None)
     h, w = a.shape("self")[2:]
     if size == [1, 1] or (h % size[0] == 0 and w % size[1] == 0):
         return None
@@ -169,7 +159,7 @@ def _adaptive_size(a, ctx):
 
 
 def _adaptive_is_pool(a) -> bool:
-    return _pair(a["output_size"]) != [1, 1]
+    return spatial(a["output_size"], None) != [1, 1]
 
 
 @constraint("equal input and output quantization (when not global)")
@@ -192,7 +182,7 @@ def convert_adaptive_avg_pool2d(ctx, a):
     if not _adaptive_is_pool(a):
         mean_hw(ctx, a, keepdim=True)
         return
-    oh, ow = _pair(a["output_size"])
+    oh, ow = spatial(a["output_size"], None)
     h, w = a.shape("self")[2:]
     x = ctx.value(a["self"], Layout.CHANNELS_LAST)
     out = ctx.emit_output(a.node, Layout.CHANNELS_LAST, quant=x.quant)

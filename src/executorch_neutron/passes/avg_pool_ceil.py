@@ -13,54 +13,46 @@ quantization, after pool1d_to_pool2d (a 1-D pool is a 2-D one over a 1 x L image
 from __future__ import annotations
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import arg, call, finish
+from ..ops.args import pool_args
+from .fx_utils import arg, call, rewrite_calls
 from .max_pool_padding import pool_out_size
 
 aten = torch.ops.aten
 
 
-def _pair(v, default) -> list[int]:
-    v = default if v is None or (isinstance(v, (list, tuple)) and len(v) == 0) else v
-    v = [int(v)] if isinstance(v, int) else [int(t) for t in v]
-    return v * 2 if len(v) == 1 else v
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    x = node.args[0]
+    val = x.meta.get("val") if isinstance(x, Node) else None
+    if not arg(node, "ceil_mode") or val is None or val.dim() != 4 or arg(node, "divisor_override") is not None:
+        return None
+    pool = pool_args(node)
+    k, s, p = pool.kernel, pool.stride, pool.padding
+    size = [int(val.shape[2]), int(val.shape[3])]
+    floor = [pool_out_size(size[i], k[i], s[i], p[i], 1, False) for i in range(2)]
+    grows = [i for i in range(2) if pool_out_size(size[i], k[i], s[i], p[i], 1, True) > floor[i]]
+    if len(grows) != 1:
+        return None  # no window added (max_pool_padding turns ceil_mode off), or a corner window
+    ax = grows[0]
+    t = floor[ax] * s[ax] - p[ax]
+    if t < 0 or t >= size[ax]:
+        return None
+    include_pad = arg(node, "count_include_pad")
+    held = size[ax] - t
+    divisor = min(t + k[ax], size[ax] + p[ax]) - t if include_pad else held
+    other = 1 - ax
+    tail_k, tail_s, tail_p = [0, 0], [0, 0], [0, 0]
+    tail_k[ax], tail_s[ax], tail_p[ax] = divisor, 1, 0
+    tail_k[other], tail_s[other], tail_p[other] = k[other], s[other], p[other]
+    main = call(gm, aten.avg_pool2d.default, (x, k, s, p, False, include_pad), node)
+    tail = call(gm, aten.slice.Tensor, (x, 2 + ax, t, size[ax]), node)
+    if divisor > held:  # the right padding the window counts: zeros (constant_pad_nd pads the last dim first)
+        pad = [0, divisor - held, 0, 0] if ax == 1 else [0, 0, 0, divisor - held]
+        tail = call(gm, aten.constant_pad_nd.default, (tail, pad, 0.0), node)
+    tail = call(gm, aten.avg_pool2d.default, (tail, tail_k, tail_s, tail_p, False, include_pad), node)
+    return call(gm, aten.cat.default, ([main, tail], 2 + ax), node)
 
 
 def avg_pool_ceil(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.avg_pool2d.default or not arg(node, "ceil_mode"):
-            continue
-        x = node.args[0]
-        val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-        if val is None or val.dim() != 4 or arg(node, "divisor_override") is not None:
-            continue
-        k = _pair(arg(node, "kernel_size"), None)
-        s, p = _pair(arg(node, "stride"), k), _pair(arg(node, "padding"), 0)
-        size = [int(val.shape[2]), int(val.shape[3])]
-        floor = [pool_out_size(size[i], k[i], s[i], p[i], 1, False) for i in range(2)]
-        grows = [i for i in range(2) if pool_out_size(size[i], k[i], s[i], p[i], 1, True) > floor[i]]
-        if len(grows) != 1:
-            continue  # no window added (max_pool_padding turns ceil_mode off), or a corner window
-        ax = grows[0]
-        t = floor[ax] * s[ax] - p[ax]
-        if t < 0 or t >= size[ax]:
-            continue
-        include_pad = arg(node, "count_include_pad")
-        held = size[ax] - t
-        divisor = min(t + k[ax], size[ax] + p[ax]) - t if include_pad else held
-        other = 1 - ax
-        tail_k, tail_s, tail_p = [0, 0], [0, 0], [0, 0]
-        tail_k[ax], tail_s[ax], tail_p[ax] = divisor, 1, 0
-        tail_k[other], tail_s[other], tail_p[other] = k[other], s[other], p[other]
-        with gm.graph.inserting_before(node):
-            main = call(gm, aten.avg_pool2d.default, (x, k, s, p, False, include_pad), node)
-            tail = call(gm, aten.slice.Tensor, (x, 2 + ax, t, size[ax]), node)
-            if divisor > held:  # the right padding the window counts: zeros (constant_pad_nd pads the last dim first)
-                pad = [0, divisor - held, 0, 0] if ax == 1 else [0, 0, 0, divisor - held]
-                tail = call(gm, aten.constant_pad_nd.default, (tail, pad, 0.0), node)
-            tail = call(gm, aten.avg_pool2d.default, (tail, tail_k, tail_s, tail_p, False, include_pad), node)
-            out = call(gm, aten.cat.default, ([main, tail], 2 + ax), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, aten.avg_pool2d.default, _rewrite)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
-from .fx_utils import arg, call, constant, finish, new_parameter
+from .fx_utils import arg, call, constant, new_parameter, rewrite_calls
 
 aten = torch.ops.aten
 
@@ -33,19 +33,15 @@ def _conv_transpose2d(gm: GraphModule, node: Node, x4: Node, w4: Node) -> Node:
 _REWRITES = {aten.conv1d.default: _conv2d, aten.conv_transpose1d.default: _conv_transpose2d}
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    x, w_node = arg(node, "input"), arg(node, "weight")
+    w = constant(gm, w_node)
+    if w is None or w.dim() != 3:
+        return None  # non-constant weights stay 1D (the partitioner explains why)
+    x4 = call(gm, aten.unsqueeze.default, (x, 2), node)
+    w4 = new_parameter(gm, "_neutron_conv2d_weight", w.detach().unsqueeze(2), w_node)
+    return call(gm, aten.squeeze.dims, (_REWRITES[node.target](gm, node, x4, w4), [2]), node)
+
+
 def conv1d_to_conv2d(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        rewrite = _REWRITES.get(node.target) if node.op == "call_function" else None
-        if rewrite is None:
-            continue
-        x, w_node = arg(node, "input"), arg(node, "weight")
-        w = constant(gm, w_node)
-        if w is None or w.dim() != 3:
-            continue  # non-constant weights stay 1D (the partitioner explains why)
-        with gm.graph.inserting_before(node):
-            x4 = call(gm, aten.unsqueeze.default, (x, 2), node)
-            w4 = new_parameter(gm, "_neutron_conv2d_weight", w.detach().unsqueeze(2), w_node)
-            out = call(gm, aten.squeeze.dims, (rewrite(gm, node, x4, w4), [2]), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, tuple(_REWRITES), _rewrite)

@@ -10,30 +10,22 @@ from __future__ import annotations
 import numbers
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import call, constant, finish, new_parameter
+from .fx_utils import call, constant, new_parameter, rewrite_calls
 
 aten = torch.ops.aten
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    x, c = node.args[0], node.args[1]
+    if isinstance(c, numbers.Number) and not isinstance(c, bool):
+        return None if c == 0 else call(gm, aten.mul.Tensor, (x, 1.0 / float(c)), node)
+    t = constant(gm, c)
+    if t is None or not t.is_floating_point() or bool((t == 0).any()):
+        return None
+    return call(gm, aten.mul.Tensor, (x, new_parameter(gm, "_neutron_reciprocal", 1.0 / t.detach(), c)), node)
+
+
 def div_to_mul(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in (aten.div.Tensor, aten.div.Scalar):
-            continue
-        x, c = node.args[0], node.args[1]
-        if isinstance(c, numbers.Number) and not isinstance(c, bool):
-            if c == 0:
-                continue
-            with gm.graph.inserting_before(node):
-                out = call(gm, aten.mul.Tensor, (x, 1.0 / float(c)), node)
-        else:
-            t = constant(gm, c)
-            if t is None or not t.is_floating_point() or bool((t == 0).any()):
-                continue
-            with gm.graph.inserting_before(node):
-                inv = new_parameter(gm, "_neutron_reciprocal", 1.0 / t.detach(), c)
-                out = call(gm, aten.mul.Tensor, (x, inv), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, (aten.div.Tensor, aten.div.Scalar), _rewrite)

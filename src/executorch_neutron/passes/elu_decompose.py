@@ -11,26 +11,23 @@ rewritten. Runs before quantization; only where the target's table runs exp.
 from __future__ import annotations
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import call, finish
+from .fx_utils import call, rewrite_calls
 
 aten = torch.ops.aten
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    x, alpha = node.args[0], float(node.args[1]) if len(node.args) > 1 else 1.0
+    if [float(a) for a in node.args[2:4]] not in ([], [1.0], [1.0, 1.0]):
+        return None
+    low = call(gm, aten.clamp.default, (x, None, 0.0), node)
+    neg_part = call(gm, aten.add.Tensor, (call(gm, aten.exp.default, (low,), node), -1.0), node)
+    if alpha != 1.0:
+        neg_part = call(gm, aten.mul.Tensor, (neg_part, alpha), node)
+    return call(gm, aten.add.Tensor, (call(gm, aten.relu.default, (x,), node), neg_part), node)
+
+
 def elu_decompose(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.elu.default:
-            continue
-        x, alpha = node.args[0], float(node.args[1]) if len(node.args) > 1 else 1.0
-        if [float(a) for a in node.args[2:4]] not in ([], [1.0], [1.0, 1.0]):
-            continue
-        with gm.graph.inserting_before(node):
-            low = call(gm, aten.clamp.default, (x, None, 0.0), node)
-            neg_part = call(gm, aten.add.Tensor, (call(gm, aten.exp.default, (low,), node), -1.0), node)
-            if alpha != 1.0:
-                neg_part = call(gm, aten.mul.Tensor, (neg_part, alpha), node)
-            out = call(gm, aten.add.Tensor, (call(gm, aten.relu.default, (x,), node), neg_part), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, aten.elu.default, _rewrite)

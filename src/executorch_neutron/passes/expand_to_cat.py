@@ -14,7 +14,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from ..ops.limits import EXPAND_CAT_INPUTS
-from .fx_utils import call, finish
+from .fx_utils import call, rewrite_calls
 
 aten = torch.ops.aten
 
@@ -51,21 +51,19 @@ def _plan(node: Node) -> tuple[list[int], list[tuple[int, list[int]]]] | None:
     return shape, repeats
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    plan = _plan(node)
+    if plan is None:
+        return None
+    shape, repeats = plan
+    y = node.args[0]
+    if list(y.meta["val"].shape) != shape:
+        y = call(gm, aten.reshape.default, (y, shape), node)
+    for dim, factors in repeats:
+        for f in factors:
+            y = call(gm, aten.cat.default, ([y] * f, dim), node)
+    return y
+
+
 def expand_to_cat(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.expand.default:
-            continue
-        plan = _plan(node)
-        if plan is None:
-            continue
-        shape, repeats = plan
-        with gm.graph.inserting_before(node):
-            y = node.args[0]
-            if list(y.meta["val"].shape) != shape:
-                y = call(gm, aten.reshape.default, (y, shape), node)
-            for dim, factors in repeats:
-                for f in factors:
-                    y = call(gm, aten.cat.default, ([y] * f, dim), node)
-        node.replace_all_uses_with(y)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, aten.expand.default, _rewrite)

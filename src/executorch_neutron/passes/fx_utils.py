@@ -1,8 +1,10 @@
-"""Small helpers shared by the ATen-level passes: argument access, new nodes with fake values, new parameters."""
+"""Small helpers shared by the ATen-level passes: argument access, new nodes with fake values, new parameters, the
+loop of a pass that rewrites one call at a time (`rewrite_calls`)."""
 
 from __future__ import annotations
 
 import operator
+from typing import Callable
 
 import torch
 from torch.fx import GraphModule, Node
@@ -115,3 +117,24 @@ def finish(gm: GraphModule) -> GraphModule:
     gm.graph.lint()
     gm.recompile()
     return gm
+
+
+def rewrite_calls(gm: GraphModule, targets, rewrite: Callable[[GraphModule, Node], Node | None]) -> GraphModule:
+    """Run `rewrite(gm, node)` on each call of `targets` (an op or a tuple of ops), in graph order, with new nodes
+    inserted before the call. It returns what replaces the call: a new node (the call's readers move to it and the
+    call is erased), the call itself when it changed it in place, or None when it leaves the call alone (having
+    inserted nothing). Ends with `finish(gm)` when anything changed."""
+    targets = targets if isinstance(targets, tuple) else (targets,)
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in targets:
+            continue
+        with gm.graph.inserting_before(node):
+            out = rewrite(gm, node)
+        if out is None:
+            continue
+        changed = True
+        if out is not node:
+            node.replace_all_uses_with(out)
+            gm.graph.erase_node(node)
+    return finish(gm) if changed else gm

@@ -15,25 +15,22 @@ from __future__ import annotations
 import math
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import call, finish
+from .fx_utils import call, rewrite_calls
 
 aten = torch.ops.aten
 CUBIC = 0.044715
 GATE = 2.0 * math.sqrt(2.0 / math.pi)
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node:
+    x = node.args[0]
+    cube = call(gm, aten.mul.Tensor, (call(gm, aten.mul.Tensor, (x, x), node), x), node)
+    inner = call(gm, aten.add.Tensor, (x, call(gm, aten.mul.Tensor, (cube, CUBIC), node)), node)
+    gate = call(gm, aten.sigmoid.default, (call(gm, aten.mul.Tensor, (inner, GATE), node),), node)
+    return call(gm, aten.mul.Tensor, (x, gate), node)
+
+
 def gelu_to_sigmoid(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in (aten.gelu.default, aten.gelu_.default):
-            continue
-        x = node.args[0]
-        with gm.graph.inserting_before(node):
-            cube = call(gm, aten.mul.Tensor, (call(gm, aten.mul.Tensor, (x, x), node), x), node)
-            inner = call(gm, aten.add.Tensor, (x, call(gm, aten.mul.Tensor, (cube, CUBIC), node)), node)
-            gate = call(gm, aten.sigmoid.default, (call(gm, aten.mul.Tensor, (inner, GATE), node),), node)
-            out = call(gm, aten.mul.Tensor, (x, gate), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, (aten.gelu.default, aten.gelu_.default), _rewrite)

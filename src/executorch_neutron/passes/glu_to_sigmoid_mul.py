@@ -9,28 +9,24 @@ for silu_to_sigmoid_mul. Runs before quantization.
 from __future__ import annotations
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import arg, call, finish
+from .fx_utils import arg, call, rewrite_calls
 
 aten = torch.ops.aten
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    x = node.args[0]
+    val = x.meta.get("val") if isinstance(x, Node) else None
+    if val is None:
+        return None
+    dim = arg(node, "dim") % val.dim()
+    half = int(val.shape[dim]) // 2
+    a = call(gm, aten.slice.Tensor, (x, dim, 0, half), node)
+    b = call(gm, aten.slice.Tensor, (x, dim, half, 2 * half), node)
+    return call(gm, aten.mul.Tensor, (a, call(gm, aten.sigmoid.default, (b,), node)), node)
+
+
 def glu_to_sigmoid_mul(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.glu.default:
-            continue
-        x = node.args[0]
-        val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-        if val is None:
-            continue
-        dim = arg(node, "dim") % val.dim()
-        half = int(val.shape[dim]) // 2
-        with gm.graph.inserting_before(node):
-            a = call(gm, aten.slice.Tensor, (x, dim, 0, half), node)
-            b = call(gm, aten.slice.Tensor, (x, dim, half, 2 * half), node)
-            gate = call(gm, aten.sigmoid.default, (b,), node)
-            out = call(gm, aten.mul.Tensor, (a, gate), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, aten.glu.default, _rewrite)

@@ -17,35 +17,30 @@ from __future__ import annotations
 import math
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import arg, call, constant, finish, new_parameter
+from .fx_utils import arg, call, constant, new_parameter, rewrite_calls
 
 aten = torch.ops.aten
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    x = node.args[0]
+    val = x.meta.get("val") if isinstance(x, Node) else None
+    weight, bias = arg(node, "weight"), arg(node, "bias")
+    if val is None or val.dim() < 2 or any(p is not None and constant(gm, p) is None for p in (weight, bias)):
+        return None
+    shape, groups, eps = list(val.shape), int(arg(node, "num_groups")), float(arg(node, "eps"))
+    g = call(gm, aten.reshape.default, (x, [shape[0], groups, math.prod(shape[1:]) // groups]), node)
+    d = call(gm, aten.sub.Tensor, (g, call(gm, aten.mean.dim, (g, [-1], True), node)), node)
+    var = call(gm, aten.mean.dim, (call(gm, aten.mul.Tensor, (d, d), node), [-1], True), node)
+    r = call(gm, aten.rsqrt.default, (call(gm, aten.add.Tensor, (var, eps), node),), node)
+    out = call(gm, aten.reshape.default, (call(gm, aten.mul.Tensor, (d, r), node), shape), node)
+    return _affine(gm, out, weight, bias, shape, node)
+
+
 def group_norm_decompose(gm: GraphModule) -> GraphModule:
-    changed = False
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.group_norm.default:
-            continue
-        x = node.args[0]
-        val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-        weight, bias = arg(node, "weight"), arg(node, "bias")
-        if val is None or val.dim() < 2 or any(p is not None and constant(gm, p) is None for p in (weight, bias)):
-            continue
-        shape, groups, eps = list(val.shape), int(arg(node, "num_groups")), float(arg(node, "eps"))
-        with gm.graph.inserting_before(node):
-            g = call(gm, aten.reshape.default, (x, [shape[0], groups, math.prod(shape[1:]) // groups]), node)
-            d = call(gm, aten.sub.Tensor, (g, call(gm, aten.mean.dim, (g, [-1], True), node)), node)
-            var = call(gm, aten.mean.dim, (call(gm, aten.mul.Tensor, (d, d), node), [-1], True), node)
-            r = call(gm, aten.rsqrt.default, (call(gm, aten.add.Tensor, (var, eps), node),), node)
-            out = call(gm, aten.reshape.default, (call(gm, aten.mul.Tensor, (d, r), node), shape), node)
-            out = _affine(gm, out, weight, bias, shape, node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-        changed = True
-    return finish(gm) if changed else gm
+    return rewrite_calls(gm, aten.group_norm.default, _rewrite)
 
 
 def _affine(gm: GraphModule, y, weight, bias, shape: list[int], node):

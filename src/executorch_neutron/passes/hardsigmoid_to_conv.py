@@ -13,31 +13,27 @@ from __future__ import annotations
 import math
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import call, finish, new_parameter
+from .fx_utils import call, new_parameter, rewrite_calls
 
 aten = torch.ops.aten
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    x = node.args[0]
+    val = x.meta.get("val") if isinstance(x, Node) else None
+    if val is None or not val.is_floating_point() or val.numel() == 0:
+        return None
+    image = val.dim() == 4
+    c = int(val.shape[1]) if image else 1
+    x4 = x if image else call(gm, aten.reshape.default, (x, [1, 1, 1, math.prod(val.shape)]), node)
+    w = new_parameter(gm, "_neutron_hardsigmoid_w", torch.full((c, 1, 1, 1), 1.0 / 6.0), x)
+    b = new_parameter(gm, "_neutron_hardsigmoid_b", torch.full((c,), 0.5), x)
+    conv = call(gm, aten.conv2d.default, (x4, w, b, [1, 1], [0, 0], [1, 1], c), node)
+    out = call(gm, aten.clamp.default, (conv, 0.0, 1.0), node)
+    return out if image else call(gm, aten.reshape.default, (out, list(val.shape)), node)
+
+
 def hardsigmoid_to_conv(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in (aten.hardsigmoid.default, aten.hardsigmoid_.default):
-            continue
-        x = node.args[0]
-        val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-        if val is None or not val.is_floating_point() or val.numel() == 0:
-            continue
-        image = val.dim() == 4
-        c = int(val.shape[1]) if image else 1
-        with gm.graph.inserting_before(node):
-            x4 = x if image else call(gm, aten.reshape.default, (x, [1, 1, 1, math.prod(val.shape)]), node)
-            w = new_parameter(gm, "_neutron_hardsigmoid_w", torch.full((c, 1, 1, 1), 1.0 / 6.0), x)
-            b = new_parameter(gm, "_neutron_hardsigmoid_b", torch.full((c,), 0.5), x)
-            conv = call(gm, aten.conv2d.default, (x4, w, b, [1, 1], [0, 0], [1, 1], c), node)
-            out = call(gm, aten.clamp.default, (conv, 0.0, 1.0), node)
-            if not image:
-                out = call(gm, aten.reshape.default, (out, list(val.shape)), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, (aten.hardsigmoid.default, aten.hardsigmoid_.default), _rewrite)

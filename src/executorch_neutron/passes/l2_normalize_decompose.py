@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
-from .fx_utils import arg, call, finish
+from .fx_utils import arg, call, rewrite_calls
 
 aten = torch.ops.aten
 _THROUGH = (aten.expand_as.default, aten.expand.default)
@@ -36,22 +36,19 @@ def _norm_of(node: Node, x: Node) -> tuple[list[int], float] | None:
     return (list(range(rank)) if dims is None else [int(d) for d in dims]), eps
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    x = node.args[0]
+    if not isinstance(x, Node) or not isinstance(x.meta.get("val"), torch.Tensor):
+        return None
+    found = _norm_of(node.args[1], x)
+    if found is None:
+        return None
+    dims, eps = found
+    s = call(gm, aten.sum.dim_IntList, (call(gm, aten.mul.Tensor, (x, x), node), dims, True), node)
+    if eps:
+        s = call(gm, aten.add.Tensor, (s, eps * eps), node)
+    return call(gm, aten.mul.Tensor, (x, call(gm, aten.rsqrt.default, (s,), node)), node)
+
+
 def l2_normalize_decompose(gm: GraphModule) -> GraphModule:
-    changed = False
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.div.Tensor or not isinstance(node.args[0], Node):
-            continue
-        x = node.args[0]
-        found = _norm_of(node.args[1], x) if isinstance(x.meta.get("val"), torch.Tensor) else None
-        if found is None:
-            continue
-        dims, eps = found
-        with gm.graph.inserting_before(node):
-            s = call(gm, aten.sum.dim_IntList, (call(gm, aten.mul.Tensor, (x, x), node), dims, True), node)
-            if eps:
-                s = call(gm, aten.add.Tensor, (s, eps * eps), node)
-            out = call(gm, aten.mul.Tensor, (x, call(gm, aten.rsqrt.default, (s,), node)), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-        changed = True
-    return finish(gm) if changed else gm
+    return rewrite_calls(gm, aten.div.Tensor, _rewrite)

@@ -14,30 +14,28 @@ between NPU and CPU, so the layer norm stays one float op (NeutronQuantizer deci
 from __future__ import annotations
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import arg, call, finish
+from .fx_utils import arg, call, rewrite_calls
 
 aten = torch.ops.aten
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    x = node.args[0]
+    if len(arg(node, "normalized_shape")) != 1 or x.meta.get("val") is None:
+        return None
+    weight, bias, eps = arg(node, "weight"), arg(node, "bias"), float(arg(node, "eps"))
+    d = call(gm, aten.sub.Tensor, (x, call(gm, aten.mean.dim, (x, [-1], True), node)), node)
+    var = call(gm, aten.mean.dim, (call(gm, aten.mul.Tensor, (d, d), node), [-1], True), node)
+    r = call(gm, aten.rsqrt.default, (call(gm, aten.add.Tensor, (var, eps), node),), node)
+    out = call(gm, aten.mul.Tensor, (d, r), node)
+    if weight is not None:
+        out = call(gm, aten.mul.Tensor, (out, weight), node)
+    if bias is not None:
+        out = call(gm, aten.add.Tensor, (out, bias), node)
+    return out
+
+
 def layer_norm_decompose(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.layer_norm.default:
-            continue
-        x = node.args[0]
-        if len(arg(node, "normalized_shape")) != 1 or x.meta.get("val") is None:
-            continue
-        weight, bias, eps = arg(node, "weight"), arg(node, "bias"), float(arg(node, "eps"))
-        with gm.graph.inserting_before(node):
-            d = call(gm, aten.sub.Tensor, (x, call(gm, aten.mean.dim, (x, [-1], True), node)), node)
-            var = call(gm, aten.mean.dim, (call(gm, aten.mul.Tensor, (d, d), node), [-1], True), node)
-            r = call(gm, aten.rsqrt.default, (call(gm, aten.add.Tensor, (var, eps), node),), node)
-            out = call(gm, aten.mul.Tensor, (d, r), node)
-            if weight is not None:
-                out = call(gm, aten.mul.Tensor, (out, weight), node)
-            if bias is not None:
-                out = call(gm, aten.add.Tensor, (out, bias), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, aten.layer_norm.default, _rewrite)

@@ -9,20 +9,16 @@ where the target's table runs log.
 from __future__ import annotations
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import call, finish
+from .fx_utils import call, rewrite_calls
 
 aten = torch.ops.aten
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node:
+    return call(gm, aten.log.default, (call(gm, aten.add.Tensor, (node.args[0], 1.0), node),), node)
+
+
 def log1p_to_log(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.log1p.default:
-            continue
-        with gm.graph.inserting_before(node):
-            shifted = call(gm, aten.add.Tensor, (node.args[0], 1.0), node)
-            out = call(gm, aten.log.default, (shifted,), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, aten.log1p.default, _rewrite)

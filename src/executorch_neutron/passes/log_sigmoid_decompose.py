@@ -11,24 +11,20 @@ this graph. Runs before quantization; only where the target's table runs exp, lo
 from __future__ import annotations
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import call, finish
+from .fx_utils import call, rewrite_calls
 
 aten = torch.ops.aten
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node:
+    x = node.args[0]
+    low = call(gm, aten.clamp.default, (x, None, 0.0), node)
+    e = call(gm, aten.exp.default, (call(gm, aten.neg.default, (call(gm, aten.abs.default, (x,), node),), node),), node)
+    soft = call(gm, aten.log.default, (call(gm, aten.add.Tensor, (e, 1.0), node),), node)
+    return call(gm, aten.sub.Tensor, (low, soft), node)
+
+
 def log_sigmoid_decompose(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.log_sigmoid.default:
-            continue
-        x = node.args[0]
-        with gm.graph.inserting_before(node):
-            low = call(gm, aten.clamp.default, (x, None, 0.0), node)
-            e = call(gm, aten.exp.default, (call(gm, aten.neg.default, (call(gm, aten.abs.default, (x,), node),), node),),
-                     node)
-            soft = call(gm, aten.log.default, (call(gm, aten.add.Tensor, (e, 1.0), node),), node)
-            out = call(gm, aten.sub.Tensor, (low, soft), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, aten.log_sigmoid.default, _rewrite)

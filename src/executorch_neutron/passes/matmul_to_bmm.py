@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import call, finish
+from .fx_utils import call, rewrite_calls
 
 aten = torch.ops.aten
 
@@ -24,24 +24,20 @@ def _shape(node):
     return tuple(val.shape) if isinstance(val, torch.Tensor) else None
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    a, b = node.args[0], node.args[1]
+    sa, sb, so = _shape(a), _shape(b), _shape(node)
+    if sa is None or sb is None or len(sa) != len(sb) or len(sa) < 2 or sa[:-2] != sb[:-2]:
+        return None
+    if len(sa) == 2:
+        return call(gm, aten.mm.default, (a, b), node)
+    if len(sa) == 3:
+        return call(gm, aten.bmm.default, (a, b), node)
+    batch = math.prod(sa[:-2])
+    a3 = call(gm, aten.reshape.default, (a, [batch, *sa[-2:]]), node)
+    b3 = call(gm, aten.reshape.default, (b, [batch, *sb[-2:]]), node)
+    return call(gm, aten.reshape.default, (call(gm, aten.bmm.default, (a3, b3), node), list(so)), node)
+
+
 def matmul_to_bmm(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target is not aten.matmul.default:
-            continue
-        a, b = node.args[0], node.args[1]
-        sa, sb, so = _shape(a), _shape(b), _shape(node)
-        if sa is None or sb is None or len(sa) != len(sb) or len(sa) < 2 or sa[:-2] != sb[:-2]:
-            continue
-        with gm.graph.inserting_before(node):
-            if len(sa) == 2:
-                out = call(gm, aten.mm.default, (a, b), node)
-            elif len(sa) == 3:
-                out = call(gm, aten.bmm.default, (a, b), node)
-            else:
-                batch = math.prod(sa[:-2])
-                a3 = call(gm, aten.reshape.default, (a, [batch, *sa[-2:]]), node)
-                b3 = call(gm, aten.reshape.default, (b, [batch, *sb[-2:]]), node)
-                out = call(gm, aten.reshape.default, (call(gm, aten.bmm.default, (a3, b3), node), list(so)), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, aten.matmul.default, _rewrite)

@@ -20,9 +20,10 @@ from __future__ import annotations
 import math
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import arg, call, finish
+from ..ops.args import pool_args
+from .fx_utils import arg, call, rewrite_calls
 
 aten = torch.ops.aten
 _POOLS = (aten.max_pool2d.default, aten.avg_pool2d.default)
@@ -32,12 +33,6 @@ _PASS_SIGN = {aten.max_pool2d.default, aten.view.default, aten.reshape.default, 
               aten.flatten.using_ints, aten.permute.default, aten.transpose.int}  # non-negative in, non-negative out
 _CLAMPS = {aten.hardtanh.default: "min_val", aten.hardtanh_.default: "min_val", aten.clamp.default: "min",
            aten.clamp_.default: "min"}
-
-
-def _pair(v, default) -> list[int]:
-    v = default if v is None or (isinstance(v, (list, tuple)) and not v) else v
-    v = [int(v)] if isinstance(v, int) else [int(x) for x in v]
-    return v * 2 if len(v) == 1 else v
 
 
 def _nonnegative(node, depth: int = 8) -> bool:
@@ -87,41 +82,36 @@ def _replicate(gm, x, dim: int, before: int, after: int, like):
     return call(gm, aten.cat.default, ([first] * before + [x] + [last] * after, dim), like)
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    """The padded pool, or the pool itself with ceil_mode turned off where it adds no window, or None."""
+    x = node.args[0]
+    val = x.meta.get("val") if isinstance(x, Node) else None
+    if val is None or val.dim() != 4:
+        return None
+    pool = pool_args(node)
+    k, s, p, d, ceil = pool.kernel, pool.stride, pool.padding, pool.dilation, pool.ceil_mode
+    size = [int(val.shape[2]), int(val.shape[3])]
+    floor_out = [pool_out_size(size[i], k[i], s[i], p[i], d[i], False) for i in range(2)]
+    ceil_out = [pool_out_size(size[i], k[i], s[i], p[i], d[i], True) for i in range(2)]
+    changed = None
+    if ceil and floor_out == ceil_out:  # ceil_mode adds no window
+        _set_arg(node, "ceil_mode", False)
+        ceil, changed = False, node
+    if node.target != aten.max_pool2d.default or d != [1, 1]:
+        return changed
+    out = ceil_out if ceil else floor_out
+    if not ceil and (not any(p) or all(_is_same(size[i], k[i], s[i], p[i]) for i in range(2))):
+        return changed
+    # after padding (before: p, after: whatever the last window needs beyond the input)
+    after = [max((out[i] - 1) * s[i] + k[i] - size[i] - p[i], 0) for i in range(2)]
+    if _nonnegative(x):
+        padded = call(gm, aten.constant_pad_nd.default, (x, [p[1], after[1], p[0], after[0]], 0.0), node)
+    else:
+        padded = x
+        for i in range(2):
+            padded = _replicate(gm, padded, 2 + i, p[i], after[i], node)
+    return call(gm, aten.max_pool2d.default, (padded, k, s, [0, 0], [1, 1], False), node)
+
+
 def max_pool_padding(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in _POOLS:
-            continue
-        x = node.args[0]
-        val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-        if val is None or val.dim() != 4:
-            continue
-        is_max = node.target == aten.max_pool2d.default
-        k = _pair(arg(node, "kernel_size"), None)
-        s = _pair(arg(node, "stride"), k)
-        p = _pair(arg(node, "padding"), 0)
-        d = _pair(arg(node, "dilation"), 1) if is_max else [1, 1]
-        ceil = bool(arg(node, "ceil_mode"))
-        size = [int(val.shape[2]), int(val.shape[3])]
-        floor_out = [pool_out_size(size[i], k[i], s[i], p[i], d[i], False) for i in range(2)]
-        ceil_out = [pool_out_size(size[i], k[i], s[i], p[i], d[i], True) for i in range(2)]
-        if ceil and floor_out == ceil_out:  # ceil_mode adds no window
-            _set_arg(node, "ceil_mode", False)
-            ceil = False
-        if not is_max or d != [1, 1]:
-            continue
-        out = ceil_out if ceil else floor_out
-        if not ceil and (not any(p) or all(_is_same(size[i], k[i], s[i], p[i]) for i in range(2))):
-            continue
-        # after padding (before: p, after: whatever the last window needs beyond the input)
-        after = [max((out[i] - 1) * s[i] + k[i] - size[i] - p[i], 0) for i in range(2)]
-        with gm.graph.inserting_before(node):
-            if _nonnegative(x):
-                padded = call(gm, aten.constant_pad_nd.default, (x, [p[1], after[1], p[0], after[0]], 0.0), node)
-            else:
-                padded = x
-                for i in range(2):
-                    padded = _replicate(gm, padded, 2 + i, p[i], after[i], node)
-            pooled = call(gm, aten.max_pool2d.default, (padded, k, s, [0, 0], [1, 1], False), node)
-        node.replace_all_uses_with(pooled)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, _POOLS, _rewrite)

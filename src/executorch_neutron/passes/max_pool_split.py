@@ -11,9 +11,10 @@ Vela's reason). Neutron runs such strides in one pool, so the pipeline applies t
 from __future__ import annotations
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import arg, call, finish
+from ..ops.args import pool_args
+from .fx_utils import call, rewrite_calls
 
 aten = torch.ops.aten
 MAX_STRIDE = 3  # Vela's max-pool stride range is [1, 3] (ethosu.vela TFLiteSupportedOperators.stride_range)
@@ -29,29 +30,20 @@ def _factors(n: int) -> list[int] | None:
     return out if n == 1 else None
 
 
-def _pair(v, default) -> list[int]:
-    v = default if v is None or (isinstance(v, (list, tuple)) and len(v) == 0) else v
-    return [int(x) for x in v] * (2 // len(v)) if isinstance(v, (list, tuple)) else [int(v)] * 2
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    pool = pool_args(node)
+    tiles = pool.kernel == pool.stride and not any(pool.padding) and pool.dilation == [1, 1] and not pool.ceil_mode
+    if node.kwargs or not tiles or max(pool.stride) <= MAX_STRIDE:
+        return None
+    fh, fw = (_factors(s) for s in pool.stride)
+    if fh is None or fw is None:
+        return None
+    steps = max(len(fh), len(fw))
+    x = node.args[0]
+    for h, w in zip(fh + [1] * (steps - len(fh)), fw + [1] * (steps - len(fw))):
+        x = call(gm, aten.max_pool2d.default, (x, [h, w], [h, w]), node)
+    return x
 
 
 def max_pool_split(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.max_pool2d.default or node.kwargs:
-            continue
-        kernel = _pair(arg(node, "kernel_size"), None)
-        stride = _pair(arg(node, "stride"), kernel)
-        if (kernel != stride or max(stride) <= MAX_STRIDE or any(_pair(arg(node, "padding"), 0))
-                or _pair(arg(node, "dilation"), 1) != [1, 1] or arg(node, "ceil_mode")):
-            continue
-        fh, fw = (_factors(s) for s in stride)
-        if fh is None or fw is None:
-            continue
-        steps = max(len(fh), len(fw))
-        fh, fw = fh + [1] * (steps - len(fh)), fw + [1] * (steps - len(fw))
-        with gm.graph.inserting_before(node):
-            x = node.args[0]
-            for h, w in zip(fh, fw):
-                x = call(gm, aten.max_pool2d.default, (x, [h, w], [h, w]), node)
-        node.replace_all_uses_with(x)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, aten.max_pool2d.default, _rewrite)

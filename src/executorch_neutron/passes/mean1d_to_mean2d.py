@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
-from .fx_utils import arg, call, finish
+from .fx_utils import arg, call, rewrite_calls
 
 aten = torch.ops.aten
 
@@ -35,17 +35,14 @@ def _keepdim(node: Node) -> bool | None:
     return None
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    x, keepdim = _rank3_input(node), _keepdim(node)
+    if x is None or keepdim is None:
+        return None
+    x4 = call(gm, aten.unsqueeze.default, (x, 2), node)
+    mean = call(gm, aten.mean.dim, (x4, [-1, -2], True), node)
+    return call(gm, aten.squeeze.dims, (mean, [2] if keepdim else [2, 3]), node)
+
+
 def mean1d_to_mean2d(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in (aten.mean.dim, aten.adaptive_avg_pool1d.default):
-            continue
-        x, keepdim = _rank3_input(node), _keepdim(node)
-        if x is None or keepdim is None:
-            continue
-        with gm.graph.inserting_before(node):
-            x4 = call(gm, aten.unsqueeze.default, (x, 2), node)
-            mean = call(gm, aten.mean.dim, (x4, [-1, -2], True), node)
-            out = call(gm, aten.squeeze.dims, (mean, [2] if keepdim else [2, 3]), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, (aten.mean.dim, aten.adaptive_avg_pool1d.default), _rewrite)

@@ -12,9 +12,9 @@ mistakes for int8 ops). Convolutions with padding_mode="circular" / "replicate" 
 from __future__ import annotations
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import arg, call, finish
+from .fx_utils import arg, call, rewrite_calls
 
 aten = torch.ops.aten
 
@@ -31,27 +31,26 @@ def _padded(gm, node, x, dim: int, size: int, lo: int, hi: int, mode: str):
     return call(gm, aten.cat.default, (before + [x] + after, dim), node)
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    x, mode = node.args[0], arg(node, "mode")
+    if mode not in MODES:
+        return None
+    val = x.meta.get("val") if isinstance(x, Node) else None
+    pad = [int(p) for p in arg(node, "pad")]
+    if val is None or any(p < 0 for p in pad) or not any(pad):
+        return None
+    shape = list(val.shape)
+    if mode == "circular" and any(p > shape[-1 - i // 2] for i, p in enumerate(pad)):
+        return None  # PyTorch refuses it
+    out = x
+    for i in range(len(pad) // 2):
+        dim = len(shape) - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        if lo or hi:
+            out = _padded(gm, node, out, dim, shape[dim], lo, hi, mode)
+            shape[dim] += lo + hi
+    return out
+
+
 def pad_modes_to_cat(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.pad.default or arg(node, "mode") not in MODES:
-            continue
-        x = node.args[0]
-        val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-        pad = [int(p) for p in arg(node, "pad")]
-        if val is None or any(p < 0 for p in pad) or not any(pad):
-            continue
-        shape = list(val.shape)
-        if arg(node, "mode") == "circular" and any(
-                p > shape[-1 - i // 2] for i, p in enumerate(pad)):
-            continue  # PyTorch refuses it
-        out = x
-        with gm.graph.inserting_before(node):
-            for i in range(len(pad) // 2):
-                dim = len(shape) - 1 - i
-                lo, hi = pad[2 * i], pad[2 * i + 1]
-                if lo or hi:
-                    out = _padded(gm, node, out, dim, shape[dim], lo, hi, arg(node, "mode"))
-                    shape[dim] += lo + hi
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, aten.pad.default, _rewrite)

@@ -12,9 +12,9 @@ r*r offset outermost), so they are not used. Runs before quantization.
 from __future__ import annotations
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import call, finish
+from .fx_utils import call, rewrite_calls
 
 aten = torch.ops.aten
 
@@ -27,21 +27,15 @@ def _shapes(kind, shape: list[int], r: int):
     return [b, c, h // r, r, w // r, r], [0, 1, 3, 5, 2, 4], [b, c * r * r, h // r, w // r]
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    x = node.args[0]
+    val = x.meta.get("val") if isinstance(x, Node) else None
+    if val is None or val.dim() != 4:
+        return None
+    view, perm, out = _shapes(node.target, list(val.shape), int(node.args[1]))
+    p = call(gm, aten.permute.default, (call(gm, aten.reshape.default, (x, view), node), perm), node)
+    return call(gm, aten.reshape.default, (p, out), node)
+
+
 def pixel_shuffle_to_permute(gm: GraphModule) -> GraphModule:
-    changed = False
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in (aten.pixel_shuffle.default,
-                                                             aten.pixel_unshuffle.default):
-            continue
-        x = node.args[0]
-        val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-        if val is None or val.dim() != 4:
-            continue
-        view, perm, out = _shapes(node.target, list(val.shape), int(node.args[1]))
-        with gm.graph.inserting_before(node):
-            p = call(gm, aten.permute.default, (call(gm, aten.reshape.default, (x, view), node), perm), node)
-            new = call(gm, aten.reshape.default, (p, out), node)
-        node.replace_all_uses_with(new)
-        gm.graph.erase_node(node)
-        changed = True
-    return finish(gm) if changed else gm
+    return rewrite_calls(gm, (aten.pixel_shuffle.default, aten.pixel_unshuffle.default), _rewrite)

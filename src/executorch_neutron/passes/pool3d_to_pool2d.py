@@ -23,22 +23,16 @@ import math
 import torch
 from torch.fx import GraphModule, Node
 
-from .fx_utils import arg, call, finish, new_parameter
+from ..ops.args import pool_args
+from .fx_utils import arg, call, new_parameter, rewrite_calls
 
 aten = torch.ops.aten
 
 
-def _triple(v, default) -> list[int]:
-    v = default if v is None or (isinstance(v, (list, tuple)) and len(v) == 0) else v
-    v = [int(i) for i in v] if isinstance(v, (list, tuple)) else [int(v)]
-    return v * 3 if len(v) == 1 else v
-
-
 def _max_pools(node: Node):
     """The 2-D max pool over H, W and the one over D, each as the arguments after the input."""
-    k = _triple(arg(node, "kernel_size"), None)
-    s, p = _triple(arg(node, "stride"), k), _triple(arg(node, "padding"), 0)
-    d, ceil = _triple(arg(node, "dilation"), 1), bool(arg(node, "ceil_mode"))
+    pool = pool_args(node)
+    k, s, p, d, ceil = pool.kernel, pool.stride, pool.padding, pool.dilation, pool.ceil_mode
     return (k[1:], s[1:], p[1:], d[1:], ceil), ([k[0], 1], [s[0], 1], [p[0], 0], [d[0], 1], ceil)
 
 
@@ -51,8 +45,8 @@ def _average(node: Node, dhw: list[int], out: list[int]) -> tuple[list[int], lis
         return k, k, [0, 0, 0]
     if arg(node, "divisor_override") is not None:
         return None
-    k = _triple(arg(node, "kernel_size"), None)
-    s, p = _triple(arg(node, "stride"), k), _triple(arg(node, "padding"), 0)
+    pool = pool_args(node)
+    k, s, p = pool.kernel, pool.stride, pool.padding
     if not arg(node, "count_include_pad") and any(p):
         return None  # the divisor shrinks at the edges
     if [(i + 2 * pp - kk) // ss + 1 for i, kk, ss, pp in zip(dhw, k, s, p)] != out:
@@ -69,7 +63,12 @@ def _average_weight(d_in: int, d_out: int, k: list[int], s: int, p: int) -> torc
     return w
 
 
-def _rewrite(gm: GraphModule, node: Node, x: Node, lead: list[int], dhw: list[int], out: list[int]) -> Node | None:
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    x, result = node.args[0], node.meta.get("val")
+    val = x.meta.get("val") if isinstance(x, Node) else None
+    if not isinstance(val, torch.Tensor) or val.dim() not in (4, 5) or not isinstance(result, torch.Tensor):
+        return None
+    lead, dhw, out = list(val.shape[:-3]), list(val.shape[-3:]), list(result.shape[-3:])
     n = math.prod(lead)
     if node.target == aten.max_pool3d.default:
         hw_args, d_args = _max_pools(node)
@@ -89,20 +88,6 @@ def _rewrite(gm: GraphModule, node: Node, x: Node, lead: list[int], dhw: list[in
     return call(gm, aten.reshape.default, (conv, lead + out), node)
 
 
-_POOLS3D = (aten.max_pool3d.default, aten.avg_pool3d.default, aten.adaptive_avg_pool3d.default)
-
-
 def pool3d_to_pool2d(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in _POOLS3D:
-            continue
-        x, out = node.args[0], node.meta.get("val")
-        val = x.meta.get("val") if isinstance(x, Node) else None
-        if not isinstance(val, torch.Tensor) or val.dim() not in (4, 5) or not isinstance(out, torch.Tensor):
-            continue
-        with gm.graph.inserting_before(node):
-            result = _rewrite(gm, node, x, list(val.shape[:-3]), list(val.shape[-3:]), list(out.shape[-3:]))
-        if result is not None:
-            node.replace_all_uses_with(result)
-            gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, (aten.max_pool3d.default, aten.avg_pool3d.default, aten.adaptive_avg_pool3d.default),
+                         _rewrite)

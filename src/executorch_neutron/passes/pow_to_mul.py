@@ -10,9 +10,9 @@ quantization.
 from __future__ import annotations
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import call, finish
+from .fx_utils import call, rewrite_calls
 
 aten = torch.ops.aten
 
@@ -30,19 +30,15 @@ def _exponent(node) -> int | None:
     return None
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    e = _exponent(node)
+    x = node.args[0] if node.args else None
+    val = x.meta.get("val") if isinstance(x, Node) else None
+    if e is None or val is None or not val.is_floating_point():
+        return None
+    out = call(gm, aten.mul.Tensor, (x, x), node)
+    return call(gm, aten.mul.Tensor, (out, x), node) if e == 3 else out
+
+
 def pow_to_mul(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function":
-            continue
-        e = _exponent(node)
-        x = node.args[0] if node.args else None
-        val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-        if e is None or val is None or not val.is_floating_point():
-            continue
-        with gm.graph.inserting_before(node):
-            out = call(gm, aten.mul.Tensor, (x, x), node)
-            if e == 3:
-                out = call(gm, aten.mul.Tensor, (out, x), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, (aten.square.default, aten.pow.Tensor_Scalar), _rewrite)

@@ -13,7 +13,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from ..core.exported import schema_args
-from .fx_utils import arg, call, finish
+from .fx_utils import arg, call, rewrite_calls
 
 aten = torch.ops.aten
 #: the reductions rewritten, each with the overload that takes (input, dims, keepdim)
@@ -24,7 +24,7 @@ _KEEPDIM = {aten.sum.default: aten.sum.dim_IntList, aten.sum.dim_IntList: aten.s
 
 def _scalar_reduction_input(node: Node) -> Node | None:
     """The input of a float reduction of a tensor of rank >= 1 to a 0-d value (no dtype conversion), else None."""
-    if node.op != "call_function" or node.target not in _KEEPDIM or schema_args(node).get("dtype") is not None:
+    if schema_args(node).get("dtype") is not None:
         return None
     x, out = node.args[0], node.meta.get("val")
     val = x.meta.get("val") if isinstance(x, Node) else None
@@ -33,17 +33,15 @@ def _scalar_reduction_input(node: Node) -> Node | None:
     return x if ok else None
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    x = _scalar_reduction_input(node)
+    if x is None:
+        return None
+    dims = arg(node, "dim") if node.target not in (aten.sum.default, aten.mean.default) else None
+    dims = [dims] if isinstance(dims, int) else list(dims or range(x.meta["val"].dim()))
+    reduced = call(gm, _KEEPDIM[node.target], (x, dims, True), node)
+    return call(gm, aten.reshape.default, (reduced, []), node)
+
+
 def reduce_all_keepdim(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        x = _scalar_reduction_input(node)
-        if x is None:
-            continue
-        rank = x.meta["val"].dim()
-        dims = arg(node, "dim") if node.target not in (aten.sum.default, aten.mean.default) else None
-        dims = [dims] if isinstance(dims, int) else list(dims or range(rank))
-        with gm.graph.inserting_before(node):
-            reduced = call(gm, _KEEPDIM[node.target], (x, dims, True), node)
-            out = call(gm, aten.reshape.default, (reduced, []), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, tuple(_KEEPDIM), _rewrite)

@@ -12,30 +12,27 @@ from __future__ import annotations
 import math
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import arg, call, finish
+from .fx_utils import arg, call, rewrite_calls
 
 aten = torch.ops.aten
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    q, k, v = node.args[:3]
+    if (arg(node, "attn_mask") is not None or arg(node, "dropout_p") or arg(node, "is_causal")
+            or arg(node, "enable_gqa")):
+        return None
+    qv = q.meta.get("val")
+    if qv is None:
+        return None
+    scale = arg(node, "scale")
+    scale = 1.0 / math.sqrt(qv.shape[-1]) if scale is None else float(scale)
+    scores = call(gm, aten.matmul.default, (q, call(gm, aten.transpose.int, (k, -2, -1), node)), node)
+    probs = call(gm, aten.softmax.int, (call(gm, aten.mul.Tensor, (scores, scale), node), -1), node)
+    return call(gm, aten.matmul.default, (probs, v), node)
+
+
 def sdpa_to_matmul(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.scaled_dot_product_attention.default:
-            continue
-        q, k, v = node.args[:3]
-        if (arg(node, "attn_mask") is not None or arg(node, "dropout_p") or arg(node, "is_causal")
-                or arg(node, "enable_gqa")):
-            continue
-        qv = q.meta.get("val")
-        if qv is None:
-            continue
-        scale = arg(node, "scale")
-        scale = 1.0 / math.sqrt(qv.shape[-1]) if scale is None else float(scale)
-        with gm.graph.inserting_before(node):
-            scores = call(gm, aten.matmul.default, (q, call(gm, aten.transpose.int, (k, -2, -1), node)), node)
-            probs = call(gm, aten.softmax.int, (call(gm, aten.mul.Tensor, (scores, scale), node), -1), node)
-            out = call(gm, aten.matmul.default, (probs, v), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, aten.scaled_dot_product_attention.default, _rewrite)

@@ -8,21 +8,17 @@ its own output parameters) and PyTorch's quantized model computes exactly that g
 from __future__ import annotations
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import call, finish
+from .fx_utils import call, rewrite_calls
 
 aten = torch.ops.aten
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node:
+    x = node.args[0]
+    return call(gm, aten.mul.Tensor, (x, call(gm, aten.sigmoid.default, (x,), node)), node)
+
+
 def silu_to_sigmoid_mul(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in (aten.silu.default, aten.silu_.default):
-            continue
-        x = node.args[0]
-        with gm.graph.inserting_before(node):
-            gate = call(gm, aten.sigmoid.default, (x,), node)
-            out = call(gm, aten.mul.Tensor, (x, gate), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, (aten.silu.default, aten.silu_.default), _rewrite)

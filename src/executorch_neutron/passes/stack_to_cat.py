@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
-from .fx_utils import arg, call, finish
+from .fx_utils import arg, call, rewrite_calls
 
 aten = torch.ops.aten
 
@@ -24,18 +24,13 @@ def _float_tensors(node: Node) -> list[Node] | None:
     return tensors if ok else None
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    tensors = _float_tensors(node)
+    if tensors is None:
+        return None
+    dim = int(arg(node, "dim")) % (tensors[0].meta["val"].dim() + 1)
+    return call(gm, aten.cat.default, ([call(gm, aten.unsqueeze.default, (t, dim), node) for t in tensors], dim), node)
+
+
 def stack_to_cat(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.stack.default:
-            continue
-        tensors = _float_tensors(node)
-        if tensors is None:
-            continue
-        rank = tensors[0].meta["val"].dim() + 1
-        dim = int(arg(node, "dim")) % rank
-        with gm.graph.inserting_before(node):
-            pieces = [call(gm, aten.unsqueeze.default, (t, dim), node) for t in tensors]
-            out = call(gm, aten.cat.default, (pieces, dim), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, aten.stack.default, _rewrite)

@@ -8,23 +8,21 @@ the CPU. Any other value v (a jump at t) has no int8 kernel and is left alone. R
 from __future__ import annotations
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 
-from .fx_utils import call, finish
+from .fx_utils import call, rewrite_calls
 
 aten = torch.ops.aten
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    x, t, v = node.args[:3]
+    if float(t) != float(v):
+        return None
+    if float(t) == 0.0:
+        return call(gm, aten.relu.default, (x,), node)
+    return call(gm, aten.clamp.default, (x, float(t)), node)
+
+
 def threshold_to_clamp(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.threshold.default:
-            continue
-        x, t, v = node.args[:3]
-        if float(t) != float(v):
-            continue
-        with gm.graph.inserting_before(node):
-            out = (call(gm, aten.relu.default, (x,), node) if float(t) == 0.0
-                   else call(gm, aten.clamp.default, (x, float(t)), node))
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, aten.threshold.default, _rewrite)
