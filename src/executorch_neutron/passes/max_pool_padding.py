@@ -93,15 +93,15 @@ def _rewrite(gm: GraphModule, node: Node) -> Node | None:
     size = [int(val.shape[2]), int(val.shape[3])]
     floor_out = [pool_out_size(size[i], k[i], s[i], p[i], d[i], False) for i in range(2)]
     ceil_out = [pool_out_size(size[i], k[i], s[i], p[i], d[i], True) for i in range(2)]
-    changed = None
+    in_place = None  # the call itself, once its ceil_mode is turned off
     if ceil and floor_out == ceil_out:  # ceil_mode adds no window
         _set_arg(node, "ceil_mode", False)
-        ceil, changed = False, node
+        ceil, in_place = False, node
     if node.target != aten.max_pool2d.default or d != [1, 1]:
-        return changed
+        return in_place
     out = ceil_out if ceil else floor_out
     if not ceil and (not any(p) or all(_is_same(size[i], k[i], s[i], p[i]) for i in range(2))):
-        return changed
+        return in_place
     # after padding (before: p, after: whatever the last window needs beyond the input)
     after = [max((out[i] - 1) * s[i] + k[i] - size[i] - p[i], 0) for i in range(2)]
     if _nonnegative(x):
