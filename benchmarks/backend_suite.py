@@ -11,7 +11,8 @@ does not run in eager mode or export, or keeps an operator ExecuTorch's portable
 Printed per flow: the counts, the share of records delegated, the worst output difference in int8 steps (of the
 output's quantization scale) over the records that ran; then the counts per operator file. The records go to
 `<out>/<flow>.json`; `--before DIR` reads an earlier run's JSON files for before/after rows; `--write-docs` puts
-the tables on docs/backend_suite.md. Prints, never asserts.
+the tables on docs/backend_suite.md. Then, for the records that stayed undelegated, the partitioner's reasons with
+the number of records each appears in, and how many undelegated records carry no reason. Prints, never asserts.
 """
 
 from __future__ import annotations
@@ -114,6 +115,32 @@ def failures(flows: dict[str, list[dict]]) -> list[str]:
     return lines
 
 
+def cpu_reasons(flows: dict[str, list[dict]]) -> list[str]:
+    """Why records stay undelegated: per operator the partitioner refused, the number of SUCCESS_UNDELEGATED
+    records per flow it refused it in and one of its reasons (the most frequent); then the number of undelegated
+    records that carry no reason."""
+    names = list(flows)
+    records = {n: Counter() for n in names}
+    texts: dict[str, Counter] = defaultdict(Counter)
+    for n, recs in flows.items():
+        for r in recs:
+            if r["result"] == "SUCCESS_UNDELEGATED":
+                ops = {line.split(": ", 1)[0] for line in r.get("cpu_reasons", [])}
+                records[n].update(ops)
+                for line in r.get("cpu_reasons", []):
+                    op, _, reason = line.partition(": ")
+                    texts[op][f"{reason} ({n.removeprefix(suite.FLOW_PREFIX)})"] += 1
+    lines = ["| operator left on the CPU | " + " | ".join(f"{n} records" for n in names) + " | a reason given |",
+             "|---" * (len(names) + 2) + "|"]
+    for op in sorted(texts, key=lambda o: (-sum(records[n][o] for n in names), o)):
+        reason = texts[op].most_common(1)[0][0].replace("|", "\\|")
+        lines.append(f"| {op} | " + " | ".join(str(records[n][op] or "") for n in names) + f" | {reason[:220]} |")
+    silent = {n: sum(r["result"] == "SUCCESS_UNDELEGATED" and not r.get("cpu_reasons") for r in recs)
+              for n, recs in flows.items()}
+    lines.append("| **undelegated records with no reason** | " + " | ".join(str(silent[n]) for n in names) + " | |")
+    return lines
+
+
 def load_dir(path: Path | None) -> dict[str, list[dict]]:
     if path is None:
         return {}
@@ -146,6 +173,8 @@ def main() -> None:
         print("\n".join(table(flows, before)))
         print()
         print("\n".join(per_file(flows)))
+        print()
+        print("\n".join(cpu_reasons(flows)))
         fails = failures(flows)
         if fails:
             print()

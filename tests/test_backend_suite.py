@@ -42,3 +42,5 @@ def test_operator_file(flows, index):
         assert r.result in ("SUCCESS", "SUCCESS_UNDELEGATED", "SKIPPED"), f"{target} {file}::{name}: {r.result}: {r.error}"
         # the program that ran is within 1 int8 step of PyTorch's quantized model (the suite's own bound is wider)
         assert r.max_steps is None or r.max_steps <= 1.001, f"{target} {file}::{name}: {r.max_steps:.2f} steps"
+        # a model left on the CPU says why: the partitioner's reason for each operator it refused
+        assert r.result != "SUCCESS_UNDELEGATED" or r.cpu_reasons, f"{target} {file}::{name}: undelegated, no reason"

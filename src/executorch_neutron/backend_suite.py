@@ -25,7 +25,7 @@ import importlib
 import inspect
 import pkgutil
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from executorch.backends.test.harness import Tester
@@ -138,6 +138,8 @@ class SuiteRecord:
     result: str  # the suite's TestResult name (SUCCESS, SUCCESS_UNDELEGATED, LOWER_FAIL, ...) or SKIPPED
     max_steps: float | None
     error: str
+    # why nodes stayed on the CPU: the partitioner's distinct "aten.op: reason" lines (empty when all delegated)
+    cpu_reasons: list[str] = field(default_factory=list)
 
 
 def operator_files() -> list[str]:
@@ -179,7 +181,14 @@ class _Runner:
         del self.flow.testers[:]  # one tester at a time: they hold whole programs
         error = "" if summary.error is None else " ".join(f"{type(summary.error).__name__}: {summary.error}".split())
         self.records.append(SuiteRecord(self.file, self.test, len(self.records), self.flow.name, summary.result.name,
-                                        tester.max_steps if tester else None, error[:600]))
+                                        tester.max_steps if tester else None, error[:600],
+                                        cpu_reasons(tester) if tester else []))
+
+
+def cpu_reasons(tester: NeutronSuiteTester) -> list[str]:
+    """The distinct reasons the tester's partitioner gave for the nodes it left on the CPU, as "op: reason"."""
+    rejections = getattr(tester.lowering.partitioner, "rejections", [])
+    return sorted({f"{r.op}: {r.reason}" for r in rejections})
 
 
 def run_test_function(flow_: TestFlow, file: str, test: str, fn, max_models: int | None = None) -> list[SuiteRecord]:

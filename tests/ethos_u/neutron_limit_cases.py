@@ -72,6 +72,9 @@ REFUSED = {
                                 "aten.upsample_nearest2d.vec", "Resize:"),
     "bilinear_upsample_4x": Case(lambda: nn.Upsample(scale_factor=4, mode="bilinear"), (1, 3, 5, 7),
                                  "aten.upsample_bilinear2d.vec", "half-pixel"),
+    # the same size is Vela's general exception, but not its half-pixel rule's (found by the backend suite)
+    "bilinear_same_size_half_pixel": Case(lambda: nn.Upsample(size=(5, 7), mode="bilinear"), (1, 3, 5, 7),
+                                          "aten.upsample_bilinear2d.vec", "half-pixel"),
     "transposed_conv_stride_1x2": Case(lambda: nn.ConvTranspose2d(4, 4, 3, stride=(1, 2)), (1, 4, 5, 7),
                                        "aten.convolution.default", "stride (H, W) (1, 1) or (2, 2)"),
     "nearest_upsample_2x4": Case(lambda: nn.Upsample(scale_factor=(2, 4), mode="nearest"), (1, 3, 6, 5),

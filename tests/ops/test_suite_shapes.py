@@ -20,6 +20,11 @@ def x(*shape):
 
 # name: (model factory, inputs, edge ops delegated); the suite's shapes where they are small
 CASES = {
+    # a half-pixel bilinear halving is a 2-wide average pool (passes/resize_halve_to_pool.py)
+    "bilinear_halve": (lambda: nn.Upsample(scale_factor=0.5, mode="bilinear"), x(2, 3, 8, 7),
+                       {"aten.avg_pool2d.default": 1}),
+    "bilinear_halve_w": (lambda: nn.Upsample(size=(6, 4), mode="bilinear"), x(1, 3, 6, 8),
+                         {"aten.avg_pool2d.default": 1}),
     "squeeze_all": (lambda: Fn(lambda s, a: torch.squeeze(a)), x(1, 3, 1, 5), {"aten.squeeze_copy.dims": 1}),
     "squeeze_dim": (lambda: Fn(lambda s, a: torch.squeeze(a, 2)), x(3, 4, 1, 5), {"aten.squeeze_copy.dims": 1}),
     "unsqueeze_rank1": (lambda: Fn(lambda s, a: torch.unsqueeze(a, 0)), x(5), {"aten.unsqueeze_copy.default": 1}),

@@ -1,5 +1,6 @@
 """The passes that write suite-gap operators from table ops (glu, square / pow, threshold, hardsigmoid of any rank,
-elu, logsigmoid, log1p, dilated max pools, average pools with ceil_mode, circular and replicate padding): each rewritten graph computes what the
+elu, logsigmoid, log1p, dilated max pools, average pools with ceil_mode, circular and replicate padding, bilinear
+halvings): each rewritten graph computes what the
 original did (float, before quantization, against eager PyTorch), the op it replaces is gone, and what it must not
 touch is left alone."""
 
@@ -17,6 +18,7 @@ from executorch_neutron.passes.log1p_to_log import log1p_to_log
 from executorch_neutron.passes.log_sigmoid_decompose import log_sigmoid_decompose
 from executorch_neutron.passes.pad_modes_to_cat import pad_modes_to_cat
 from executorch_neutron.passes.pow_to_mul import pow_to_mul
+from executorch_neutron.passes.resize_halve_to_pool import resize_halve_to_pool
 from executorch_neutron.passes.threshold_to_clamp import threshold_to_clamp
 from harness import Fn
 
@@ -63,6 +65,10 @@ CASES = {
                      pad_modes_to_cat, aten.pad.default, aten.cat.default),
     "pad_replicate_1d": (lambda: nn.Conv1d(3, 6, 3, padding=2, padding_mode="replicate"), randn(2, 3, 11),
                          pad_modes_to_cat, aten.pad.default, aten.cat.default),
+    "bilinear_halve": (lambda: nn.Upsample(scale_factor=0.5, mode="bilinear"), randn(2, 3, 8, 7),
+                       resize_halve_to_pool, aten.upsample_bilinear2d.vec, aten.avg_pool2d.default),
+    "bilinear_halve_h_by_size": (lambda: nn.Upsample(size=(5, 9), mode="bilinear"), randn(1, 3, 10, 9),
+                                 resize_halve_to_pool, aten.upsample_bilinear2d.vec, aten.avg_pool2d.default),
 }
 
 
@@ -84,6 +90,11 @@ LEFT_ALONE = {
                                  dilated_max_pool, aten.max_pool2d.default),
     "avg_pool_ceil_corner": (lambda: nn.AvgPool2d(2, ceil_mode=True), randn(1, 8, 9, 7), avg_pool_ceil,
                              aten.avg_pool2d.default),
+    # sampling steps 7 / 3 (an odd size halved by output size), and align_corners: not a pair average
+    "bilinear_odd_by_size": (lambda: nn.Upsample(size=(3, 3), mode="bilinear"), randn(1, 2, 7, 7),
+                             resize_halve_to_pool, aten.upsample_bilinear2d.vec),
+    "bilinear_halve_align_corners": (lambda: nn.Upsample(scale_factor=0.5, mode="bilinear", align_corners=True),
+                                     randn(1, 2, 8, 8), resize_halve_to_pool, aten.upsample_bilinear2d.vec),
 }
 
 

@@ -222,7 +222,7 @@ def _softmax_area(a: NodeArgs) -> str | None:
 def _resize(a: NodeArgs) -> str | None:
     (ih, iw), (oh, ow) = a.shape("input")[2:], a.out_shape[2:]
     align = bool(a.get("align_corners"))
-    if (ih, iw) == (1, 1) or (ih, iw) == (oh, ow):
+    if (ih, iw) == (1, 1):
         return None
     if align:
         fh = (oh - 1) / (ih - 1) if ih != 1 else 1
@@ -230,6 +230,11 @@ def _resize(a: NodeArgs) -> str | None:
     else:
         fh, fw = oh / ih, ow / iw
     found = f"scales H {fh:g}, W {fw:g}" + (" (align_corners)" if align else "")
+    f = HALF_PIXEL_FACTOR  # Vela's half-pixel rule holds even where the general rule takes the same size
+    if a.node.target == _aten.upsample_bilinear2d.vec and not align and (oh, ow) != (ih * f, iw * f):
+        return f"{found} with half-pixel centers"
+    if (ih, iw) == (oh, ow):
+        return None
     allowed = RESIZE_FACTORS
     if fh not in allowed or fw not in allowed:
         return found
@@ -237,11 +242,7 @@ def _resize(a: NodeArgs) -> str | None:
         ok = fh == fw
     else:
         ok = fh == ih == 1 or fw == iw == 1
-    if not ok:
-        return found
-    half_pixel = a.node.target == _aten.upsample_bilinear2d.vec and not align
-    f = HALF_PIXEL_FACTOR
-    return None if not half_pixel or (oh, ow) == (ih * f, iw * f) else f"{found} with half-pixel centers"
+    return None if ok else found
 
 
 _MAX_POOL = frozenset({_aten.max_pool2d.default, _aten.max_pool2d_with_indices.default})

@@ -21,6 +21,7 @@ from torch.fx import GraphModule
 from ..ops import registry
 from ..target import ETHOS_U, NEUTRON
 from .avg_pool_ceil import avg_pool_ceil
+from .batch_split import batch_split
 from .batch_norm_to_conv import batch_norm_to_conv
 from .conv1d_to_conv2d import conv1d_to_conv2d
 from .core_aten_rewrites import core_aten_rewrites
@@ -51,6 +52,7 @@ from .pool3d_to_pool2d import pool3d_to_pool2d
 from .pow_to_mul import pow_to_mul
 from .reduce_all_keepdim import reduce_all_keepdim
 from .remove_bn_counters import remove_bn_counters
+from .resize_halve_to_pool import resize_halve_to_pool
 from .remove_noops import remove_noops
 from .rnn_unroll import rnn_unroll
 from .sdpa_to_matmul import sdpa_to_matmul
@@ -157,6 +159,11 @@ PIPELINE: tuple[Step, ...] = (
     Step(l2_normalize_decompose, "any; only where the target's table runs rsqrt and sum (else F.normalize stays "
          "float ops on the CPU instead of int8 pieces split between NPU and CPU)",
          needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
+    Step(resize_halve_to_pool, "before batch_split, which would otherwise view the resizes it rewrites (an "
+         "average pool runs at any batch)"),
+    Step(batch_split, "after the rewrites that write means and resizes (core_aten_rewrites, mean1d_to_mean2d, the "
+         "norm decompositions); Ethos-U only (Vela's MEAN and RESIZE take batch 1, Neutron's any batch)",
+         backends=frozenset({ETHOS_U})),
     Step(expand_to_cat, "after rnn_unroll and l2_normalize_decompose, which read the expands they meet"),
     Step(max_pool_padding, "after the pool and activation rewrites above (it reads its input's producers)"),
     Step(reduce_all_keepdim, "any"),

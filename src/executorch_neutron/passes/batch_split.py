@@ -1,0 +1,56 @@
+"""ATen pass (Ethos-U targets): a resize or a spatial mean over a batch of N > 1 images of C channels runs on one
+image of N * C channels, viewed back to N images after.
+
+Vela compiles MEAN and RESIZE for batch 1 only ("Batch must be 1"). Both ops compute each channel plane of each
+image on its own, so [N, C, H, W] viewed as [1, N * C, H, W] gives the same values, and a view shares its input's
+qparams, so nothing is rounded twice. (Slicing the batch and concatenating the results does not compile: Vela
+writes a resize straight into the concatenation's buffer at a batch offset and then fails on it.) A mean over
+the batch or the channels, or a tensor that is not rank 4, stays as it is. Neutron runs these ops at any batch, so
+the pipeline applies this to Ethos-U targets only.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.fx import GraphModule, Node
+
+from .fx_utils import call, finish
+
+aten = torch.ops.aten
+
+#: the ops Vela runs at batch 1 only, as they appear before quantization (ethos_u/constraints.py: _BATCH_ONE)
+PER_PLANE = (aten.upsample_bilinear2d.vec, aten.upsample_nearest2d.vec, aten.mean.dim,
+             aten.adaptive_avg_pool2d.default, aten._adaptive_avg_pool2d.default)
+
+
+def _shape(node: object) -> tuple:
+    val = node.meta.get("val") if isinstance(node, Node) else None
+    return tuple(getattr(val, "shape", ()))
+
+
+def _per_plane(node: Node) -> bool:
+    """Whether the node computes each channel plane of each of N > 1 images of a rank-4 input on its own."""
+    shape = _shape(node.args[0])
+    if len(shape) != 4 or not all(isinstance(s, int) for s in shape) or shape[0] <= 1 or node.kwargs:
+        return False
+    if node.target == aten.mean.dim:
+        dims = node.args[1] if len(node.args) > 1 else None
+        return bool(dims) and {d % 4 for d in dims} <= {2, 3}
+    return True
+
+
+def batch_split(gm: GraphModule) -> GraphModule:
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in PER_PLANE or not _per_plane(node):
+            continue
+        n, c, h, w = _shape(node.args[0])
+        out = _shape(node)
+        with gm.graph.inserting_before(node):
+            planes = call(gm, aten.view.default, (node.args[0], [1, n * c, h, w]), node)
+            one = call(gm, node.target, (planes, *node.args[1:]), node)
+            back = call(gm, aten.view.default, (one, [n, c, *out[2:]]), node)
+        node.replace_all_uses_with(back)
+        gm.graph.erase_node(node)
+        changed = True
+    return finish(gm) if changed else gm
