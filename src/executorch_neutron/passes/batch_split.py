@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
-from .fx_utils import call, finish
+from .fx_utils import call, rewrite_calls
 
 aten = torch.ops.aten
 
@@ -39,18 +39,14 @@ def _per_plane(node: Node) -> bool:
     return True
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    if not _per_plane(node):
+        return None
+    n, c, h, w = _shape(node.args[0])
+    planes = call(gm, aten.view.default, (node.args[0], [1, n * c, h, w]), node)
+    one = call(gm, node.target, (planes, *node.args[1:]), node)
+    return call(gm, aten.view.default, (one, [n, c, *_shape(node)[2:]]), node)
+
+
 def batch_split(gm: GraphModule) -> GraphModule:
-    changed = False
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in PER_PLANE or not _per_plane(node):
-            continue
-        n, c, h, w = _shape(node.args[0])
-        out = _shape(node)
-        with gm.graph.inserting_before(node):
-            planes = call(gm, aten.view.default, (node.args[0], [1, n * c, h, w]), node)
-            one = call(gm, node.target, (planes, *node.args[1:]), node)
-            back = call(gm, aten.view.default, (one, [n, c, *out[2:]]), node)
-        node.replace_all_uses_with(back)
-        gm.graph.erase_node(node)
-        changed = True
-    return finish(gm) if changed else gm
+    return rewrite_calls(gm, PER_PLANE, _rewrite)

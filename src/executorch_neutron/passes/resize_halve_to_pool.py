@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
-from .fx_utils import arg, call, finish
+from .fx_utils import arg, call, rewrite_calls
 
 aten = torch.ops.aten
 
@@ -36,17 +36,10 @@ def _factors(node: Node) -> list[int] | None:
     return steps if steps != [1, 1] else None
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    steps = None if node.kwargs else _factors(node)
+    return None if steps is None else call(gm, aten.avg_pool2d.default, (node.args[0], steps, steps), node)
+
+
 def resize_halve_to_pool(gm: GraphModule) -> GraphModule:
-    changed = False
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target != aten.upsample_bilinear2d.vec or node.kwargs:
-            continue
-        steps = _factors(node)
-        if steps is None:
-            continue
-        with gm.graph.inserting_before(node):
-            pool = call(gm, aten.avg_pool2d.default, (node.args[0], steps, steps), node)
-        node.replace_all_uses_with(pool)
-        gm.graph.erase_node(node)
-        changed = True
-    return finish(gm) if changed else gm
+    return rewrite_calls(gm, aten.upsample_bilinear2d.vec, _rewrite)

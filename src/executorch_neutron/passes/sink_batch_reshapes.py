@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch.fx import GraphModule, Node
 
-from .fx_utils import call, finish
+from .fx_utils import call, rewrite_calls
 
 aten = torch.ops.aten
 _RESHAPES = (aten.view.default, aten.reshape.default, aten._unsafe_view.default)
@@ -34,23 +34,17 @@ def _sinkable(node: Node, src: tuple, dst: tuple) -> bool:
     return node.target in _SCALAR_OPS and isinstance(node.args[1], (int, float)) and len(node.args) == 2
 
 
+def _rewrite(gm: GraphModule, node: Node) -> Node | None:
+    r = node.args[0]
+    if not (isinstance(r, Node) and r.op == "call_function" and r.target in _RESHAPES):
+        return None
+    x = r.args[0]
+    src, dst = _shape(x), _shape(r)
+    if src is None or dst is None or not _sinkable(node, src, dst):
+        return None
+    args = (x, -1, *node.args[2:]) if node.target in _SOFTMAX else (x, *node.args[1:])
+    return call(gm, aten.reshape.default, (call(gm, node.target, args, node), list(dst)), node)
+
+
 def sink_batch_reshapes(gm: GraphModule) -> GraphModule:
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or not (node.target in _SOFTMAX or node.target in _SCALAR_OPS):
-            continue
-        r = node.args[0]
-        if not (isinstance(r, Node) and r.op == "call_function" and r.target in _RESHAPES):
-            continue
-        x = r.args[0]
-        src, dst = _shape(x), _shape(r)
-        if src is None or dst is None or not _sinkable(node, src, dst):
-            continue
-        args = (x, *node.args[1:])
-        if node.target in _SOFTMAX:
-            args = (x, -1, *node.args[2:])
-        with gm.graph.inserting_before(node):
-            moved = call(gm, node.target, args, node)
-            out = call(gm, aten.reshape.default, (moved, list(dst)), node)
-        node.replace_all_uses_with(out)
-        gm.graph.erase_node(node)
-    return finish(gm)
+    return rewrite_calls(gm, _SOFTMAX + _SCALAR_OPS, _rewrite)
