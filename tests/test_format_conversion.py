@@ -79,3 +79,28 @@ def test_format_conversion_setting_on_two_inputs_and_two_outputs(setting):
         assert got.shape == ref.shape
         worst = float(np.abs(got.numpy() - ref.numpy()).max()) / scale
         assert worst <= 1 + 1e-3, f"{worst:.2f} output steps (scale {scale})"
+
+
+class TwoReaders(nn.Module):
+    """x is read by two convolutions: one channels-last copy of it serves both."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(3, 8, 1)
+
+    def forward(self, x):
+        return self.a(x) + self.b(x)
+
+
+@pytest.mark.parametrize("target", ["imxrt700", "imx93"])
+def test_a_tensor_read_by_several_ops_is_transposed_once(target, tmp_path):
+    torch.manual_seed(0)
+    x = (torch.randn(1, 3, 6, 10),)
+    result = lower(TwoReaders().eval(), x, [x] + calibration(x, 4), target=target, intermediates_dir=tmp_path)
+    assert len(result.report.partitions) == 1, result.report
+    (tflite,) = [p.read_bytes() for p in tmp_path.glob("*.tflite")]
+    assert _op_names(tflite).count("TRANSPOSE") <= 2, _op_names(tflite)  # the input's, once; the output's
+    with torch.no_grad():
+        reference = result.quantized_model(*x)
+    (scale, _), = io_quant(tflite)[1]
+    assert float((run(result.pte, x)[0] - reference).abs().max()) / scale <= 1.001

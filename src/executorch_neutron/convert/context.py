@@ -45,7 +45,7 @@ class ConversionContext:
         self._resolve = resolve_constant  # placeholder node -> torch.Tensor or None (user input)
         self.check_ctx = check_ctx
         self._values: dict[Node, Value] = {}
-        self._relayout: dict[tuple[Node, object], Value] = {}
+        self._relayout: dict[tuple[int, object], Value] = {}  # (tensor index, layout) -> that tensor relaid
         # tensor -> the logical rank-4 shape it is a channels-last flatten of, read only by FULLY_CONNECTEDs
         # (ops/shape.py binds it, ops/linear.py permutes its weight columns to match)
         self.channels_last_flattens: dict[int, tuple[int, ...]] = {}
@@ -64,7 +64,7 @@ class ConversionContext:
         v = self._source_value(node)
         if layout is None or layout is v.layout or len(v.shape) != 4:
             return v
-        key = (node, layout)
+        key = (v.tensor, layout)  # per tensor, not per node: each reader has its own dequantize node
         if key not in self._relayout:
             self._relayout[key] = self._transposed(v, layout)
         return self._relayout[key]
@@ -76,7 +76,7 @@ class ConversionContext:
         v = self._source_value(node)
         if len(v.shape) >= rank:
             return self.value(node, layout)
-        key = (node, (rank, layout))
+        key = (v.tensor, (rank, layout))
         if key not in self._relayout:
             shape = (1,) * (rank - len(v.shape)) + tuple(v.shape)
             if qdq.is_qdq(node) and self.constant_tensor(node.args[0]) is not None:
