@@ -72,6 +72,9 @@ REFUSED = {
                                 "aten.upsample_nearest2d.vec", "Resize:"),
     "bilinear_upsample_4x": Case(lambda: nn.Upsample(scale_factor=4, mode="bilinear"), (1, 3, 5, 7),
                                  "aten.upsample_bilinear2d.vec", "half-pixel"),
+    # Vela's stride rule of convolutions: stride H above 3 only for a one-row OFM (found in review: a Vela error)
+    "conv_stride_4_rows": Case(lambda: nn.Conv2d(3, 8, 5, stride=4, padding=2), (1, 3, 16, 16),
+                               "aten.convolution.default", "stride H 4"),
     # the same size is Vela's general exception, but not its half-pixel rule's (found by the backend suite)
     "bilinear_same_size_half_pixel": Case(lambda: nn.Upsample(size=(5, 7), mode="bilinear"), (1, 3, 5, 7),
                                           "aten.upsample_bilinear2d.vec", "half-pixel"),
@@ -105,6 +108,8 @@ ALL = {**DELEGATED, **REFUSED, **LAST_DIM}
 #: no class data to read): Vela compiles them; the first refused cases are in REFUSED (transposed_conv_stride_3,
 #: nearest_upsample_3x, bilinear_upsample_4x), which Vela refuses without our limits
 VELA_INLINE_ACCEPTED = {
+    "conv_stride_4_one_row": Case(lambda: nn.Conv2d(3, 8, 4, stride=4), (1, 3, 4, 16), "aten.convolution.default",
+                                  "npu"),
     "transposed_conv_stride_2": Case(lambda: nn.ConvTranspose2d(8, 8, 3, stride=2), (1, 8, 5, 7),
                                      "aten.convolution.default", "npu"),
     "nearest_upsample_8x": Case(lambda: nn.Upsample(scale_factor=8, mode="nearest"), (1, 4, 5, 6),

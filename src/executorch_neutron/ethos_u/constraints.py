@@ -20,6 +20,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from torch.fx import Node
 
 from ethosu.vela.tflite_supported_operators import TFLiteSupportedOperators as _Vela
+from ethosu.vela.utils import calc_resize_factor
 
 from ..ops import registry
 from ..ops.args import NodeArgs, pool_args, spatial
@@ -33,7 +34,7 @@ _aten = exir_ops.edge.aten
 
 # Vela's limits, read from Vela's own constraint tables (class data of its TFLite supported-operators checks), so
 # they follow the installed Vela; the three Vela checks inline (no class data) are named here and held against Vela
-# by compiling their first refused and last accepted cases (tests/ethos_u/test_vela_limits.py).
+# by compiling their first refused and last accepted cases (tests/ethos_u/test_neutron_limits.py).
 STRIDE_RANGE = _Vela.stride_range  # depthwise convolution and max pooling strides
 FILTER_RANGE_SAME = _Vela.filter_range  # average pooling kernel with SAME padding
 FILTER_HEIGHT_RANGE = _Vela.filter_height_range
@@ -172,23 +173,45 @@ def _weights_sum(a: NodeArgs) -> str | None:
     return f"{per_channel} weights per output channel can sum to {worst}"
 
 
-def _large_stride(a: NodeArgs) -> str | None:
-    """Stride above 3 with TFLite SAME padding (the converter's choice when it equals PyTorch's) or dilation."""
+def _window(a: NodeArgs):
+    """(stride, padding, dilation, input H and W, SAME) of a 2-D convolution or average pool as the converter writes
+    it: TFLite SAME padding where it equals PyTorch's (for a pool: padding not counted in the average), else a PAD
+    op, then VALID; None for other convolutions."""
     if a.node.target == _aten.avg_pool2d.default:
         pool = pool_args(a.node)
-        k, s, p = pool.kernel, pool.stride, pool.padding
-        same, dilated = any(p) and not a["count_include_pad"], False  # counted padding: PAD, then VALID
-        hw = a.shape("self")[2:]
-    else:
-        if _conv_kind(a) != "conv" or len(a.shape("input")) != 4:
-            return None
-        k, s = a.shape("weight")[2:], spatial(a["stride"], 1)
-        p, d, hw = spatial(a["padding"], 0), spatial(a["dilation"], 1), a.shape("input")[2:]
-        same = any(p) and all(same_padding_matches(hw[i], k[i], s[i], d[i], p[i]) for i in range(2))
-        dilated = any(x != 1 for x in d)
-    if max(s) <= STRIDE_RANGE[1] or not (same or dilated):
+        return pool.stride, pool.padding, (1, 1), a.shape("self")[2:], any(pool.padding) and not a["count_include_pad"]
+    if _conv_kind(a) != "conv" or len(a.shape("input")) != 4:
+        return None
+    k, s = a.shape("weight")[2:], spatial(a["stride"], 1)
+    p, d, hw = spatial(a["padding"], 0), spatial(a["dilation"], 1), a.shape("input")[2:]
+    return s, p, d, hw, any(p) and all(same_padding_matches(hw[i], k[i], s[i], d[i], p[i]) for i in range(2))
+
+
+def _large_stride(a: NodeArgs) -> str | None:
+    """Stride above 3 with TFLite SAME padding or dilation."""
+    window = _window(a)
+    if window is None:
+        return None
+    s, _, d, _, same = window
+    if max(s) <= STRIDE_RANGE[1] or not (same or any(x != 1 for x in d)):
         return None
     return f"stride {s} with {'SAME padding' if same else 'dilation'}"
+
+
+def _stride_rows(a: NodeArgs) -> str | None:
+    """Vela's stride rule of convolutions and average pools on the TFLite op: a stride H above 3 only when the OFM
+    is one row high, a stride W above 3 only when the OFM is one column wide or Vela can fold the IFM width so the
+    stride becomes 2 or 3 (`calc_resize_factor`, on the IFM the op reads, padded unless SAME)."""
+    window = _window(a)
+    if window is None:
+        return None
+    s, p, _, hw, same = window
+    (oh, ow), ifm_w = a.out_shape[2:], hw[1] + (0 if same else 2 * p[1])
+    if oh > 1 and s[0] > STRIDE_RANGE[1]:
+        return f"stride H {s[0]} with an OFM {oh} rows high"
+    if ow > 1 and s[1] > STRIDE_RANGE[1] and calc_resize_factor(ifm_w, s[1])[1] > STRIDE_RANGE[1]:
+        return f"stride W {s[1]} on an IFM {ifm_w} wide"
+    return None
 
 
 def _tconv(a: NodeArgs) -> str | None:
@@ -269,6 +292,9 @@ CONSTRAINTS: tuple[Constraint, ...] = (
                    "(convolutions)", _CONV, _weights_sum),
     _vela("Stride > 3 is only supported with dilation 1 and VALID padding (convolutions, average pooling)",
                    _CONV | {_aten.avg_pool2d.default}, _large_stride),
+    _vela("Stride H must be in the range [1, 3] when the OFM height is greater than 1; a stride W above 3 needs an "
+          "OFM width of 1 or an IFM width that folds it to stride 2 or 3 (convolutions, average pooling)",
+          _CONV | {_aten.avg_pool2d.default}, _stride_rows),
     _vela("Transposed convolution: stride (H, W) (1, 1) or (2, 2), or (1, 2) when the IFM and kernel "
                    "heights are 1, or (2, 1) when their widths are 1; with VALID padding (the converter's) the OFM "
                    "must be IFM x stride + (kernel - stride), so the kernel (dilated) must not be smaller than the "
