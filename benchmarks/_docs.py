@@ -81,18 +81,28 @@ def figures(args, script: str, topic: str, title: str):
 
 
 def as_markdown(printed: str) -> str:
-    """Markdown table lines (and HTML comments) as they are, every other run of lines in a text block."""
+    """Markdown table lines (and HTML comments) as they are, every other run of lines in a text block; blank lines
+    between tables stay blank lines."""
     out, text = [], []
+
+    def flush():
+        while text and not text[-1].strip():
+            text.pop()
+        if text:
+            out.extend([""] * bool(out and out[-1]) + ["```text", *text, "```"])
+        text.clear()
+
     for line in printed.rstrip("\n").splitlines():
         if line.startswith(("|", "<!--")):
-            if text:
-                out += ["```text", *text, "```"]
-                text = []
+            flush()
+            if out and out[-1] and not out[-1].startswith(("|", "<!--")):
+                out.append("")  # a table after a text block needs its blank line
             out.append(line)
+        elif not line.strip() and not text:
+            out.append("")
         else:
             text.append(line)
-    if text:
-        out += ["```text", *text, "```"]
+    flush()
     return "\n".join(out) + "\n"
 
 

@@ -129,5 +129,6 @@ def test_write_figures_keeps_the_text_and_replaces_its_block(tmp_path):
 
 
 def test_as_markdown_keeps_tables_and_fences_text():
-    md = _docs.as_markdown("timm 1.0\n| a |\n|---|\n| 1 |\ncounts: 3\n")
-    assert md == "```text\ntimm 1.0\n```\n| a |\n|---|\n| 1 |\n```text\ncounts: 3\n```\n"
+    md = _docs.as_markdown("timm 1.0\n| a |\n|---|\n| 1 |\ncounts: 3\n\n| b |\n")
+    # a blank line between a table and a text block; printed blank lines stay blank lines, not empty text blocks
+    assert md == "```text\ntimm 1.0\n```\n\n| a |\n|---|\n| 1 |\n\n```text\ncounts: 3\n```\n\n| b |\n"
