@@ -36,6 +36,7 @@ from .glu_to_sigmoid_mul import glu_to_sigmoid_mul
 from .group_norm_decompose import group_norm_decompose
 from .hardsigmoid_to_conv import hardsigmoid_to_conv
 from .inline_autocast import inline_autocast
+from .int_scalars_to_float import int_scalars_to_float
 from .l2_normalize_decompose import l2_normalize_decompose
 from .layer_norm_decompose import layer_norm_decompose
 from .log1p_to_log import log1p_to_log
@@ -103,6 +104,8 @@ PIPELINE: tuple[Step, ...] = (
     Step(fold_linear_batch_norm, "first, on the graph as exported: a linear -> batch norm pair is folded before "
          "batch_norm_to_conv could turn that batch norm into a convolution"),
     Step(inline_autocast, "before every other rewrite: ops inside an autocast region are invisible to them"),
+    Step(int_scalars_to_float, "before the rewrites that read scalar operands (div_to_mul, the activation "
+         "decompositions): they then see float literals only"),
     Step(remove_noops, "before the pattern rewrites: clones, dropouts and identity views between ops hide the "
          "patterns they match"),
     Step(core_aten_rewrites, "before fold_constants (an in-place squeeze_ of a constant must be functional before "
