@@ -37,3 +37,14 @@ no_kernel((_aten.where.self,), _both(
 no_kernel((_aten.gt.Scalar, _aten.ge.Scalar, _aten.lt.Scalar, _aten.le.Scalar, _aten.eq.Scalar, _aten.ne.Scalar,
            _aten.gt.Tensor, _aten.ge.Tensor, _aten.lt.Tensor, _aten.le.Tensor, _aten.eq.Tensor, _aten.ne.Tensor),
           _both("no comparison kernel (a boolean result)"))
+no_kernel((_aten.index.Tensor, _aten.index_select.default, _aten.embedding.default, _aten.gather.default,
+           _aten.index_put.default, _aten.scatter.src, _aten.scatter.value), _both(
+    "no gather or scatter kernel: it reads or writes at positions given by an index tensor computed at run time "
+    "(int64, which int8 partitions do not take); constant positions become slices (passes/gather_to_slices.py)"))
+no_kernel((_aten.topk.default, _aten.sort.default), _both("no sorting kernel (topk, sort, median)"))
+no_kernel((_aten.cumsum.default,), _both("no cumulative-sum kernel"))
+no_kernel((_aten.flip.default,), _both("no reverse kernel"))
+no_kernel((_aten.scalar_tensor.default,), _both(
+    "a scalar made at run time for a select (where), which has no kernel either"))
+no_kernel((_aten.sin.default, _aten.cos.default, _aten.erf.default, _aten.sign.default), _both(
+    "no kernel for this function (neither NPU has a lookup-table activation for it)"))
