@@ -169,7 +169,7 @@ PIPELINE: tuple[Step, ...] = (
          "float ops on the CPU instead of int8 pieces split between NPU and CPU)",
          needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
     Step(var_decompose, "before batch_split, which gives the means it writes batch 1 on Ethos-U; only where the "
-         "target's table runs mean and sub", needs_ops=(_edge.mean.dim, _edge.sub.Tensor)),
+         "target's table runs mean, sub and sum", needs_ops=(_edge.mean.dim, _edge.sub.Tensor, _edge.sum.dim_IntList)),
     Step(resize_halve_to_pool, "before batch_split, which would otherwise view the resizes it rewrites (an "
          "average pool runs at any batch)"),
     Step(batch_split, "after the rewrites that write means and resizes (core_aten_rewrites, mean1d_to_mean2d, the "
