@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
@@ -74,3 +75,21 @@ def test_dynamic_shapes_are_rejected_with_reason():
     to_edge_transform_and_lower(torch.export.export(m, x, dynamic_shapes=dyn), partitioner=[partitioner])
     reasons = {r.op: r.reason for r in partitioner.rejections}
     assert "dynamic shape" in reasons.get("aten.convolution.default", ""), reasons
+
+
+def test_batch_norm_statistics_computed_in_forward_are_refused_with_the_fix():
+    """PT2E's prepare folds a convolution -> batch norm pair and needs the statistics stored: a forward() that
+    computes them (torch.zeros(C)) gets one line saying which operand and what to do, not torchao's ValueError."""
+    from executorch_neutron import LoweringError
+
+    class ComputedStats(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(4, 4, 1)
+
+        def forward(self, x):
+            return F.batch_norm(self.conv(x), torch.zeros(4), torch.ones(4))
+
+    x = (torch.randn(1, 4, 8, 8),)
+    with pytest.raises(LoweringError, match="takes its running_mean from a computation in forward"):
+        lower(ComputedStats().eval(), x, [x])

@@ -26,6 +26,7 @@ _LAZY = {
     "NeutronBackend": ".neutron.backend",
     "lower": ".lowering",
     "LoweringResult": ".lowering",
+    "LoweringError": ".pipeline",
     "compare": ".numerics",
 }
 

@@ -76,7 +76,9 @@ def quantize(model: torch.nn.Module, inputs: tuple, calibration: Iterable, quant
         raise LoweringError(f"torch.export failed on the model ({type(exc).__name__}: {first_line(exc)}); check "
                             f"that the example inputs fit forward()") from exc
     check_no_buffer_mutation(program)
-    prepared = prepare_pt2e(program.module(), quantizer)
+    module = program.module()
+    check_batch_norm_operands(module)
+    prepared = prepare_pt2e(module, quantizer)
     samples = list(calibration)
     if not samples:
         raise LoweringError("calibration needs at least one sample, and calibration_inputs is empty: pass a list of "
@@ -88,6 +90,27 @@ def quantize(model: torch.nn.Module, inputs: tuple, calibration: Iterable, quant
         for sample in it:  # a forward() that changes its input in place must not change the caller's samples
             prepared(*(x.clone() for x in _as_tuple(sample)))
     return convert_pt2e(prepared)
+
+
+_BN_OPERANDS = ("weight", "bias", "running_mean", "running_var")
+
+
+def check_batch_norm_operands(gm: torch.fx.GraphModule) -> None:
+    """Refuse a convolution -> batch norm whose statistics or affine parameters forward() computes (say
+    `F.batch_norm(conv(x), torch.zeros(C), torch.ones(C))`): PT2E's prepare folds the pair and needs them stored."""
+    convs = {torch.ops.aten.conv1d.default, torch.ops.aten.conv2d.default, torch.ops.aten.convolution.default,
+             torch.ops.aten.conv_transpose1d.default, torch.ops.aten.conv_transpose2d.input}
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target != torch.ops.aten.batch_norm.default:
+            continue
+        if not (isinstance(node.args[0], torch.fx.Node) and node.args[0].target in convs):
+            continue
+        for name, operand in zip(_BN_OPERANDS, node.args[1:5]):
+            if isinstance(operand, torch.fx.Node) and operand.op not in ("get_attr", "placeholder"):
+                raise LoweringError(
+                    f"batch norm {node.name} after convolution {node.args[0].name} takes its {name} from a "
+                    f"computation in forward() ({operand.target}): make it a parameter or buffer of the module "
+                    f"(e.g. self.register_buffer('{name}', ...) or nn.BatchNorm2d), so the pair can be folded")
 
 
 def check_no_buffer_mutation(program) -> None:

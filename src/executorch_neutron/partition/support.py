@@ -247,10 +247,8 @@ def _decide_one(node: Node, ctx: CheckContext, lookup=registry.lookup) -> Reject
                       "before export")
     reason = _int8_reason(node, ctx)
     if reason:
-        failed = None if ctx.quantized_model else entry.check(node, ctx)  # nothing quantized: the op's limit first
-        if failed:
-            return reject(f"{failed[0]} (the model is not quantized either: {reason})", *failed[1:])
-        return reject(f"{NOT_INT8}: {reason}")
+        failed = None if ctx.quantized_model else entry.check(node, ctx)  # nothing quantized: also the op's limit
+        return reject(f"{NOT_INT8}: {reason}" + (f"; its own check: {failed[0]}" if failed else ""))
     if _zero_dim(node, ctx):
         return reject(f"0-d (scalar) tensor: {ctx.npu} partitions take tensors of rank 1 or more",
                       "reshape the scalar to shape (1,) in the model if it should run on the NPU")
