@@ -128,6 +128,7 @@ POSITIVE = {"log2", "log10", "log1p"}
 #: normalizations (rsqrt of a variance): LiteRT's int8 RSQRT and PyTorch's float rsqrt + rounding may differ by one
 #: step of the per-row factor 1 / sqrt(var + eps), which moves each value by |x - mean| * s_factor / s_out steps (up
 #: to about 2 here), before the last op's own step: 3, as for GroupNorm in tests/models/test_norm_shuffle_layers.py
+#: (measured max 2 over 12 random inputs of each case)
 NORM_BOUND = 3
 BOUNDS = {n: NORM_BOUND for n in ("layer_norm_hw", "layer_norm_chw", "instance_norm2d", "instance_norm2d_affine",
                                   "instance_norm1d")}
