@@ -6,12 +6,12 @@ on the CPU, and the .pte run on ExecuTorch's runtime with the host back ends aga
 (convert_pt2e) of the same graph.
 
 Bounds (output steps): the activations 1 (every op of the rewrite is one int8 op of the same graph in both; the
-convolution's and the pieces' roundings agree to a step); selu 2: it ends in a scaling by 1.0507, so a one-step rounding difference before it (the convolution's is 1.17
-output steps here after selu's slope, the sum's 1.0) carries into the output, and the scaling rounds once more
-(2 measured, on both targets). Layer and instance norm 3, as GroupNorm in
-tests/models/test_norm_shuffle_layers.py: the int8 RSQRT and PyTorch's float rsqrt + rounding may differ by a step
-of the per-row factor, which moves each value by |x - mean| * s_factor / s_out steps, before the last op's own
-step. var 2: the spatial mean's integer rounding and the scaling's (tests/ops/test_suite_gap_ops.py)."""
+convolution's and the pieces' roundings agree to a step); selu 2: it ends in a scaling by 1.0507, so a one-step
+rounding difference before it (the convolution's is 1.17 output steps here after selu's slope, the sum's 1.0) carries
+into the output, and the scaling rounds once more (2 measured, on both targets). Layer and instance norm 3, as
+GroupNorm in tests/models/test_norm_shuffle_layers.py: the int8 RSQRT and PyTorch's float rsqrt + rounding may differ
+by a step of the per-row factor, which moves each value by |x - mean| * s_factor / s_out steps, before the last op's
+own step. var 2: the spatial mean's integer rounding and the scaling's (tests/ops/test_suite_gap_ops.py)."""
 
 import pytest
 import torch

@@ -5,8 +5,9 @@
 
 dims: the last dim for a normalized shape of one dim; H and W for a rank-4 input normalized over (H, W) (the
 spatial mean); any other normalized shape (k trailing dims) is normalized on a [rows, 1, k dims' elements] view
-(reshape, the pieces over the last dim, reshape back), as group_norm_decompose does per group, since Vela's MEAN
-takes no set of axes that spans the channel and the spatial dims. Written out before annotation, every piece is
+(reshape, the pieces over the last dim, reshape back), as group_norm_decompose does per group: Vela's MEAN reduces
+the depth (last) axis only where one of the IFM's height, width and depth is 1, which a mean over C, H and W of a
+4x8x8 IFM is not, and the [rows, 1, n] view is (ops/reduce.py writes such means on it). Written out before annotation, every piece is
 an int8 op Neutron runs (means, broadcasting sub and mul, rsqrt, adds of a scalar and of the bias of the
 normalized shape), each quantized on its own, and PyTorch's quantized model computes the same graph. ExecuTorch
 would otherwise run `native_layer_norm` in float on the CPU (transformers' every block; LayerNorm([H, W]) and
