@@ -10,7 +10,8 @@ LOWER_FAIL; PTE_LOAD_FAIL; PTE_RUN_FAIL; OUTPUT_MISMATCH_FAIL; UNKNOWN_FAIL; QUA
 does not run in eager mode or export, or keeps an operator ExecuTorch's portable kernels lack).
 Printed per flow: the counts, the share of records delegated, the worst output difference in int8 steps (of the
 output's quantization scale) over the records that ran; then the counts per operator file. The records go to
-`<out>/<flow>.json`; `--before DIR` reads an earlier run's JSON files for before/after rows; `--write-docs` puts
+`<out>/<flow>.json`; `--load DIR [DIR ...]` prints saved records (a later run of some files replaces their records
+of an earlier one); `--before DIR` reads an earlier run's JSON files for before/after rows; `--write-docs` puts
 the tables on docs/backend_suite.md. Then, for the records that stayed undelegated, the partitioner's reasons with
 the number of records each appears in, and how many undelegated records carry no reason. Prints, never asserts.
 """
@@ -141,6 +142,17 @@ def cpu_reasons(flows: dict[str, list[dict]]) -> list[str]:
     return lines
 
 
+def load_dirs(paths: list[Path]) -> dict[str, list[dict]]:
+    """The records of several runs, per flow: a later run's records replace the earlier runs' of each operator file
+    it holds."""
+    flows: dict[str, list[dict]] = {}
+    for path in paths:
+        for name, records in load_dir(path).items():
+            files = {r["file"] for r in records}
+            flows[name] = [r for r in flows.get(name, []) if r["file"] not in files] + records
+    return {name: sorted(recs, key=lambda r: (r["file"], r["test"], r["subtest"])) for name, recs in flows.items()}
+
+
 def load_dir(path: Path | None) -> dict[str, list[dict]]:
     if path is None:
         return {}
@@ -153,7 +165,9 @@ def main() -> None:
     parser.add_argument("--flows", nargs="+", default=list(suite.FLOW_TARGETS))
     parser.add_argument("--files", nargs="+", default=None, help="operators/ files (default: all)")
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "backend_suite")
-    parser.add_argument("--load", type=Path, default=None, help="print the <flow>.json records of DIR, run nothing")
+    parser.add_argument("--load", type=Path, nargs="+", default=None,
+                        help="print the <flow>.json records of DIR, run nothing; with several DIRs, a later one's "
+                             "records replace the earlier ones' of the operator files it holds (a re-run of some files)")
     parser.add_argument("--before", type=Path, default=None, help="directory of an earlier run's <flow>.json")
     _docs.add_argument(parser)
     parser.add_argument("--verbose", action="store_true")
@@ -161,7 +175,7 @@ def main() -> None:
 
     files = args.files or suite.operator_files()
     args.out.mkdir(parents=True, exist_ok=True)
-    flows = load_dir(args.load)
+    flows = load_dirs(args.load or [])
     for target in [] if args.load else args.flows:
         name = f"{suite.FLOW_PREFIX}{target}"
         print(f"{name}: {len(files)} operator files", flush=True)

@@ -1,7 +1,8 @@
 """ATen pass: computations on constants are evaluated once and become constants.
 
 A node whose tensor inputs are all parameters, buffers or constant tensors (or that has none: `arange`, `full`)
-computes the same value at every inference. Left in the graph it would run on the CPU ("it computes on constants
+computes the same value at every inference, and so does `zeros_like` / `ones_like` / `full_like` of any tensor of
+a static shape (it reads only the shape). Left in the graph it would run on the CPU ("it computes on constants
 only"): EfficientViT's attention biases, for one, are a parameter table indexed per head. Folded here, before
 annotation, the value is a buffer that the quantizer treats like any other constant operand.
 
@@ -19,6 +20,9 @@ from .fx_utils import constant, finish
 
 #: the largest result (in elements) folded into a constant
 FOLD_MAX_ELEMENTS = 1 << 20
+#: ops that read only their input's shape -> their fill value (full_like: its argument)
+_SHAPE_ONLY = {torch.ops.aten.zeros_like.default: lambda n: 0, torch.ops.aten.ones_like.default: lambda n: 1,
+               torch.ops.aten.full_like.default: lambda n: n.args[1]}
 
 
 def _foldable_op(node: Node) -> bool:
@@ -51,14 +55,21 @@ def fold_constants(gm: GraphModule, keep_parameters: bool = False) -> GraphModul
                 values[node] = value
     changed = False
     for node in list(gm.graph.nodes):
-        if not _foldable_op(node) or not all(a in values for a in node.all_input_nodes):
+        shape_only = node.op == "call_function" and node.target in _SHAPE_ONLY
+        if not shape_only and (not _foldable_op(node) or not all(a in values for a in node.all_input_nodes)):
             continue
         fake = node.meta.get("val")
         if not isinstance(fake, torch.Tensor) or fake.numel() > FOLD_MAX_ELEMENTS:
             continue
-        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: values[n])
-        with torch.no_grad():
-            value = node.target(*args, **kwargs)
+        if shape_only:
+            if not all(isinstance(d, int) for d in fake.shape) or not isinstance(_SHAPE_ONLY[node.target](node),
+                                                                                 (int, float, bool)):
+                continue
+            value = torch.full(tuple(fake.shape), _SHAPE_ONLY[node.target](node), dtype=fake.dtype)
+        else:
+            args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: values[n])
+            with torch.no_grad():
+                value = node.target(*args, **kwargs)
         folded = _buffer(gm, node, value.detach().clone())
         node.replace_all_uses_with(folded)
         gm.graph.erase_node(node)

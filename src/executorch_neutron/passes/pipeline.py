@@ -31,6 +31,7 @@ from .elu_decompose import elu_decompose
 from .expand_to_cat import expand_to_cat
 from .fold_constants import fold_constants
 from .fold_linear_batch_norm import fold_linear_batch_norm
+from .gather_to_slices import gather_to_slices
 from .gelu_to_sigmoid import gelu_to_sigmoid
 from .glu_to_sigmoid_mul import glu_to_sigmoid_mul
 from .group_norm_decompose import group_norm_decompose
@@ -43,6 +44,7 @@ from .log1p_to_log import log1p_to_log
 from .log_sigmoid_decompose import log_sigmoid_decompose
 from .matmul_to_bmm import matmul_to_bmm
 from .max_pool_padding import max_pool_padding
+from .max_dim_to_amax import max_dim_to_amax
 from .max_pool_split import max_pool_split
 from .mean1d_to_mean2d import mean1d_to_mean2d
 from .pad_modes_to_cat import pad_modes_to_cat
@@ -114,6 +116,8 @@ PIPELINE: tuple[Step, ...] = (
          "it is folded) and before pool1d_to_pool2d and max_pool_padding, which rewrite the max pools it writes"),
     Step(fold_constants, "after remove_noops, before the rewrites that need constant operands (div_to_mul's "
          "divisor, batch_norm_to_conv's statistics)", qat_keyword="keep_parameters"),
+    Step(gather_to_slices, "after fold_constants, which makes a constant index a get_attr; before split_to_slices "
+         "and the other slice readers"),
     Step(rnn_unroll, "after fold_constants: a zero initial state is a constant by then, and the terms it multiplies "
          "are dropped; before the rewrites below, which see its linears, slices and reshapes as any others",
          op_flags=(("with_sub", _edge.sub.Tensor),)),
@@ -177,6 +181,8 @@ PIPELINE: tuple[Step, ...] = (
          backends=frozenset({ETHOS_U})),
     Step(expand_to_cat, "after rnn_unroll and l2_normalize_decompose, which read the expands they meet"),
     Step(max_pool_padding, "after the pool and activation rewrites above (it reads its input's producers)"),
+    Step(max_dim_to_amax, "before reduce_all_keepdim, which rewrites the amax / amin it writes when they reduce to "
+         "a scalar"),
     Step(reduce_all_keepdim, "any"),
     Step(sink_squeeze, "last: moves the squeezes of conv1d_to_conv2d below the batch norm / activation that "
          "follows the conv, once no pass rewrites them any more"),

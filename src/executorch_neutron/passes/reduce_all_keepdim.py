@@ -1,5 +1,5 @@
-"""ATen pass: a reduction to a 0-d scalar (`x.sum()`, `x.mean()`, `torch.amax(x)`, `x.amin(dim=(0, 1))` of a
-rank-2 x, ...) -> the same reduction over those dims with keepdim, then a reshape to the scalar.
+"""ATen pass: a reduction to a 0-d scalar (`x.sum()`, `x.mean()`, `torch.amax(x)`, `x.max()`, `x.amin(dim=(0, 1))`
+of a rank-2 x, ...) -> the same reduction over those dims with keepdim, then a reshape to the scalar.
 
 A 0-d tensor cannot be a Neutron partition's boundary (partition/support.py), so the reduction would stay on the
 CPU; NXP's release delegates sum, mean, amax and amin with a scalar result. With keepdim the reduction runs on the
@@ -19,7 +19,9 @@ aten = torch.ops.aten
 #: the reductions rewritten, each with the overload that takes (input, dims, keepdim)
 _KEEPDIM = {aten.sum.default: aten.sum.dim_IntList, aten.sum.dim_IntList: aten.sum.dim_IntList,
             aten.mean.default: aten.mean.dim, aten.mean.dim: aten.mean.dim,
-            aten.amax.default: aten.amax.default, aten.amin.default: aten.amin.default}
+            aten.amax.default: aten.amax.default, aten.amin.default: aten.amin.default,
+            aten.max.default: aten.amax.default, aten.min.default: aten.amin.default}
+_ALL = (aten.sum.default, aten.mean.default, aten.max.default, aten.min.default)  # reduce every dim, no dim arg
 
 
 def _scalar_reduction_input(node: Node) -> Node | None:
@@ -37,7 +39,7 @@ def _rewrite(gm: GraphModule, node: Node) -> Node | None:
     x = _scalar_reduction_input(node)
     if x is None:
         return None
-    dims = arg(node, "dim") if node.target not in (aten.sum.default, aten.mean.default) else None
+    dims = arg(node, "dim") if node.target not in _ALL else None
     dims = [dims] if isinstance(dims, int) else list(dims or range(x.meta["val"].dim()))
     reduced = call(gm, _KEEPDIM[node.target], (x, dims, True), node)
     return call(gm, aten.reshape.default, (reduced, []), node)
