@@ -1,9 +1,11 @@
 """Operators ExecuTorch's backend test suite (operators/) left on the CPU before, now on the NPU, at the converter
 level (`harness.convert_and_run`: edge program -> TFLite -> LiteRT, no `lower()`): glu, square and pow(x, 2 / 3),
-threshold(t, t), hardsigmoid of rank 1 / 2, log2 / log10, elu, logsigmoid, log1p, rank-1 PReLU, dilated max pools, average pools with
+threshold(t, t), hardsigmoid of rank 1 / 2, log2 / log10, elu (with scale / input_scale), selu, celu, logsigmoid,
+softplus, mish, layer norm over trailing dims, instance norm, var, log1p, rank-1 PReLU, dilated max pools, average pools with
 ceil_mode, circular and replicate padding, grouped convolutions with few channels per group, and transposed convolutions with groups, dilation or
 output_padding beyond the padding. Each is compared with PyTorch's quantized model (`convert_pt2e`) within 1 output
-quantization step, on the Neutron and the Ethos-U target; and the cases one back end refuses, with their reasons."""
+quantization step (the normalizations: 3, see NORM_BOUND), on the Neutron and the Ethos-U target; and the cases one
+back end refuses, with their reasons."""
 
 import pytest
 import torch
@@ -29,7 +31,23 @@ CONV = "aten.convolution.default"
 T1D = {"aten.unsqueeze_copy.default": 1, CONV: 1, "aten.squeeze_copy.dims": 1}
 GLU = {"aten.slice_copy.Tensor": 2, "aten.sigmoid.default": 1, "aten.mul.Tensor": 1}
 ELU = {"aten.clamp.default": 1, "aten.exp.default": 1, "aten.add.Tensor": 2, "aten.relu.default": 1}
+SOFTPLUS = {"aten.relu.default": 1, "aten.abs.default": 1, "aten.neg.default": 1, "aten.exp.default": 1,
+            "aten.add.Tensor": 2, "aten.log.default": 1}
+#: layer norm's pieces (a mean, the sub, the square, a mean, + eps, rsqrt, the product), without the affine
+NORM = {"aten.mean.dim": 2, "aten.sub.Tensor": 1, "aten.mul.Tensor": 2, "aten.add.Tensor": 1,
+        "aten.rsqrt.default": 1}
+#: group_norm_decompose's per-channel view: reshape to [B, C, H * W], its means over the last dim as 2-D means
+INSTANCE = NORM | {"aten.view_copy.default": 2, "aten.unsqueeze_copy.default": 2, "aten.squeeze_copy.dims": 2}
+VAR = {"aten.mean.dim": 1, "aten.sub.Tensor": 1, "aten.mul.Tensor": 2, "aten.sum.dim_IntList": 1}
 HSIG_FLAT = {"aten.view_copy.default": 2, CONV: 1, "aten.clamp.default": 1}
+
+def _affine(layer):
+    """`layer` with random (not the initial 1 and 0) affine parameters."""
+    with torch.no_grad():
+        for p in layer.parameters():
+            p.copy_(torch.randn(p.shape))
+    return layer
+
 
 # name: (model factory, inputs, edge ops delegated); distinct extents
 CASES = {
@@ -72,6 +90,26 @@ CASES = {
                                   {"aten.avg_pool2d.default": 2, "aten.slice_copy.Tensor": 1, "aten.cat.default": 1}),
     "elu": (lambda: nn.ELU(), x(3, 4, 5), ELU),
     "elu_alpha": (lambda: nn.ELU(alpha=0.5), x(2, 3, 4, 5), ELU | {"aten.mul.Tensor": 1}),
+    "elu_scale_input_scale": (lambda: Fn(lambda s, a: torch.ops.aten.elu.default(a, 0.7, 1.3, 0.6)), x(3, 4, 5),
+                              ELU | {"aten.mul.Tensor": 3}),
+    "selu": (lambda: nn.SELU(), x(2, 3, 4, 5), ELU | {"aten.mul.Tensor": 2}),
+    "celu": (lambda: nn.CELU(alpha=0.5), x(3, 4, 5), ELU | {"aten.mul.Tensor": 2}),
+    "softplus": (lambda: nn.Softplus(), (torch.randn(2, 3, 4, 5) * 3,), SOFTPLUS),
+    "softplus_beta": (lambda: nn.Softplus(beta=2.0), x(3, 4, 5), SOFTPLUS | {"aten.mul.Tensor": 2}),
+    "mish": (lambda: nn.Mish(), (torch.randn(3, 4, 5) * 2,), SOFTPLUS | {"aten.tanh.default": 1,
+                                                                        "aten.mul.Tensor": 1}),
+    "layer_norm_hw": (lambda: _affine(nn.LayerNorm([5, 6])), x(1, 3, 5, 6),
+                      NORM | {"aten.mul.Tensor": 3, "aten.add.Tensor": 2}),
+    "layer_norm_chw": (lambda: nn.LayerNorm([3, 5, 6], elementwise_affine=False), x(1, 3, 5, 6),
+                       NORM | {"aten.view_copy.default": 2}),
+    "instance_norm2d": (lambda: nn.InstanceNorm2d(3), x(1, 3, 5, 6), INSTANCE),
+    "instance_norm2d_affine": (lambda: _affine(nn.InstanceNorm2d(3, affine=True)), x(1, 3, 5, 6),
+                               INSTANCE | {CONV: 1}),
+    "instance_norm1d": (lambda: nn.InstanceNorm1d(4), x(1, 4, 9), INSTANCE),
+    "var_hw": (lambda: Fn(lambda s, a: a.var((2, 3), keepdim=True)), x(1, 3, 5, 6),
+               {"aten.mean.dim": 2, "aten.sub.Tensor": 1, "aten.mul.Tensor": 2}),
+    "var_last_correction_0": (lambda: Fn(lambda s, a: a.var(-1, correction=0)), x(3, 4, 5),
+                              VAR),
     "logsigmoid": (lambda: nn.LogSigmoid(), (torch.rand(2, 10) * 20 - 10,),
                    {"aten.clamp.default": 1, "aten.abs.default": 1, "aten.neg.default": 1, "aten.exp.default": 1,
                     "aten.add.Tensor": 1, "aten.log.default": 1, "aten.sub.Tensor": 1}),
@@ -87,6 +125,17 @@ CASES = {
 }
 #: cases whose inputs must stay positive in calibration too (logarithms)
 POSITIVE = {"log2", "log10", "log1p"}
+#: normalizations (rsqrt of a variance): LiteRT's int8 RSQRT and PyTorch's float rsqrt + rounding may differ by one
+#: step of the per-row factor 1 / sqrt(var + eps), which moves each value by |x - mean| * s_factor / s_out steps (up
+#: to about 2 here), before the last op's own step: 3, as for GroupNorm in tests/models/test_norm_shuffle_layers.py
+#: (measured max 2 over 12 random inputs of each case)
+NORM_BOUND = 3
+BOUNDS = {n: NORM_BOUND for n in ("layer_norm_hw", "layer_norm_chw", "instance_norm2d", "instance_norm2d_affine",
+                                  "instance_norm1d")}
+#: var over the last dim: the sum is LiteRT's integer MEAN at the sum's scale / n, then a MUL by n (ops/reduce.py),
+#: which may round one sum step apart from PyTorch's float sum; a sum step / (n - c) is about one output step (the
+#: sum's range is n - c times the variance's), before the scaling's own rounding: 2 (seen on 4 of 40 random inputs)
+BOUNDS["var_last_correction_0"] = 2
 #: output_padding beyond the padding asks for rows past TRANSPOSE_CONV's VALID output, which Vela refuses
 VELA_REFUSES = {"conv_t1d_output_padding": "output_padding", "conv_t2d_output_padding_1x0": "output_padding"}
 
@@ -105,7 +154,7 @@ def test_suite_gap_delegated_within_one_step(name, target):
     assert not r.rejections, [j.message() for j in r.rejections]
     assert r.delegated_ops == CASES[name][2]
     for out, ref, scale in zip(r.outputs, r.references, r.output_scales):
-        assert_within_steps(out, ref, steps_allowed=1, scale=scale)
+        assert_within_steps(out, ref, steps_allowed=BOUNDS.get(name, 1), scale=scale)
 
 
 @pytest.mark.parametrize("name", VELA_REFUSES)
@@ -121,7 +170,14 @@ def test_vela_refusal_has_its_reason(name):
 #: output's; measured max 1 (elu, logsigmoid, pow 3, glu) and 2 (elu with alpha 2). log1p = log(x + 1): the add's
 #: rounding near x = 0, where log's slope is largest (1 / (1 + x) = 1, with an output range narrower than the
 #: add's), plus the log's own and the input's: bound 3 (3 seen on some random samples, 2 on this seed).
-#: Samples are drawn after seeding, in the test.
+#: selu, celu and elu with scale / input_scale add a scaling by a constant (its own rounding, a range no wider than
+#: the output's): bound 2, measured max 2 (1 for selu). softplus = relu + log(1 + exp(-|x|)) (logsigmoid's pieces):
+#: bound 2, measured 2. mish = x * tanh(softplus(x)): tanh's output has LiteRT's fixed scale 1/128, whose half step
+#: times |x| (up to the output's range) is about 1 output step, softplus's rounding through tanh (slope <= 1) another,
+#: plus the product's own: bound 3, measured 2-3 over seeds. var = sum((x - mean)^2) / (n - c) (over H, W: the
+#: spatial mean, own quantization): the input's rounding and the square's, averaged over the row, plus the scaling's:
+#: bound 2, measured 1-2. layer norm over (H, W) and instance norm: the rsqrt step of NORM_BOUND: bound 3, measured
+#: 1-2. Samples are drawn after seeding, in the test.
 DECOMPOSED = {
     "elu": (lambda: nn.ELU(), lambda: torch.randn(3, 4, 50), 2),
     "elu_alpha_2": (lambda: nn.ELU(alpha=2.0), lambda: torch.randn(3, 4, 50), 2),
@@ -129,6 +185,17 @@ DECOMPOSED = {
     "log1p": (lambda: Fn(lambda s, a: torch.log1p(a)), lambda: torch.rand(3, 4, 50) * 5, 3),
     "pow_3": (lambda: Fn(lambda s, a: torch.pow(a, 3)), lambda: torch.randn(3, 4, 50), 2),
     "glu": (lambda: Fn(lambda s, a: F.glu(a, -1)), lambda: torch.randn(3, 4, 50), 2),
+    "selu": (lambda: nn.SELU(), lambda: torch.randn(3, 4, 50), 2),
+    "celu_0.5": (lambda: nn.CELU(alpha=0.5), lambda: torch.randn(3, 4, 50), 2),
+    "elu_scale_input_scale": (lambda: Fn(lambda s, a: torch.ops.aten.elu.default(a, 0.7, 1.3, 0.6)),
+                              lambda: torch.randn(3, 4, 50), 2),
+    "softplus": (lambda: nn.Softplus(), lambda: torch.randn(3, 4, 50) * 4, 2),
+    "softplus_beta_2": (lambda: nn.Softplus(beta=2.0), lambda: torch.randn(3, 4, 50) * 2, 2),
+    "mish": (lambda: nn.Mish(), lambda: torch.randn(3, 4, 50) * 3, 3),
+    "var_last": (lambda: Fn(lambda s, a: a.var(-1)), lambda: torch.randn(3, 4, 50), 2),
+    "var_hw": (lambda: Fn(lambda s, a: a.var((2, 3), keepdim=True)), lambda: torch.randn(1, 4, 8, 8), 2),
+    "layer_norm_hw": (lambda: nn.LayerNorm([8, 8]), lambda: torch.randn(1, 4, 8, 8), 3),
+    "instance_norm2d": (lambda: nn.InstanceNorm2d(4), lambda: torch.randn(1, 4, 8, 8), 3),
 }
 
 

@@ -3,10 +3,12 @@ place; conditions are data (a step whose ops the target's table lacks does not r
 
 from pathlib import Path
 
+import pytest
 import torch
 from torch import nn
 
 from executorch_neutron.passes import PIPELINE, PassContext, run_passes
+from harness import Fn
 
 PASSES_DIR = Path(__file__).resolve().parents[2] / "src" / "executorch_neutron" / "passes"
 NOT_PASSES = {"__init__", "pipeline", "fx_utils"}
@@ -52,3 +54,21 @@ def test_qat_keeps_computations_on_parameters():
     ptq, qat = run_passes(gm(), PassContext(is_qat=False)), run_passes(gm(), PassContext(is_qat=True))
     assert sum(n.target == torch.ops.aten.mul.Tensor for n in ptq.graph.nodes) == 1  # w * 2 folded
     assert sum(n.target == torch.ops.aten.mul.Tensor for n in qat.graph.nodes) == 2  # trained later: kept
+
+
+_DECOMPOSED = {  # layer -> the op it exports as (rewritten from exp / log / sub / rsqrt, none in NXP's documented table)
+    "softplus": (nn.Softplus(), "aten.softplus.default"), "mish": (nn.Mish(), "aten.mish.default"),
+    "selu": (nn.SELU(), "aten.selu.default"), "celu": (nn.CELU(0.5), "aten.celu.default"),
+    "instance_norm": (nn.InstanceNorm2d(3), "aten.instance_norm.default"),
+    "layer_norm_hw": (nn.LayerNorm([4, 5]), "aten.layer_norm.default"),
+    "var": (Fn(lambda s, a: a.var(-1)), "aten.var.dim"),
+}
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("name", _DECOMPOSED)
+def test_decompositions_run_only_where_the_table_has_their_ops(name):
+    model, op = _DECOMPOSED[name]
+    graph = lambda: torch.export.export(model.eval(), (torch.randn(2, 3, 4, 5),), strict=False).module()  # noqa: E731
+    assert op in _aten_ops(run_passes(graph(), PassContext(profile="documented")))
+    assert op not in _aten_ops(run_passes(graph(), PassContext(profile="sdk-current")))

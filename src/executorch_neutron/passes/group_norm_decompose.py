@@ -1,4 +1,4 @@
-"""ATen pass: group_norm -> statistics per group (reshape to [B, G, rest], then layer norm's pieces over the last
+"""ATen pass: group_norm (and instance_norm, a group norm with one channel per group) -> statistics per group (reshape to [B, G, rest], then layer norm's pieces over the last
 dim), reshape back, and the per-channel affine as a depthwise 1x1 convolution.
 
     g = x.reshape(B, G, -1)         d = g - mean(g, -1, keepdim)         var = mean(d * d, -1, keepdim)
@@ -9,7 +9,9 @@ affine's per-channel scale becomes an int8 per-channel convolution weight (a bro
 tensor would quantize the scales per tensor); PyTorch's quantized model computes the same graph. Other ranks get
 the affine as mul + add. ExecuTorch would otherwise run `native_group_norm` in float on the CPU. Not made where
 the target's operator table has no rsqrt (Neutron's `documented` profile): the group norm stays one float op.
-Runs before quantization.
+instance_norm (nn.InstanceNorm1d/2d) is rewritten only where it normalizes with the input's statistics and keeps
+no running statistics (track_running_stats=False, the default): its groups are the C channels. Runs before
+quantization.
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ def _rewrite(gm: GraphModule, node: Node) -> Node | None:
     weight, bias = arg(node, "weight"), arg(node, "bias")
     if val is None or val.dim() < 2 or any(p is not None and constant(gm, p) is None for p in (weight, bias)):
         return None
-    shape, groups, eps = list(val.shape), int(arg(node, "num_groups")), float(arg(node, "eps"))
+    if node.target == aten.instance_norm.default:
+        if not arg(node, "use_input_stats") or arg(node, "running_mean") is not None or val.dim() < 3:
+            return None
+        groups = val.shape[1]
+    else:
+        groups = int(arg(node, "num_groups"))
+    shape, eps = list(val.shape), float(arg(node, "eps"))
     g = call(gm, aten.reshape.default, (x, [shape[0], groups, math.prod(shape[1:]) // groups]), node)
     d = call(gm, aten.sub.Tensor, (g, call(gm, aten.mean.dim, (g, [-1], True), node)), node)
     var = call(gm, aten.mean.dim, (call(gm, aten.mul.Tensor, (d, d), node), [-1], True), node)
@@ -40,7 +48,7 @@ def _rewrite(gm: GraphModule, node: Node) -> Node | None:
 
 
 def group_norm_decompose(gm: GraphModule) -> GraphModule:
-    return rewrite_calls(gm, aten.group_norm.default, _rewrite)
+    return rewrite_calls(gm, (aten.group_norm.default, aten.instance_norm.default), _rewrite)
 
 
 def _affine(gm: GraphModule, y, weight, bias, shape: list[int], node):

@@ -62,9 +62,11 @@ from .sdpa_to_matmul import sdpa_to_matmul
 from .silu_to_sigmoid_mul import silu_to_sigmoid_mul
 from .sink_batch_reshapes import sink_batch_reshapes
 from .sink_squeeze import sink_squeeze
+from .softplus_decompose import softplus_decompose
 from .split_to_slices import split_to_slices
 from .stack_to_cat import stack_to_cat
 from .threshold_to_clamp import threshold_to_clamp
+from .var_decompose import var_decompose
 
 _edge = exir_ops.edge.aten
 
@@ -134,7 +136,7 @@ PIPELINE: tuple[Step, ...] = (
     Step(batch_norm_to_conv, "before conv1d_to_conv2d, which makes the 1-D convolution it writes for a rank-3 "
          "batch norm 2-D"),
     Step(group_norm_decompose, "before conv1d_to_conv2d, which makes the 1-D depthwise convolution of its affine "
-         "(rank-3 input) 2-D; only where the target's table runs rsqrt (as layer_norm_decompose)",
+         "(rank-3 input: group norm, nn.InstanceNorm1d) 2-D; only where the target's table runs rsqrt (as layer_norm_decompose)",
          needs_ops=(_edge.rsqrt.default,)),
     Step(conv1d_to_conv2d, "before sink_squeeze, which moves the squeeze it writes"),
     Step(pool1d_to_pool2d, "before max_pool_padding, which rewrites the 2-D max pools it writes"),
@@ -159,13 +161,19 @@ PIPELINE: tuple[Step, ...] = (
     Step(log1p_to_log, "any; only where the target's table runs log", needs_ops=(_edge.log.default,)),
     Step(log_sigmoid_decompose, "any; only where the target's table runs exp, log and sub",
          needs_ops=(_edge.exp.default, _edge.log.default, _edge.sub.Tensor)),
-    Step(elu_decompose, "before max_pool_padding, which reads whether a pool's input cannot be negative (the relu "
+    Step(softplus_decompose, "before max_pool_padding, which reads whether a pool's input cannot be negative (the "
+         "relu it writes); only where the target's table runs exp and log (as log_sigmoid_decompose, whose term it "
+         "shares), mish only where it also runs tanh",
+         needs_ops=(_edge.exp.default, _edge.log.default), op_flags=(("with_tanh", _edge.tanh.default),)),
+    Step(elu_decompose, "(elu, selu, celu) before max_pool_padding, which reads whether a pool's input cannot be negative (the relu "
          "it writes); only where the target's table runs exp", needs_ops=(_edge.exp.default,)),
     Step(layer_norm_decompose, "any; only where the target's table runs rsqrt (else layer norm stays one float op "
          "instead of int8 pieces split between NPU and CPU)", needs_ops=(_edge.rsqrt.default,)),
     Step(l2_normalize_decompose, "any; only where the target's table runs rsqrt and sum (else F.normalize stays "
          "float ops on the CPU instead of int8 pieces split between NPU and CPU)",
          needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
+    Step(var_decompose, "before batch_split, which gives the means it writes batch 1 on Ethos-U; only where the "
+         "target's table runs mean, sub and sum", needs_ops=(_edge.mean.dim, _edge.sub.Tensor, _edge.sum.dim_IntList)),
     Step(resize_halve_to_pool, "before batch_split, which would otherwise view the resizes it rewrites (an "
          "average pool runs at any batch)"),
     Step(batch_split, "after the rewrites that write means and resizes (core_aten_rewrites, mean1d_to_mean2d, the "
