@@ -47,4 +47,4 @@ no_kernel((_aten.flip.default,), _both("no reverse kernel"))
 no_kernel((_aten.scalar_tensor.default,), _both(
     "a scalar made at run time for a select (where), which has no kernel either"))
 no_kernel((_aten.sin.default, _aten.cos.default, _aten.erf.default, _aten.sign.default), _both(
-    "no kernel for this function (neither NPU has a lookup-table activation for it)"))
+    "neither NPU has a lookup-table activation for this function"))
