@@ -18,7 +18,8 @@ from torch import nn
 from executorch_neutron import lower
 from executorch_neutron.pte import inspect_pte
 from executorch_neutron.runtime import run
-from harness import Fn, compare_pte, lower_and_run
+from executorch_neutron.zoo import calibration
+from harness import Fn, assert_within_steps, compare_pte, lower_and_run, model_output_qparams, quantize_np
 
 F = nn.functional
 BOUNDARY = {"cortex_m::quantize_per_tensor.out", "cortex_m::dequantize_per_tensor.out"}
@@ -229,3 +230,19 @@ def test_circular_padding_runs_on_imxrt700cm():
     r = lower_and_run(model, inputs, target="imxrt700cm")
     assert r.rejections == [], [j.message() for j in r.rejections]
     assert int(compare_pte(r, model, [inputs, (torch.randn(2, 3, 9, 7),)]).steps.max()) <= 1
+
+
+def test_a_cortex_m_result_feeding_a_delegate_is_made_contiguous():
+    """A Cortex-M kernel (here the average pool Neutron refuses: padding that is not SAME) leaves its result
+    channels-last; the Neutron partition after it (the squeeze back to 1-D) was compiled for a contiguous input and
+    its .pte failed to run (error 0x12). A dim-order copy in front of the delegate fixes it: the .pte runs, within
+    1 step of PyTorch's quantized model."""
+    torch.manual_seed(0)
+    model = nn.AvgPool1d(2, 2, 1, count_include_pad=False).eval()
+    x = (torch.randn(1, 8, 100),)
+    result = lower(model, x, [x] + calibration(x, 4), target="imxrt700cm")
+    assert any(p.ops for p in result.report.partitions), result.report
+    (scale, zp), = model_output_qparams(result.quantized_model)
+    with torch.no_grad():
+        ref = quantize_np(result.quantized_model(*x).numpy(), scale, zp)
+    assert_within_steps(quantize_np(run(result.pte, x)[0].numpy(), scale, zp), ref, 1, scale)

@@ -77,10 +77,44 @@ class CortexMLeftoversPass(ExportedProgramPassBase):
         )
 
         out = CortexMPassManager(exported_program, target_config=self.target_config).transform()
+        _restore_delegate_input_order(out.graph_module)
         return ExportedProgramPassResult(out, True)
 
     def __repr__(self) -> str:
         return f"CortexMLeftoversPass({self.core!r})"
+
+
+def _restore_delegate_input_order(gm) -> None:
+    """The Cortex-M kernels leave their results channels-last (NHWC dim order); a delegate compiled for a
+    contiguous input gets a dim-order copy in front of it (a portable int8 copy), so it reads what it was
+    compiled for (the Neutron payload's format flags say which layout each input has)."""
+    from executorch.exir.dialects._ops import ops as exir_ops
+
+    copy_op = exir_ops.edge.dim_order_ops._to_dim_order_copy.default
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or getattr(node.target, "__name__", "") != "executorch_call_delegate":
+            continue
+        lowered = getattr(gm, node.args[0].target, None)
+        program = getattr(lowered, "original_module", None)
+        if program is None:
+            continue
+        expected = [p.meta.get("val") for p in program.graph.nodes
+                    if p.op == "placeholder" and p.name in program.graph_signature.user_inputs]
+        args = list(node.args)
+        for i, (arg, want) in enumerate(zip(args[1:], expected), start=1):
+            have = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+            if not isinstance(have, torch.Tensor) or not isinstance(want, torch.Tensor):
+                continue
+            if have.dim_order() == want.dim_order():
+                continue
+            with gm.graph.inserting_before(node):
+                moved = gm.graph.call_function(copy_op, (arg,), {"dim_order": list(want.dim_order())})
+            moved.meta = {k: v for k, v in arg.meta.items() if k != "val"}
+            moved.meta["val"] = have.clone(memory_format=torch.channels_last if want.dim_order() == (0, 2, 3, 1)
+                                           else torch.contiguous_format)
+            args[i] = moved
+        node.args = tuple(args)
+    gm.recompile()
 
 
 def leftover_passes(spec: NeutronCompileSpec) -> list:
