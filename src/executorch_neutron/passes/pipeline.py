@@ -142,9 +142,10 @@ PIPELINE: tuple[Step, ...] = (
     Step(pool1d_to_pool2d, "before max_pool_padding, which rewrites the 2-D max pools it writes"),
     Step(pad_modes_to_cat, "any"),
     Step(avg_pool_ceil, "after pool1d_to_pool2d (a 1-D average pool is a 2-D one by then)"),
-    Step(dilated_max_pool, "after pool1d_to_pool2d (a dilated max_pool1d is a max_pool2d by then); only where the "
-         "target's table runs maximum", needs_ops=(_edge.maximum.default,)),
-    Step(pool3d_to_pool2d, "before max_pool_split and max_pool_padding, which rewrite the 2-D max pools it writes"),
+    Step(pool3d_to_pool2d, "before dilated_max_pool, max_pool_split and max_pool_padding, which rewrite the 2-D max "
+         "pools it writes (a dilated 3-D pool gives dilated 2-D pools)"),
+    Step(dilated_max_pool, "after pool1d_to_pool2d and pool3d_to_pool2d (a dilated 1-D or 3-D pool is a max_pool2d "
+         "by then); only where the target's table runs maximum", needs_ops=(_edge.maximum.default,)),
     Step(max_pool_split, "after core_aten_rewrites, pool1d_to_pool2d, dilated_max_pool and pool3d_to_pool2d, whose "
          "adaptive, 1-D, subsampling and 3-D max pools it splits; Ethos-U only (Vela's max-pool strides are 1..3, "
          "Neutron runs larger ones in one pool)", backends=frozenset({ETHOS_U})),
