@@ -199,9 +199,13 @@ def _large_stride(a: NodeArgs) -> str | None:
 
 
 def _stride_rows(a: NodeArgs) -> str | None:
-    """Vela's stride rule of convolutions and average pools on the TFLite op: a stride H above 3 only when the OFM
-    is one row high, a stride W above 3 only when the OFM is one column wide or Vela can fold the IFM width so the
-    stride becomes 2 or 3 (`calc_resize_factor`, on the IFM the op reads, padded unless SAME)."""
+    """Vela's stride rule of convolutions on the TFLite op: a stride H above 3 only when the OFM is one row high, a
+    stride W above 3 only when the OFM is one column wide or Vela can fold the IFM width so the stride becomes 2 or
+    3 (`calc_resize_factor`, on the IFM the op reads, padded unless SAME). (Vela states the rule for average pools
+    too, but compiles a tiling 5x5 average pool on 20x20: measured by the backend suite, so pools are not held to
+    it.)"""
+    if a.node.target == _aten.avg_pool2d.default:
+        return None
     window = _window(a)
     if window is None:
         return None
@@ -293,8 +297,7 @@ CONSTRAINTS: tuple[Constraint, ...] = (
     _vela("Stride > 3 is only supported with dilation 1 and VALID padding (convolutions, average pooling)",
                    _CONV | {_aten.avg_pool2d.default}, _large_stride),
     _vela("Stride H must be in the range [1, 3] when the OFM height is greater than 1; a stride W above 3 needs an "
-          "OFM width of 1 or an IFM width that folds it to stride 2 or 3 (convolutions, average pooling)",
-          _CONV | {_aten.avg_pool2d.default}, _stride_rows),
+          "OFM width of 1 or an IFM width that folds it to stride 2 or 3 (convolutions)", _CONV, _stride_rows),
     _vela("Transposed convolution: stride (H, W) (1, 1) or (2, 2), or (1, 2) when the IFM and kernel "
                    "heights are 1, or (2, 1) when their widths are 1; with VALID padding (the converter's) the OFM "
                    "must be IFM x stride + (kernel - stride), so the kernel (dilated) must not be smaller than the "
