@@ -1,7 +1,7 @@
 """A CPU op between two partitions: the .pte equals chaining the two partition TFLites in LiteRT directly.
 
-The CPU part (dequantize -> floor(y * 4) -> quantize) is exact in float32, so the chain must match the .pte's
-output to the bit (0 quantization steps).
+The CPU part (dequantize -> floor -> quantize; the `* 4` before it runs in the first partition) is exact in
+float32, so the chain must match the .pte's output to the bit (0 quantization steps).
 """
 
 import numpy as np
@@ -42,7 +42,7 @@ def test_pte_equals_chained_partition_tflites():
 
     y1, _ = _run_partition(first, [quantize_np(inputs[0].numpy(), *in1[0])])
     s1, z1 = out1[0]
-    cpu = np.floor(((y1[0].astype(np.float32) - z1) * np.float32(s1)) * np.float32(4.0))
+    cpu = np.floor((y1[0].astype(np.float32) - z1) * np.float32(s1))
     y2, _ = _run_partition(second, [quantize_np(cpu, *in2[0])])
     s2, z2 = out2[0]
     chained = (y2[0].astype(np.float32) - z2) * np.float32(s2)

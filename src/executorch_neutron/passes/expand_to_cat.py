@@ -54,6 +54,8 @@ def _plan(node: Node) -> tuple[list[int], list[tuple[int, list[int]]]] | None:
     if x.op == "get_attr" or not (isinstance(val, torch.Tensor) and val.is_floating_point()
                                   and isinstance(out, torch.Tensor)):
         return None  # a constant (a class token) is folded or stays a constant
+    if node.users and all(u.target == aten.div.Tensor and u.args[1] is node for u in node.users):
+        return None  # a divisor computed at run time: the division stays a float CPU op, so does its expand
     shape = [1] * (out.dim() - val.dim()) + list(val.shape)
     if node.target in (aten.repeat.default, aten.tile.default):
         reps = [int(r) for r in node.args[1]]
