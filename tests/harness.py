@@ -22,6 +22,7 @@ from executorch_neutron.lowering import LoweringResult, quantize
 from executorch_neutron.core.payload import unpack
 from executorch_neutron.ops.registry import CheckContext
 from executorch_neutron.pipeline import assemble, resolve_spec
+from executorch_neutron.runtime import run
 from executorch_neutron.tflite.layout import from_channels_last, to_channels_last
 from executorch_neutron.zoo import calibration
 
@@ -155,6 +156,20 @@ def assert_within_steps(out: np.ndarray, ref: np.ndarray, steps_allowed: int = 1
         f"max error {worst} quantization steps (scale {scale}) > {steps_allowed}; "
         f"{(d <= 1).mean() * 100:.2f}% of elements within 1 step"
     )
+
+
+def pte_steps(result: LoweringResult, samples) -> int:
+    """The largest difference, in steps of the output's quantization, between the .pte run by the host runtime and
+    PyTorch's quantized model (`result.quantized_model`, convert_pt2e's) over `samples` (input tuples); one output."""
+    (scale, zp), = model_output_qparams(result.quantized_model)
+    worst = 0
+    for x in samples:
+        with torch.no_grad():
+            ref = quantize_np(result.quantized_model(*x).numpy(), scale, zp)
+        out = quantize_np(run(result.pte, x)[0].numpy(), scale, zp)
+        assert out.shape == ref.shape, f"shape {out.shape} != reference {ref.shape}"
+        worst = max(worst, int(steps(out, ref).max()) if out.size else 0)
+    return worst
 
 
 @dataclass

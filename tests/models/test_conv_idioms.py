@@ -18,9 +18,8 @@ import torch
 from torch import nn
 
 from executorch_neutron import lower
-from executorch_neutron.runtime import run
 from executorch_neutron.zoo import calibration
-from harness import model_output_qparams, quantize_np, steps
+from harness import pte_steps
 
 
 class _ConvThen(nn.Module):
@@ -75,9 +74,6 @@ def test_idiom_after_a_conv_on_the_npu(name, target):
     result = lower(model, inputs, calib, target=target)
     report = result.report
     assert len(report.partitions) == 1 and report.rejections == [], str(report)
-    (scale, zp), = model_output_qparams(result.quantized_model)
-    with torch.no_grad():
-        worst = max(int(steps(quantize_np(run(result.pte, x)[0].numpy(), scale, zp),
-                              quantize_np(result.quantized_model(*x).numpy(), scale, zp)).max()) for x in calib[:4])
+    worst = pte_steps(result, calib[:4])
     print(f"{name} on {target}: max {worst} steps")
     assert worst <= bound, f"max {worst} steps > {bound}"

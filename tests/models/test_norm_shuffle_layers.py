@@ -23,7 +23,7 @@ from executorch_neutron.passes.l2_normalize_decompose import l2_normalize_decomp
 from executorch_neutron.passes.pixel_shuffle_to_permute import pixel_shuffle_to_permute
 from executorch_neutron.runtime import run
 from executorch_neutron.zoo import calibration
-from harness import model_output_qparams, quantize_np, steps
+from harness import pte_steps
 from models.norm_shuffle_blocks import LAYERS
 
 aten = torch.ops.aten
@@ -69,10 +69,7 @@ def test_layer_on_the_npu(name, target):
     result = lower(module, inputs, calib, target=target)
     report = result.report
     assert len(report.partitions) == 1 and report.rejections == [], str(report)
-    (scale, zp), = model_output_qparams(result.quantized_model)
-    with torch.no_grad():
-        worst = max(int(steps(quantize_np(run(result.pte, x)[0].numpy(), scale, zp),
-                              quantize_np(result.quantized_model(*x).numpy(), scale, zp)).max()) for x in calib[:4])
+    worst = pte_steps(result, calib[:4])
     print(f"{name} on {target}: max {worst} steps")
     assert worst <= bound, f"max {worst} steps > {bound}"
 
