@@ -36,6 +36,8 @@ class Backend:
     #: (partition TFLite or None, lowered-module metadata, target) -> the report's per-layer estimate of a partition
     #: (None: the back end's estimate travels in its metadata instead, as Vela's does)
     partition_estimate: Callable | None = None
+    #: (blob, the .pte's named data by key) -> what compiled the payload (tool and version), or None
+    compiled_by: Callable | None = None
 
 
 BACKENDS: dict[str, Backend] = {b.kind: b for b in (
@@ -44,7 +46,8 @@ BACKENDS: dict[str, Backend] = {b.kind: b for b in (
             _ethos_u.pte_tflite, _ethos_u.layer_estimate),
     Backend(NEUTRON, _NEUTRON_ID, "Neutron", NeutronPartitioner, _neutron.view, _neutron.reference,
             _neutron.claims, _neutron.host_blob, _neutron.on_load, pte_tflite=_neutron.pte_tflite,
-            layer_estimate=_neutron.layer_estimate, partition_estimate=_neutron.partition_estimate),
+            layer_estimate=_neutron.layer_estimate, partition_estimate=_neutron.partition_estimate,
+            compiled_by=_neutron.compiled_by),
 )}
 
 

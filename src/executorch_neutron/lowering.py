@@ -41,8 +41,26 @@ class LoweringResult:
     etrecord: object = None  # ExecuTorch ETRecord, when lowered with etrecord=True
 
     def save(self, path: str | Path) -> Path:
-        """Write the .pte atomically: an interruption leaves the previous file or the new one, never a broken one."""
-        return write_bytes(path, self.pte)
+        """Write the .pte atomically: an interruption leaves the previous file or the new one, never a broken one.
+        Files the eIQ Neutron converter produced with no intermediates_dir to receive them (`converter_files`:
+        `_kernel_selection_<partition>.c`) are written beside it."""
+        written = write_bytes(path, self.pte)
+        for name, data in self.converter_files.items():
+            write_bytes(written.parent / name, data)
+        return written
+
+    @property
+    def converter_files(self) -> dict[str, bytes]:
+        """The converter's files that no intermediates_dir received (dump_kernel_selection_code without one): file
+        name -> bytes, in partition order; `save` writes them beside the .pte."""
+        if self.edge_program is None:
+            return {}
+        from .core.exported import lowered_modules
+
+        files: dict[str, bytes] = {}
+        for lowered in lowered_modules(self.edge_program.exported_program().graph_module).values():
+            files.update((getattr(lowered, "meta", {}).get("_delegate_info_meta") or {}).get("converter_files") or {})
+        return files
 
     def save_etrecord(self, path: str | Path) -> Path:
         """Write the ETRecord (graphs and debug handle maps for ExecuTorch's Inspector)."""

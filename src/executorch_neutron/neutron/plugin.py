@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..core.payload import PayloadError, unpack
 from . import estimate
+from .backend import compiled_by_key
 
 
 def view(blob: bytes, meta: dict | None = None, reference: bytes | None = None) -> dict:
@@ -17,6 +18,16 @@ def view(blob: bytes, meta: dict | None = None, reference: bytes | None = None) 
     return {"kind": payload.kind, "inputs": h.n_inputs, "outputs": h.n_outputs,
             "input_formats": tuple(h.input_formats), "output_formats": tuple(h.output_formats),
             "tflite": (lambda: payload.tflite) if payload.is_reference else None, "meta": None}
+
+
+def compiled_by(blob: bytes, named: dict[str, bytes]) -> str | None:
+    """What compiled a payload of a .pte: the SDK record stored beside device microcode (NeutronBackend), "none" for
+    a host-reference payload; None when a microcode payload has no record (a .pte of an older version of this
+    package)."""
+    record = named.get(compiled_by_key(blob))
+    if record is not None:
+        return record.decode(errors="replace")
+    return "none (a host-reference payload, made without the eIQ Neutron SDK)" if unpack(blob).is_reference else None
 
 
 def reference(lowered) -> bytes:
@@ -58,5 +69,5 @@ def layer_estimate(tflite: bytes, spec) -> tuple[list[dict], str]:
     return layers, "cycles (Neutron estimate: MACs and bytes moved, see the report's notes)"
 
 
-__all__ = ["PayloadError", "claims", "host_blob", "layer_estimate", "on_load", "partition_estimate", "pte_tflite",
+__all__ = ["PayloadError", "claims", "compiled_by", "host_blob", "layer_estimate", "on_load", "partition_estimate", "pte_tflite",
            "reference", "view"]
