@@ -178,6 +178,20 @@ def _already_quantized(model) -> bool:
         per_tensor_kind(n) is not None for n in graph.nodes)
 
 
+def _check_runnable(pte: bytes) -> None:
+    """Never hand out a program that ExecuTorch's kernels would abort on (runtime/validate.py's checks: a kernel's
+    argument assertions end the process with SIGABRT, on the host and on the board alike)."""
+    from .runtime.validate import InvalidProgram, check_program
+
+    try:
+        check_program(pte)
+    except InvalidProgram as exc:
+        detail = str(exc).removeprefix("invalid .pte: ").split("; the file is damaged")[0]
+        raise LoweringError(f"the lowered program would abort ExecuTorch's runtime ({detail}); nothing was written. "
+                            f"Keep the operator that reads this tensor on the NPU or in float "
+                            f"(operators_not_to_delegate), and report the model") from None
+
+
 def _warn_host_unrunnable(edge) -> None:
     """Say at compile time what the .pte will fail to run on the host: a 3-D convolution left on the CPU (the
     portable convolution kernel of ExecuTorch's runtime handles 1-D and 2-D only)."""
@@ -321,6 +335,7 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
     stages.done()
     stages.close()
 
+    _check_runnable(program.buffer)
     _warn_host_unrunnable(edge)
     report = DelegationReport.build(exported, edge, partitioner, spec, leftovers)
     report.pte_bytes = len(program.buffer)
