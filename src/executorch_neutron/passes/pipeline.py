@@ -20,6 +20,8 @@ from torch.fx import GraphModule
 
 from ..ops import registry
 from ..target import ETHOS_U, NEUTRON
+from .adaptive_pool_to_linear import adaptive_pool_to_linear
+from .add_alpha_to_mul import add_alpha_to_mul
 from .avg_pool_ceil import avg_pool_ceil
 from .batch_split import batch_split
 from .batch_norm_to_conv import batch_norm_to_conv
@@ -67,6 +69,7 @@ from .softplus_decompose import softplus_decompose
 from .split_to_slices import split_to_slices
 from .stack_to_cat import stack_to_cat
 from .threshold_to_clamp import threshold_to_clamp
+from .upsample_1x1_to_expand import upsample_1x1_to_expand
 from .var_decompose import var_decompose
 
 _edge = exir_ops.edge.aten
@@ -109,6 +112,8 @@ PIPELINE: tuple[Step, ...] = (
     Step(fold_linear_batch_norm, "first, on the graph as exported: a linear -> batch norm pair is folded before "
          "batch_norm_to_conv could turn that batch norm into a convolution"),
     Step(inline_autocast, "before every other rewrite: ops inside an autocast region are invisible to them"),
+    Step(add_alpha_to_mul, "before int_scalars_to_float, which makes the integer alpha it writes as a multiplier a "
+         "float literal"),
     Step(int_scalars_to_float, "before the rewrites that read scalar operands (div_to_mul, the activation "
          "decompositions): they then see float literals only"),
     Step(remove_noops, "before the pattern rewrites: clones, dropouts and identity views between ops hide the "
@@ -144,6 +149,8 @@ PIPELINE: tuple[Step, ...] = (
     Step(pool1d_to_pool2d, "before max_pool_padding, which rewrites the 2-D max pools it writes"),
     Step(pad_modes_to_cat, "any"),
     Step(avg_pool_ceil, "after pool1d_to_pool2d (a 1-D average pool is a 2-D one by then)"),
+    Step(adaptive_pool_to_linear, "any: the reshapes and the fully connected layer it writes are ops no later step "
+         "rewrites specially"),
     Step(pool3d_to_pool2d, "before dilated_max_pool, max_pool_split and max_pool_padding, which rewrite the 2-D max "
          "pools it writes (a dilated 3-D pool gives dilated 2-D pools)"),
     Step(dilated_max_pool, "after pool1d_to_pool2d and pool3d_to_pool2d (a dilated 1-D or 3-D pool is a max_pool2d "
@@ -182,6 +189,8 @@ PIPELINE: tuple[Step, ...] = (
     Step(batch_split, "after the rewrites that write means and resizes (core_aten_rewrites, mean1d_to_mean2d, the "
          "norm decompositions); Ethos-U only (Vela's MEAN and RESIZE take batch 1, Neutron's any batch)",
          backends=frozenset({ETHOS_U})),
+    Step(upsample_1x1_to_expand, "before expand_to_cat, which writes the expand it makes as concatenations; Neutron "
+         "only (Vela resizes a 1 x 1 image itself)", backends=frozenset({NEUTRON})),
     Step(expand_to_cat, "after rnn_unroll and l2_normalize_decompose, which read the expands they meet"),
     Step(max_pool_padding, "after the pool and activation rewrites above (it reads its input's producers)"),
     Step(max_dim_to_amax, "before reduce_all_keepdim, which rewrites the amax / amin it writes when they reduce to "
