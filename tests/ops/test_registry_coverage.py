@@ -94,8 +94,9 @@ REJECTED = {
     "mm_constants_only_without_fold": (lambda: Consts(lambda s, a: torch.mm(s.c1, s.c2) + a), x(5, 8),
                                        "aten.mm.default", "constants only"),
     "addmm_beta": (lambda: AddMM(16, 8, 0.5), x(5, 16), "aten.addmm.default", "beta 0.5"),
-    "sub_alpha": (f(lambda s, a, b: torch.sub(a, b, alpha=2)), (torch.randn(1, 8, 5, 6), torch.randn(1, 8, 5, 6)),
-                  "aten.sub.Tensor", "alpha 2"),
+    # passes/add_alpha_to_mul.py writes the scaling as a multiplication; without it the partitioner names alpha
+    "sub_alpha_without_rewrite": (f(lambda s, a, b: torch.sub(a, b, alpha=2)),
+                                  (torch.randn(1, 8, 5, 6), torch.randn(1, 8, 5, 6)), "aten.sub.Tensor", "alpha 2"),
 }
 
 #: registry entries no export produces today (so no case can reach them), with the reason
@@ -119,17 +120,17 @@ def test_delegated_case(case, monkeypatch):
         assert_within_steps(out, ref, 1, scale)
 
 
-#: rejected cases lowered without passes/fold_constants.py (which would fold them)
-WITHOUT_FOLD = {"mm_constants_only_without_fold"}
+#: rejected cases lowered without the pass that would rewrite them
+WITHOUT_PASS = {"mm_constants_only_without_fold": "fold_constants", "sub_alpha_without_rewrite": "add_alpha_to_mul"}
 
 
 @pytest.mark.parametrize("name", list(REJECTED))
 def test_rejected_case(name, monkeypatch):
     make, inputs, op, needle = REJECTED[name]
-    if name in WITHOUT_FOLD:
+    if name in WITHOUT_PASS:
         from executorch_neutron.passes import pipeline
 
-        monkeypatch.setattr(pipeline, "PIPELINE", tuple(s for s in pipeline.PIPELINE if s.name != "fold_constants"))
+        monkeypatch.setattr(pipeline, "PIPELINE", tuple(s for s in pipeline.PIPELINE if s.name != WITHOUT_PASS[name]))
     torch.manual_seed(0)
     r = lower(make().eval(), inputs, [inputs])
     mine = [j for j in r.report.rejections if j.op == op]

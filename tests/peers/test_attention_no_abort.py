@@ -84,3 +84,19 @@ def test_lowering_refuses_to_emit_such_a_program(monkeypatch):
     model, x = CASES["cross_attention"]()
     with pytest.raises(LoweringError, match="would abort ExecuTorch's runtime.*quantize_per_channel"):
         lower(model.eval(), x, [x])
+
+
+class RuntimeWeights(nn.Module):
+    def forward(self, x, w):
+        return torch.nn.functional.linear(x, w)
+
+
+def test_a_linear_with_run_time_weights_runs():
+    """Its weight is quantized on the CPU, per tensor: a per-channel quantize (float scales) would abort."""
+    torch.manual_seed(0)
+    x = (torch.randn(2, 16), torch.randn(8, 16))
+    r = lower(RuntimeWeights().eval(), x, [x])
+    assert [j.reason for j in r.report.rejections if j.op == "aten.linear.default"] == [
+        "weights are not a constant int8 tensor"]
+    out = run(r.pte, x)[0]
+    torch.testing.assert_close(out, torch.nn.functional.linear(*x), atol=0.15, rtol=0.05)  # int8 operands

@@ -166,7 +166,9 @@ def weighted(weight_axis: Callable[[Node], tuple[int, bool]]) -> Annotator:
             return None
         qc = ctx.qconfig
         axis, channel_ok = weight_axis(node)
-        per_channel = qc.per_channel and channel_ok
+        # a weight computed at run time is quantized on the CPU per tensor: ExecuTorch's quantize_per_channel
+        # kernel aborts on the float scales convert_pt2e gives it (a constant one is folded to int8 instead)
+        per_channel = qc.per_channel and channel_ok and is_constant(w)
         inputs = {x: ctx.input_spec(x), w: qc.weight(axis, per_channel)}  # order: input, weight, bias
         if isinstance(b, Node):
             inputs[b] = qc.bias((x, node), (w, node), per_channel)
