@@ -203,11 +203,12 @@ def _run(args) -> int:
 
     from .runtime import run
 
+    from .board.cli_support import check_run_flags, run_on_device
+
+    check_run_flags(args)
     save = Path(args.save_outputs) if args.save_outputs else None
     inputs = _pte_inputs(args, [("--etdump", args.etdump), lambda n: [
         ("--save-outputs", save / f"output_{j}.npy") for j in range(n if save else 0)]])
-    from .board.cli_support import run_on_device
-
     outputs = run_on_device(args, inputs)  # None without --device
     if outputs is None:
         with _runtime_logs():  # a NeutronRuntimeError gets its hint in main()

@@ -75,20 +75,27 @@ def after_compile(args, pte_path: Path) -> None:
                     "table (listed above)", f"{pte_path} and {ops} were written; see docs/guide/board.md")
 
 
-def run_on_device(args, inputs: list) -> list | None:
-    """`run --device`: the outputs computed on the board (printing the on-board times, and the board-host
-    comparison with --compare-host); None without --device (after refusing board-only flags)."""
+def check_run_flags(args) -> None:
+    """Before any work: board-only flags need --device, and --device excludes --etdump."""
     if not args.device:
         given = [flag for flag, on in (("--repeat", args.repeat != 1), ("--compare-host", args.compare_host)) if on]
         if given:
-            raise UserError(f"{' and '.join(given)} apply to runs on a board", "add --device PORT")
-        return None
+            raise UserError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to runs on a board",
+                            "add --device PORT")
+        return
     if args.repeat < 1 or args.timeout <= 0:
         raise UserError(f"--repeat {args.repeat} --timeout {args.timeout}: at least one run and a positive timeout "
                         "are needed", "pass --repeat 10 --timeout 10")
     if args.etdump:
         raise UserError("--etdump records the host runtime's events; the board's firmware records none",
                         "drop --etdump, or run on the host (without --device)")
+
+
+def run_on_device(args, inputs: list) -> list | None:
+    """`run --device`: the outputs computed on the board (printing the on-board times, and the board-host
+    comparison with --compare-host); None without --device."""
+    if not args.device:
+        return None
     from .client import BoardProtocolError, BoardTimeout, BoardUnavailable
     from .session import BoardRunError, WillNotLoad, run_on_board
 
