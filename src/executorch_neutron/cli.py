@@ -201,9 +201,8 @@ def _pte_inputs(args, outputs: list, reads: list = ()) -> list:
 def _run(args) -> int:
     import numpy as np
 
-    from .runtime import run
-
     from .board.cli_support import check_run_flags, run_on_device
+    from .runtime import run
 
     check_run_flags(args)
     save = Path(args.save_outputs) if args.save_outputs else None
