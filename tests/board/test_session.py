@@ -11,7 +11,9 @@ from executorch_neutron.board import BoardRunError, BoardTimeout, WillNotLoad, c
 from executorch_neutron.board.runners import _DATA
 from executorch_neutron.pte import inspect_pte
 from executorch_neutron.runtime import run
+from executorch_neutron.board.qparams import output_qparams
 from executorch_neutron.zoo import calibration
+from harness import model_output_qparams
 
 X = torch.randn(1, 3, 9, 7, generator=torch.Generator().manual_seed(3))
 
@@ -26,9 +28,14 @@ class ConvAct(torch.nn.Module):
 
 
 @pytest.fixture(scope="module")
-def conv_relu():
+def lowered():
     torch.manual_seed(0)
-    return lower(ConvAct(torch.nn.ReLU()).eval(), (X,), calibration((X,), 8), target="imxrt700").pte
+    return lower(ConvAct(torch.nn.ReLU()).eval(), (X,), calibration((X,), 8), target="imxrt700")
+
+
+@pytest.fixture(scope="module")
+def conv_relu(lowered):
+    return lowered.pte
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +63,28 @@ def test_repeat_and_compare_host(modelrunner, conv_relu):
     assert all(word in board.timing() for word in ("3 runs", "min", "median", "max"))
     (line,) = compare_with_host(conv_relu, board.outputs, run(conv_relu, [X]))
     assert "largest board-host difference 0 output step(s) (scale" in line and "bytes equal" in line
+
+
+def test_output_qparams_are_pytorchs(lowered):
+    (scale, zero_point), = output_qparams(lowered.pte)
+    (ref_scale, ref_zero_point), = model_output_qparams(lowered.quantized_model)
+    assert zero_point == ref_zero_point and scale == pytest.approx(ref_scale, rel=1e-6)
+
+
+def test_channels_last_io_on_the_board(modelrunner):
+    """A model kept channels-last takes and returns NHWC tensors: the board gets the input in that dim order and
+    the output comes back as the host run returns it."""
+    torch.manual_seed(0)
+    model = ConvAct(torch.nn.ReLU()).eval().to(memory_format=torch.channels_last)
+    x = X.to(memory_format=torch.channels_last)
+    pte = lower(model, (x,), [(c[0].to(memory_format=torch.channels_last),) for c in calibration((x,), 8)],
+                target="imxrt700").pte
+    assert list(inspect_pte(pte).methods[0].inputs[0].shape) == [1, 3, 9, 7]
+    board = run_on_board(pte, [x], modelrunner())
+    assert board.inputs_info[0].dim_order == (0, 2, 3, 1)
+    host = run(pte, [x])
+    assert board.outputs[0].shape == host[0].shape and torch.equal(board.outputs[0], host[0])
+    assert board.outputs[0].stride() == host[0].stride()
 
 
 def test_model_too_big_says_by_how_much(modelrunner, conv_relu):

@@ -56,9 +56,9 @@ def from_board(result: TensorSpec, data: bytes, info: TensorSpec | None, index: 
     dtype = _dtype(result, f"output {index}")
     order = tuple(info.dim_order) if info is not None and info.dim_order else tuple(range(len(result.sizes)))
     physical = [result.sizes[d] for d in order]
-    flat = torch.frombuffer(bytearray(data), dtype=dtype) if data else torch.empty(0, dtype=dtype)
-    if flat.numel() != torch.Size(physical).numel():
+    if len(data) != torch.Size(physical).numel() * dtype.itemsize:
         raise TensorMismatch(f"output {index}: the board sent {len(data)} bytes for {dtype}{list(result.sizes)}; "
                              "the RESULT frame is inconsistent: reset the board and try again")
+    flat = torch.frombuffer(bytearray(data), dtype=dtype) if data else torch.empty(0, dtype=dtype)
     inverse = sorted(range(len(order)), key=order.__getitem__)
     return flat.reshape(physical).permute(*inverse)
