@@ -154,7 +154,9 @@ def main(argv=None) -> int:
     if args.kernels:
         with open(args.kernels) as f:
             kernels = {line.split("#")[0].strip() for line in f} - {""}
-    import executorch_neutron.runtime  # noqa: F401 - import before `ready`: the first answer must not wait for it
+    from executorch_neutron.runtime import bridge
+
+    bridge.ensure_registered()  # the host library built and loaded before `ready`: answers must not wait for it
 
     firmware, line = Firmware(args.model_buffer, kernels), Line(args.fd)
     print("ready", flush=True)

@@ -75,7 +75,7 @@ def test_run_on_the_device_double(compiled, modelrunner, tmp_path):
     np.save(tmp_path / "x.npy", x.numpy())
     port = modelrunner()
     proc = cli("run", tmp_path / "m.pte", "--device", port, "--input", tmp_path / "x.npy", "--repeat", "3",
-               "--compare-host", "--save-outputs", tmp_path / "outs")
+               "--compare-host", "--save-outputs", tmp_path / "outs", "--timeout", "120")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f"board {port}: " in proc.stdout  # the banner came before the CLI opened the port (the session tests see it)
     assert "on-board time over 3 runs: min" in proc.stdout

@@ -16,6 +16,7 @@ from executorch_neutron.zoo import calibration
 from harness import model_output_qparams
 
 X = torch.randn(1, 3, 9, 7, generator=torch.Generator().manual_seed(3))
+WAIT = 120.0  # seconds per answer: the double loads programs with the host runtime on a shared, busy machine
 
 
 class ConvAct(torch.nn.Module):
@@ -48,7 +49,7 @@ def conv_hardswish_on_cpu():
 
 
 def test_board_outputs_are_the_host_outputs_byte_for_byte(modelrunner, conv_relu):
-    board = run_on_board(conv_relu, [X], modelrunner())
+    board = run_on_board(conv_relu, [X], modelrunner(), timeout=WAIT)
     host = run(conv_relu, [X])
     assert len(board.outputs) == len(host) == 1
     assert board.outputs[0].dtype == host[0].dtype and board.outputs[0].shape == host[0].shape
@@ -58,7 +59,7 @@ def test_board_outputs_are_the_host_outputs_byte_for_byte(modelrunner, conv_relu
 
 
 def test_repeat_and_compare_host(modelrunner, conv_relu):
-    board = run_on_board(conv_relu, [X], modelrunner(), repeat=3)
+    board = run_on_board(conv_relu, [X], modelrunner(), repeat=3, timeout=WAIT)
     assert len(board.times_us) == 3  # each RUN after its own LOAD_INPUT (the double refuses RUN otherwise)
     assert all(word in board.timing() for word in ("3 runs", "min", "median", "max"))
     (line,) = compare_with_host(conv_relu, board.outputs, run(conv_relu, [X]))
@@ -80,7 +81,7 @@ def test_channels_last_io_on_the_board(modelrunner):
     pte = lower(model, (x,), [(c[0].to(memory_format=torch.channels_last),) for c in calibration((x,), 8)],
                 target="imxrt700").pte
     assert list(inspect_pte(pte).methods[0].inputs[0].shape) == [1, 3, 9, 7]
-    board = run_on_board(pte, [x], modelrunner())
+    board = run_on_board(pte, [x], modelrunner(), timeout=WAIT)
     assert board.inputs_info[0].dim_order == (0, 2, 3, 1)
     host = run(pte, [x])
     assert board.outputs[0].shape == host[0].shape and torch.equal(board.outputs[0], host[0])
@@ -89,7 +90,7 @@ def test_channels_last_io_on_the_board(modelrunner):
 
 def test_model_too_big_says_by_how_much(modelrunner, conv_relu):
     with pytest.raises(BoardRunError, match=r"error 0x03 .*the \.pte is [\d,]+ bytes .*smaller model buffer") as e:
-        run_on_board(conv_relu, [X], modelrunner("--model-buffer", "1000"))
+        run_on_board(conv_relu, [X], modelrunner("--model-buffer", "1000"), timeout=WAIT)
     assert f"{len(conv_relu):,} bytes" in str(e.value)
 
 
@@ -106,7 +107,7 @@ def test_load_method_error_names_the_missing_kernels(modelrunner, conv_hardswish
     mine = tmp_path / "mine.txt"
     mine.write_text("\n".join(inspect_pte(conv_hardswish_on_cpu).methods[0].cpu_kernels))
     with pytest.raises(BoardRunError, match=r"error 0x14 .*dim_order_ops::_to_dim_order_copy.out") as e:
-        run_on_board(conv_hardswish_on_cpu, [X], modelrunner("--kernels", str(_DATA)), runner=mine)
+        run_on_board(conv_hardswish_on_cpu, [X], modelrunner("--kernels", str(_DATA)), runner=mine, timeout=WAIT)
     assert "modelrunner's kernel table" in str(e.value) and len(str(e.value).splitlines()) == 1
 
 
