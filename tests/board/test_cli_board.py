@@ -50,7 +50,7 @@ def test_compile_runner_check_names_each_missing_kernel(compiled):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "runner check: dim_order_ops::_to_dim_order_copy.out (2 calls) is not in modelrunner's kernel table" \
         in proc.stdout
-    assert "error: the .pte will not load on modelrunner: 1 CPU operator(s) missing" in proc.stderr
+    assert "error: the .pte will not load on modelrunner: 1 problem(s) (listed above)" in proc.stderr
     assert (out / "m.pte").is_file()  # written all the same: it runs on the host, and the list below builds firmware
 
 
@@ -71,6 +71,7 @@ def test_run_on_the_device_double(compiled, modelrunner, tmp_path):
                "--runner", "modelrunner")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "runner check: every CPU operator of the .pte is in modelrunner's kernel table" in proc.stdout
+    assert "and the .pte fits its model buffer" in proc.stdout
     x = torch.randn(1, 3, 9, 7, generator=torch.Generator().manual_seed(5))
     np.save(tmp_path / "x.npy", x.numpy())
     port = modelrunner()

@@ -2,8 +2,8 @@
 commands do with them, so that cli.py only wires them in.
 
 `compile` always writes the selective-build operator list beside the .pte (`model.ops.yaml`); with `--runner` it
-checks the .pte's CPU operators against the runner's kernel table after writing, prints one finding per missing
-operator and exits with the bad-input code (2): the files are kept (the list is what a firmware build needs, the
+checks the .pte's CPU operators against the runner's kernel table (and its size against the runner's model buffer,
+where known) after writing, prints one finding per missing operator and exits with the bad-input code (2): the files are kept (the list is what a firmware build needs, the
 .pte still runs on the host) but the .pte will not load on that firmware. `run --device PORT` makes the same check
 before uploading and refuses.
 """
@@ -58,21 +58,26 @@ def compile_outputs(args) -> list[tuple[str, Path]]:
 
 
 def after_compile(args, pte_path: Path) -> None:
-    from .runners import check_pte
+    from .runners import check_pte, too_big
 
     ops = write_selected_operators(pte_path, selected_operators_path(pte_path))
     print(f"wrote {ops} (the .pte's CPU operators as ExecuTorch's selective build reads them: selected_operators.yaml)")
     if not args.runner:
         return
     runner = _runner(args.runner)
-    findings = check_pte(pte_path, runner)
-    if not findings:
-        print(f"runner check: every CPU operator of the .pte is in {runner.name}'s kernel table ({runner.source})")
+    problems = [str(f) for f in check_pte(pte_path, runner)]
+    size = too_big(pte_path.stat().st_size, runner)
+    if size:
+        problems.append(f"{size}: the .pte will fail to load there (error 0x03); shrink the model or enlarge the "
+                        "firmware's model buffer")
+    if not problems:
+        print(f"runner check: every CPU operator of the .pte is in {runner.name}'s kernel table ({runner.source})"
+              + (" and the .pte fits its model buffer" if "model" in runner.buffers else ""))
         return
-    for finding in findings:
-        print(f"runner check: {finding}")
-    raise UserError(f"the .pte will not load on {runner.name}: {len(findings)} CPU operator(s) missing from its kernel "
-                    "table (listed above)", f"{pte_path} and {ops} were written; see docs/guide/board.md")
+    for problem in problems:
+        print(f"runner check: {problem}")
+    raise UserError(f"the .pte will not load on {runner.name}: {len(problems)} problem(s) (listed above)",
+                    f"{pte_path} and {ops} were written; see docs/guide/board.md")
 
 
 def check_run_flags(args) -> None:
