@@ -58,16 +58,17 @@ def suite_ptes(target: str):
 
 
 def check_suite(target: str, runner) -> str:
-    failing, missing, lowered = [], Counter(), 0
+    failing, missing, lowered, files = [], Counter(), 0, 0
     for file, pte in suite_ptes(target):
-        if pte is None:
+        files += 1
+        if pte is None:  # the suite skipped the model, or it did not reach the .pte
             continue
         lowered += 1
         findings = check_pte(pte, runner)
         if findings:
             failing.append(file.removeprefix("test_"))
             missing.update(f.operator for f in findings)
-    return (f"suite {target}: {lowered} models lowered, {len(failing)} would fail LOAD_MODEL on {runner.name} (0x14)"
+    return (f"suite {target}: {lowered} of {files} operator files' models lowered to a .pte, {len(failing)} would fail LOAD_MODEL on {runner.name} (0x14)"
             f"\n  missing operators (models): {', '.join(f'{op} ({n})' for op, n in missing.most_common()) or 'none'}"
             f"\n  failing: {', '.join(failing) or 'none'}")
 
