@@ -103,11 +103,12 @@ def run_on_device(args, inputs: list) -> list | None:
         return None
     from .client import BoardProtocolError, BoardTimeout, BoardUnavailable
     from .session import BoardRunError, WillNotLoad, run_on_board
+    from .tensors import TensorMismatch
 
     try:
         run = run_on_board(args.pte, inputs, args.device, baud=args.baud, repeat=args.repeat,
                            runner=_runner(args.runner), timeout=args.timeout)
-    except (WillNotLoad, BoardUnavailable) as exc:
+    except (WillNotLoad, BoardUnavailable, TensorMismatch) as exc:
         raise UserError(str(exc), "see docs/guide/board.md", EXIT_BAD_INPUT) from None
     except (BoardRunError, BoardTimeout, BoardProtocolError) as exc:
         raise UserError(str(exc), "see docs/guide/board.md", EXIT_FAIL) from None

@@ -131,11 +131,18 @@ class ModelRunner:
         if not payload:
             raise BoardProtocolError("the board answered GET_INFO with no tensors: it holds no model (was it reset "
                                      "after LOAD_MODEL?); run again")
-        return protocol.decode_info(payload)
+        return _decoded(protocol.decode_info, payload)
 
     def load_input(self, data: bytes) -> None:
         self._expect(protocol.LOAD_INPUT, protocol.OK, data)
 
     def run(self) -> tuple[int, list[tuple[TensorSpec, bytes]]]:
         """(on-board inference time in microseconds, raw outputs). The input is consumed: LOAD_INPUT again first."""
-        return protocol.decode_result(self._expect(protocol.RUN, protocol.RESULT))
+        return _decoded(protocol.decode_result, self._expect(protocol.RUN, protocol.RESULT))
+
+
+def _decoded(decode, payload: bytes):
+    try:
+        return decode(payload)
+    except protocol.PayloadError as exc:
+        raise BoardProtocolError(f"{exc}: is the board running the executorch_modelrunner firmware?") from None

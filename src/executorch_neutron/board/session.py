@@ -18,7 +18,7 @@ from typing import Sequence
 
 import torch
 
-from .client import BoardError, ModelRunner
+from .client import BoardError, BoardProtocolError, ModelRunner
 from .protocol import TensorSpec
 from .runners import KIB, Runner, check_pte, load_runner, too_big
 from .tensors import from_board, to_board
@@ -61,7 +61,12 @@ def preflight(pte: bytes, runner: Runner) -> None:
                             "firmware's model buffer and rebuild it")
     from ..pte import inspect_pte
 
-    for d in inspect_pte(pte).delegates:
+    summary = inspect_pte(pte)
+    if len(summary.methods[0].inputs) != 1:
+        raise WillNotLoad(f"the program takes {len(summary.methods[0].inputs)} inputs; the modelrunner protocol carries "
+                          "one input tensor (the firmware sets input 0 only): export a single-input model to run it "
+                          "on this firmware")
+    for d in summary.delegates:
         if d.kind == "host-reference":
             log.warning("warning: delegate %d is a host-reference payload (compiled without NXP's eIQ Neutron SDK): "
                         "the board's NeutronBackend cannot run it and load_method fails (error 0x14); compile with "
@@ -125,17 +130,17 @@ def run_on_board(pte: str | Path | bytes, inputs: Sequence[torch.Tensor], port: 
     data = bytes(pte) if isinstance(pte, (bytes, bytearray, memoryview)) else Path(pte).read_bytes()
     runner = runner if isinstance(runner, Runner) else load_runner(runner)
     preflight(data, runner)
+    if len(inputs) != 1:
+        raise BoardRunError(f"{len(inputs)} inputs given; the program takes one")
     inputs_info = None
     with ModelRunner(port, baud, timeout) as board:
         board.drain_banner()
         try:
             board.load_model(data)
             inputs_info, outputs_info = board.get_info()
-            if len(inputs_info) != 1 or len(inputs) != 1:
-                raise WillNotLoad(
-                    f"the program takes {len(inputs_info)} input(s) and {len(inputs)} were given; the modelrunner "
-                    "protocol carries one input tensor (the firmware sets input 0 only): pass one --input for a "
-                    "single-input model")
+            if len(inputs_info) != 1:
+                raise BoardProtocolError(f"the board reports {len(inputs_info)} inputs for a program of one: is it "
+                                         "running the executorch_modelrunner firmware?")
             payload = to_board(inputs[0], inputs_info[0], 0)
             times, raw = [], []
             for _ in range(repeat):
