@@ -31,12 +31,12 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--device", metavar="PORT", help="run on the board at PORT (/dev/ttyACM0, COM5) instead of the "
                    "host; needs pyserial (pip install 'executorch-neutron[board]')")
     g.add_argument("--baud", type=int, default=115200, help="serial baud rate (default 115200, the firmware's)")
-    g.add_argument("--repeat", type=int, default=1, help="--device: run N times; prints min/median/max on-board time")
+    g.add_argument("--repeat", type=int, default=1, metavar="N", help="--device: run N times; prints min/median/max on-board time")
     g.add_argument("--compare-host", action="store_true", help="--device: also run on the host and print the "
                    "largest difference per output, in output quantization steps")
     g.add_argument("--runner", default="modelrunner", metavar="NAME|FILE", help=f"--device: {RUNNER_HELP}; "
                    "checked before uploading (default modelrunner)")
-    g.add_argument("--timeout", type=float, default=10.0, help="--device: seconds to wait for each answer, beyond "
+    g.add_argument("--timeout", type=float, default=10.0, metavar="S", help="--device: seconds to wait for each answer, beyond "
                    "the transfer time (default 10)")
 
 
