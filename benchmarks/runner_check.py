@@ -68,7 +68,8 @@ def check_suite(target: str, runner) -> str:
         if findings:
             failing.append(file.removeprefix("test_"))
             missing.update(f.operator for f in findings)
-    return (f"suite {target}: {lowered} of {files} operator files' models lowered to a .pte, {len(failing)} would fail LOAD_MODEL on {runner.name} (0x14)"
+    return (f"suite {target}: {lowered} of {files} operator files' models lowered to a .pte, {len(failing)} would fail "
+            f"LOAD_MODEL on {runner.name} (0x14)"
             f"\n  missing operators (models): {', '.join(f'{op} ({n})' for op, n in missing.most_common()) or 'none'}"
             f"\n  failing: {', '.join(failing) or 'none'}")
 

@@ -120,7 +120,8 @@ class Firmware:
         tensor = self.plan.values[self.plan.inputs[0]].val
         order = list(tensor.dim_order)
         physical = torch.frombuffer(bytearray(self.input), dtype=torch_dtype(int(tensor.scalar_type)))
-        x = physical.reshape([tensor.sizes[d] for d in order]).permute(*sorted(range(len(order)), key=order.__getitem__))
+        inverse = sorted(range(len(order)), key=order.__getitem__)
+        x = physical.reshape([tensor.sizes[d] for d in order]).permute(*inverse)
         start = time.perf_counter()
         try:
             outputs = self.program.execute([x])

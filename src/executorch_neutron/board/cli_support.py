@@ -3,8 +3,9 @@ commands do with them, so that cli.py only wires them in.
 
 `compile` always writes the selective-build operator list beside the .pte (`model.ops.yaml`); with `--runner` it
 checks the .pte's CPU operators against the runner's kernel table (and its size against the runner's model buffer,
-where known) after writing, prints one finding per missing operator and exits with the bad-input code (2): the files are kept (the list is what a firmware build needs, the
-.pte still runs on the host) but the .pte will not load on that firmware. `run --device PORT` makes the same check
+where known) after writing, prints one finding per missing operator and exits with the bad-input code (2): the
+files are kept (the list is what a firmware build needs, the .pte still runs on the host) but the .pte will not
+load on that firmware. `run --device PORT` makes the same check
 before uploading and refuses.
 """
 
@@ -31,13 +32,14 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--device", metavar="PORT", help="run on the board at PORT (/dev/ttyACM0, COM5) instead of the "
                    "host; needs pyserial (pip install 'executorch-neutron[board]')")
     g.add_argument("--baud", type=int, default=115200, help="serial baud rate (default 115200, the firmware's)")
-    g.add_argument("--repeat", type=int, default=1, metavar="N", help="--device: run N times; prints min/median/max on-board time")
+    g.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="--device: run N times; prints min/median/max on-board time")
     g.add_argument("--compare-host", action="store_true", help="--device: also run on the host and print the "
                    "largest difference per output, in output quantization steps")
     g.add_argument("--runner", default="modelrunner", metavar="NAME|FILE", help=f"--device: {RUNNER_HELP}; "
                    "checked before uploading (default modelrunner)")
-    g.add_argument("--timeout", type=float, default=10.0, metavar="S", help="--device: seconds to wait for each answer, beyond "
-                   "the transfer time (default 10)")
+    g.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                   help="--device: seconds to wait for each answer, beyond the transfer time (default 10)")
 
 
 def _runner(name):

@@ -12,7 +12,8 @@ import torch
 from .qparams import output_qparams
 
 
-def compare_with_host(pte: str | Path | bytes, board: Sequence[torch.Tensor], host: Sequence[torch.Tensor]) -> list[str]:
+def compare_with_host(pte: str | Path | bytes, board: Sequence[torch.Tensor],
+                      host: Sequence[torch.Tensor]) -> list[str]:
     data = bytes(pte) if isinstance(pte, (bytes, bytearray, memoryview)) else Path(pte).read_bytes()
     qparams = output_qparams(data)
     lines = []

@@ -63,9 +63,9 @@ def preflight(pte: bytes, runner: Runner) -> None:
 
     summary = inspect_pte(pte)
     if len(summary.methods[0].inputs) != 1:
-        raise WillNotLoad(f"the program takes {len(summary.methods[0].inputs)} inputs; the modelrunner protocol carries "
-                          "one input tensor (the firmware sets input 0 only): export a single-input model to run it "
-                          "on this firmware")
+        raise WillNotLoad(f"the program takes {len(summary.methods[0].inputs)} inputs; the modelrunner protocol "
+                          "carries one input tensor (the firmware sets input 0 only): export a single-input model to "
+                          "run it on this firmware")
     for d in summary.delegates:
         if d.kind == "host-reference":
             log.warning("warning: delegate %d is a host-reference payload (compiled without NXP's eIQ Neutron SDK): "
