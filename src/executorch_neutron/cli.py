@@ -136,7 +136,10 @@ def _runtime_logs():
 # --- commands ------------------------------------------------------------------------------------------------
 
 def _compile(args) -> int:
-    _check_paths(args, [("-o", args.output), ("--report", args.report), ("--etrecord", args.etrecord)])
+    from .board import cli_support as board
+
+    _check_paths(args, [("-o", args.output), ("--report", args.report), ("--etrecord", args.etrecord),
+                        *board.compile_outputs(args)])
     result, *_ = _lower(args)
     path = result.save(args.output)
     print(result.report)
@@ -152,6 +155,7 @@ def _compile(args) -> int:
 
         _model_explorer(result.pte, args.model_explorer,
                         {p.tag: found for p in result.report.partitions if (found := layer_costs(p))})
+    board.after_compile(args, path)  # the selective-build list; --runner: exit 2 naming each missing kernel
     if not result.report.partitions and not args.allow_cpu_only:
         raise UserError("no node was delegated to the Neutron NPU", "see 'On the CPU' above for the reasons; "
                         "--allow-cpu-only accepts a CPU-only .pte", EXIT_NOT_DELEGATED)
@@ -208,13 +212,17 @@ def _pte_inputs(args, outputs: list, reads: list = ()) -> list:
 def _run(args) -> int:
     import numpy as np
 
+    from .board.cli_support import check_run_flags, run_on_device
     from .runtime import run
 
+    check_run_flags(args)
     save = Path(args.save_outputs) if args.save_outputs else None
     inputs = _pte_inputs(args, [("--etdump", args.etdump), lambda n: [
         ("--save-outputs", save / f"output_{j}.npy") for j in range(n if save else 0)]])
-    with _runtime_logs():  # a NeutronRuntimeError gets its hint in main()
-        outputs = run(args.pte, inputs, etdump=args.etdump)
+    outputs = run_on_device(args, inputs)  # None without --device
+    if outputs is None:
+        with _runtime_logs():  # a NeutronRuntimeError gets its hint in main()
+            outputs = run(args.pte, inputs, etdump=args.etdump)
     if args.etdump:
         print(f"wrote {args.etdump} (ETDump: `executorch-neutron profile` or executorch.devtools.Inspector)")
     if save:
@@ -428,6 +436,7 @@ def _add_pte_inputs(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .board import cli_support as board
     from .target import all_target_names
     from .zoo import MODELS
 
@@ -451,12 +460,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--etrecord", metavar="FILE", help="also write ExecuTorch's ETRecord (for `profile`/Inspector)")
     c.add_argument("--model-explorer", metavar="DIR", help="also write each partition's TFLite and Model Explorer "
                    "node data (as `report --model-explorer`)")
+    board.add_compile_options(c)
     c.set_defaults(func=_compile)
 
-    r = sub.add_parser("run", help="run a .pte on the host and summarize its outputs")
+    r = sub.add_parser("run", help="run a .pte on the host (or on a board: --device PORT) and summarize its outputs")
     _add_pte_inputs(r)
     r.add_argument("--save-outputs", metavar="DIR", help="write output_<i>.npy files here")
     r.add_argument("--etdump", metavar="FILE", help="write the run's ExecuTorch profiling events (ETDump) here")
+    board.add_run_options(r)
     r.set_defaults(func=_run)
 
     f = sub.add_parser("profile", help="run a .pte on the host N times with ETDump on; per-event times (Inspector)")

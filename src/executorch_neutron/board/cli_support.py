@@ -1,0 +1,125 @@
+"""The command line's part of the board: the flags of `run --device` and `compile --runner`, and what those
+commands do with them, so that cli.py only wires them in.
+
+`compile` always writes the selective-build operator list beside the .pte (`model.ops.yaml`); with `--runner` it
+checks the .pte's CPU operators against the runner's kernel table (and its size against the runner's model buffer,
+where known) after writing, prints one finding per missing operator and exits with the bad-input code (2): the
+files are kept (the list is what a firmware build needs, the .pte still runs on the host) but the .pte will not
+load on that firmware. `run --device PORT` makes the same check
+before uploading and refuses.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..loading import EXIT_BAD_INPUT, UserError
+from .selective_build import selected_operators_path, write_selected_operators
+
+EXIT_FAIL = 1
+RUNNER_HELP = ("the firmware's kernel table: 'modelrunner' (NXP's executorch_modelrunner, from its "
+               "RegisterKernels.cpp) or a FILE with one operator name per line (aten::add.out; '#' comments)")
+
+
+def add_compile_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runner", metavar="NAME|FILE", help="check that every CPU operator of the .pte is in this "
+                   f"kernel table; exit 2 naming each missing one ({RUNNER_HELP})")
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("on a board (NXP's executorch_modelrunner firmware over a serial port)")
+    g.add_argument("--device", metavar="PORT", help="run on the board at PORT (/dev/ttyACM0, COM5) instead of the "
+                   "host; needs pyserial (pip install 'executorch-neutron[board]')")
+    g.add_argument("--baud", type=int, default=115200, help="serial baud rate (default 115200, the firmware's)")
+    g.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="--device: run N times; prints min/median/max on-board time")
+    g.add_argument("--compare-host", action="store_true", help="--device: also run on the host and print the "
+                   "largest difference per output, in output quantization steps")
+    g.add_argument("--runner", default="modelrunner", metavar="NAME|FILE", help=f"--device: {RUNNER_HELP}; "
+                   "checked before uploading (default modelrunner)")
+    g.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                   help="--device: seconds to wait for each answer, beyond the transfer time (default 10)")
+
+
+def _runner(name):
+    from .runners import RunnerError, load_runner
+
+    try:
+        return load_runner(name)
+    except RunnerError as exc:
+        raise UserError(str(exc), "see docs/guide/board.md for the file format") from None
+
+
+def compile_outputs(args) -> list[tuple[str, Path]]:
+    """The files `compile` writes for the board (checked for collisions up front); a bad --runner fails here,
+    before lowering."""
+    if args.runner:
+        _runner(args.runner)
+    return [("the selective-build operator list", selected_operators_path(args.output))]
+
+
+def after_compile(args, pte_path: Path) -> None:
+    from .runners import check_pte, too_big
+
+    ops = write_selected_operators(pte_path, selected_operators_path(pte_path))
+    print(f"wrote {ops} (the .pte's CPU operators as ExecuTorch's selective build reads them: selected_operators.yaml)")
+    if not args.runner:
+        return
+    runner = _runner(args.runner)
+    problems = [str(f) for f in check_pte(pte_path, runner)]
+    size = too_big(pte_path.stat().st_size, runner)
+    if size:
+        problems.append(f"{size}: the .pte will fail to load there (error 0x03); shrink the model or enlarge the "
+                        "firmware's model buffer")
+    if not problems:
+        print(f"runner check: every CPU operator of the .pte is in {runner.name}'s kernel table ({runner.source})"
+              + (" and the .pte fits its model buffer" if "model" in runner.buffers else ""))
+        return
+    for problem in problems:
+        print(f"runner check: {problem}")
+    raise UserError(f"the .pte will not load on {runner.name}: {len(problems)} problem(s) (listed above)",
+                    f"{pte_path} and {ops} were written; see docs/guide/board.md")
+
+
+def check_run_flags(args) -> None:
+    """Before any work: board-only flags need --device, and --device excludes --etdump."""
+    if not args.device:
+        given = [flag for flag, on in (("--repeat", args.repeat != 1), ("--compare-host", args.compare_host)) if on]
+        if given:
+            raise UserError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to runs on a board",
+                            "add --device PORT")
+        return
+    if args.repeat < 1 or args.timeout <= 0:
+        raise UserError(f"--repeat {args.repeat} --timeout {args.timeout}: at least one run and a positive timeout "
+                        "are needed", "pass --repeat 10 --timeout 10")
+    if args.etdump:
+        raise UserError("--etdump records the host runtime's events; the board's firmware records none",
+                        "drop --etdump, or run on the host (without --device)")
+
+
+def run_on_device(args, inputs: list) -> list | None:
+    """`run --device`: the outputs computed on the board (printing the on-board times, and the board-host
+    comparison with --compare-host); None without --device."""
+    if not args.device:
+        return None
+    from .client import BoardProtocolError, BoardTimeout, BoardUnavailable
+    from .session import BoardRunError, WillNotLoad, run_on_board
+    from .tensors import TensorMismatch
+
+    try:
+        run = run_on_board(args.pte, inputs, args.device, baud=args.baud, repeat=args.repeat,
+                           runner=_runner(args.runner), timeout=args.timeout)
+    except (WillNotLoad, BoardUnavailable, TensorMismatch) as exc:
+        raise UserError(str(exc), "see docs/guide/board.md", EXIT_BAD_INPUT) from None
+    except (BoardRunError, BoardTimeout, BoardProtocolError) as exc:
+        raise UserError(str(exc), "see docs/guide/board.md", EXIT_FAIL) from None
+    print(f"board {args.device}: {run.banner or '(no banner)'}")
+    print(run.timing())
+    if args.compare_host:
+        from ..runtime import run as host_run
+        from .compare import compare_with_host
+
+        for line in compare_with_host(args.pte, run.outputs, host_run(args.pte, inputs)):
+            print(f"vs host: {line}")
+    return run.outputs

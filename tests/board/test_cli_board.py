@@ -1,0 +1,104 @@
+"""The command line on a board: `run --device PORT` against the TEST DOUBLE of NXP's modelrunner firmware
+(modelrunner_double.py), and `compile --runner modelrunner` with its selective-build operator list. References:
+the host runtime's outputs, ExecuTorch's own selective-build generator against our .pte inspector."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from executorch_neutron.board.client import INSTALL_HINT, BoardUnavailable, ModelRunner
+from executorch_neutron.pte import inspect_pte
+from executorch_neutron.runtime import run
+
+ROOT = Path(__file__).resolve().parents[2]
+FACTORY = '''
+import torch
+from torch import nn
+
+def factory():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 8, 3), nn.Hardswish()).eval(), (torch.randn(1, 3, 9, 7),)
+'''
+
+
+def cli(*args) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONWARNINGS="ignore",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
+    return subprocess.run([sys.executable, "-m", "executorch_neutron", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """`compile --runner modelrunner` of conv -> hardswish with hardswish kept on the CPU (it then needs
+    dim_order_ops::_to_dim_order_copy.out, which NXP's firmware does not register)."""
+    out = tmp_path_factory.mktemp("board_cli")
+    (out / "model.py").write_text(FACTORY)
+    proc = cli("compile", f"{out / 'model.py'}:factory", "--random-calibration", "-o", out / "m.pte",
+               "--runner", "modelrunner", "--operators-not-to-delegate", "aten.hardswish.default")
+    return out, proc
+
+
+def test_compile_runner_check_names_each_missing_kernel(compiled):
+    out, proc = compiled
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "runner check: dim_order_ops::_to_dim_order_copy.out (2 calls) is not in modelrunner's kernel table" \
+        in proc.stdout
+    assert "error: the .pte will not load on modelrunner: 1 problem(s) (listed above)" in proc.stderr
+    assert (out / "m.pte").is_file()  # written all the same: it runs on the host, and the list below builds firmware
+
+
+def test_compile_writes_the_selective_build_list(compiled):
+    out, proc = compiled
+    listed = yaml.safe_load((out / "m.ops.yaml").read_text())
+    assert f"wrote {out / 'm.ops.yaml'}" in proc.stdout
+    assert set(listed["operators"]) == set(inspect_pte(out / "m.pte").methods[0].cpu_kernels)
+    assert set(listed["et_kernel_metadata"]) == set(listed["operators"])
+    assert listed["include_all_operators"] is False
+
+
+def test_run_on_the_device_double(compiled, modelrunner, tmp_path):
+    """conv -> hardswish with everything delegated passes the check; --repeat 3 --compare-host --save-outputs."""
+    out, _ = compiled
+    (tmp_path / "model.py").write_text(FACTORY)
+    proc = cli("compile", f"{tmp_path / 'model.py'}:factory", "--random-calibration", "-o", tmp_path / "m.pte",
+               "--runner", "modelrunner")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "runner check: every CPU operator of the .pte is in modelrunner's kernel table" in proc.stdout
+    assert "and the .pte fits its model buffer" in proc.stdout
+    x = torch.randn(1, 3, 9, 7, generator=torch.Generator().manual_seed(5))
+    np.save(tmp_path / "x.npy", x.numpy())
+    port = modelrunner()
+    proc = cli("run", tmp_path / "m.pte", "--device", port, "--input", tmp_path / "x.npy", "--repeat", "3",
+               "--compare-host", "--save-outputs", tmp_path / "outs", "--timeout", "120")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"board {port}: " in proc.stdout  # the banner came before the CLI opened the port (the session tests see it)
+    assert "on-board time over 3 runs: min" in proc.stdout
+    assert "vs host: output 0: largest board-host difference 0 output step(s)" in proc.stdout
+    assert "output 0: float32[1, 8, 7, 5] min" in proc.stdout
+    saved = np.load(tmp_path / "outs" / "output_0.npy")
+    assert saved.tobytes() == run(tmp_path / "m.pte", [x])[0].contiguous().numpy().tobytes()
+
+    refused = cli("run", out / "m.pte", "--device", port, "--input", tmp_path / "x.npy")
+    assert refused.returncode == 2
+    assert "dim_order_ops::_to_dim_order_copy.out (2 calls) is not in modelrunner's kernel table" in refused.stderr
+
+
+def test_board_only_flags_need_a_device(compiled):
+    out, _ = compiled
+    proc = cli("run", out / "m.pte", "--repeat", "3")
+    assert proc.returncode == 2 and "error: --repeat applies to runs on a board" in proc.stderr
+
+
+@pytest.mark.fast
+def test_without_pyserial_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "serial", None)  # `import serial` raises ImportError
+    with pytest.raises(BoardUnavailable, match="pip install 'executorch-neutron\\[board\\]'"):
+        ModelRunner("/dev/ttyACM0")
+    assert "executorch-neutron[board]" in INSTALL_HINT
