@@ -156,10 +156,14 @@ def memory_section(pte: str | Path | bytes | PteSummary, spec: NeutronCompileSpe
     spec = spec or _spec_of(summary)
     target = spec.target_info if spec is not None else None
     backend = backends.BACKENDS[target.kind] if target is not None else None
-    places = backend.placement(spec) if backend is not None and backend.placement else {}
+    notes = []
+    try:
+        places = backend.placement(spec) if backend is not None and backend.placement else {}
+    except Exception as exc:  # noqa: BLE001 - e.g. a configuration file without the named sections
+        places = {}
+        notes.append(f"where each part lives is unknown: {type(exc).__name__}: {exc}")
     program, working = places.get("program", "?"), places.get("working", "?")
     lines = [Block(".pte file", summary.bytes, program, "the whole program, stored and read in place")]
-    notes = []
     multi = len(summary.methods) > 1
     for m in summary.methods:
         name = f" of {m.name}" if multi else ""
