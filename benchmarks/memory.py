@@ -16,6 +16,8 @@ Then the whole section of CifarNet on each target. No pass/fail.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import re
 import subprocess
@@ -49,7 +51,8 @@ def kib(n: int | None) -> str:
 def measure(model_name: str, target: str, tmp: Path) -> tuple[list[str], str]:
     model, inputs, _ = load_model(f"{ROOT}/examples/{model_name}.py:factory")
     inter = tmp / f"{model_name}_{target}"
-    result = lower(model, inputs, [inputs] + random_samples(inputs, 8), target=target, intermediates_dir=inter)
+    with contextlib.redirect_stdout(io.StringIO()):  # Vela's Python prints would land in the figures
+        result = lower(model, inputs, [inputs] + random_samples(inputs, 8), target=target, intermediates_dir=inter)
     mem = result.report.memory
     plan = json.loads(_program_flatbuffer_to_json(result.pte))["execution_plan"][0]
     planned = next(b.bytes for b in mem.program if b.what == "planned memory")
