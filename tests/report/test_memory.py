@@ -149,6 +149,14 @@ def test_ethos_u_figures_are_velas(lowered):
     assert "memory (estimate)" not in text and text.count("SRAM usage") == 1
 
 
+def test_device_only_ethos_u_pte_says_vela_sram_is_not_in_it(lowered):
+    torch.manual_seed(0)
+    model, x = ConvNet().eval(), (torch.randn(1, 3, 6, 5),)
+    mem = lower(model, x, [x], target="imx93", embed_reference=False).report.memory
+    (arena,) = mem.delegates[0]  # no reference TFLite: no Vela SRAM line, and the arena line says why
+    assert arena.bytes == lowered["imx93"].report.memory.delegates[0][0].bytes and "--device-only" in arena.source
+
+
 def test_json_validates_and_html_has_the_section(lowered, tmp_path):
     for target, result in lowered.items():
         data = json.loads(result.report.to_json())
