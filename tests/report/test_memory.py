@@ -87,6 +87,8 @@ def test_neutron_scratch_is_the_neutron_graph_scratch_output(mode):
     assert by_what["NPU payload in SRAM (p)"].bytes == len(blob) and by_what["NPU payload in SRAM (p)"].where == "SRAM"
     flash_npu = BACKENDS[NEUTRON].memory(blob, NeutronCompileSpec(target="mcxn94x"), None, "p")
     assert "NPU payload in SRAM (p)" not in {b.what for b in flash_npu}  # mcxn94x reads weights from flash
+    on_imx95 = BACKENDS[NEUTRON].memory(blob, NeutronCompileSpec(target="imx95"), None, "p")
+    assert {b.where for b in on_imx95} == {"DRAM"}  # the temp allocator of an applications processor: DRAM
 
 
 @pytest.mark.fast

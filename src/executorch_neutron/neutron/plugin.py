@@ -83,14 +83,14 @@ def memory(blob: bytes, spec, tflite: bytes | None, name: str) -> list[Block]:
     target = spec.target_info
     payload = unpack(blob)
     if payload.is_microcode:
-        blocks, prefetch = _microcode_blocks(payload, name)
+        blocks, prefetch = _microcode_blocks(payload, name, target.working_memory)
         weights = Block(f"NPU payload in SRAM ({name})", len(blob), SRAM,
                         "the NPU cannot read flash: microcode, weights and kernels must sit in SRAM (place the .pte "
                         "there, or compile with --fetch-constants-to-sram)")
     elif payload.is_reference:
         intermediates, constants = _tflite_bytes(payload.tflite)
         blocks, prefetch = [Block(
-            f"NPU scratch ({name})", intermediates, SRAM, "estimate from the partition TFLite's intermediate tensors: "
+            f"NPU scratch ({name})", intermediates, target.working_memory, "estimate from the partition TFLite's intermediate tensors: "
             "the most bytes live at once in operator order (host-reference payload: the eIQ Neutron converter sets the "
             "device's scratch)", estimated=True, per_call=True)], False
         weights = Block(f"NPU weights in SRAM ({name})", constants, SRAM,
@@ -101,9 +101,9 @@ def memory(blob: bytes, spec, tflite: bytes | None, name: str) -> list[Block]:
     return blocks + ([weights] if target.weight_memory == SRAM and not prefetch else [])
 
 
-def _microcode_blocks(payload, name: str) -> tuple[list[Block], bool]:
-    """The buffers the device runtime allocates per call, from the microcode words; and whether weights are
-    prefetched into SRAM."""
+def _microcode_blocks(payload, name: str, where: str) -> tuple[list[Block], bool]:
+    """The buffers the device runtime allocates per call from the temp allocator (in `where`, the target's working
+    memory), from the microcode words; and whether weights are prefetched into SRAM."""
     words = struct.unpack_from(f"<{min(len(payload.microcode) // 4, 15)}I", payload.microcode)
     v1 = payload.header.version == 1
     need = 15 if v1 else 13
@@ -117,7 +117,7 @@ def _microcode_blocks(payload, name: str) -> tuple[list[Block], bool]:
     prefetch = words[12] if v1 else words[10]
     fields.append(("weights prefetch buffer", prefetch, f"microcode word {12 if v1 else 10} "
                                                         "(fetch_constants_to_sram)"))
-    blocks = [Block(f"{what} ({name})", size, SRAM, f"{source}; allocated per call from the temp allocator",
+    blocks = [Block(f"{what} ({name})", size, where, f"{source}; allocated per call from the temp allocator",
                     per_call=True) for what, size, source in fields if size or what == "NPU scratch"]
     return blocks, prefetch > 0
 

@@ -143,7 +143,7 @@ def _io(kind: str, tensors, working: str) -> list[Block]:
     given = sum(t.nbytes for t in tensors if not t.planned)
     out = []
     if planned:
-        out.append(Block(f"{kind}", planned, working, "memory-planned: inside planned memory", counted=False))
+        out.append(Block(kind, planned, working, "memory-planned: inside planned memory", counted=False))
     if given:
         out.append(Block(f"{kind} (not memory-planned)", given, working, "buffers the caller provides"))
     return out
