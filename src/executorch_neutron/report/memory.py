@@ -90,7 +90,8 @@ class MemorySection:
     def totals(self) -> list[dict]:
         """Per place with anything in it: required bytes, the target's figure (None: not known), fits (None: no
         figure to hold it against)."""
-        places = [p for p in dict.fromkeys([SRAM, FLASH, *(b.where for b in self.blocks)]) if self.contributors(p)]
+        places = [p for p in dict.fromkeys([SRAM, FLASH, *(b.where for b in self.blocks)])
+                  if p != "?" and self.contributors(p)]  # "?": no target recorded, no place to total
         out = []
         for p in places:
             need, have = self.required(p), self.available(p)
@@ -201,6 +202,9 @@ def check_budget(result_or_pte, sram: int | str | None = None, flash: int | str 
     bytes."""
     section = result_or_pte if isinstance(result_or_pte, MemorySection) else (
         result_or_pte.report.memory if hasattr(result_or_pte, "report") else memory_section(result_or_pte))
+    if section.target is None and (sram is not None or flash is not None):
+        raise BudgetError("the .pte records no target (no delegate of ours), so where its parts live is unknown: "
+                          "check the LoweringResult, or memory_section(pte, spec) with the lowering's spec")
     over = []
     for where, budget in ((SRAM, sram), (FLASH, flash)):
         if budget is None:
