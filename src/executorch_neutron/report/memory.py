@@ -189,7 +189,7 @@ def memory_section(pte: str | Path | bytes | PteSummary, spec: NeutronCompileSpe
     if target is None:
         notes.append("the .pte records no target (no delegate of ours): places and the target's sizes are unknown")
     sram = (target.sram_bytes or None) if target is not None else None
-    flash = getattr(target, "flash_bytes", None) if target is not None else None
+    flash = target.flash_bytes if target is not None else None
     if target is not None and flash is None and FLASH in places.values():
         notes.append(f"{target.name}: no flash size is published for this target here; pass --flash-budget to check one")
     return MemorySection(target.name if target is not None else None, summary.bytes, places, lines, delegates,
