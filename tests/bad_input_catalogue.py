@@ -88,7 +88,8 @@ CASES: dict[str, Case] = {
         "0-d (scalar) tensors between NPU operators", "nothing: those ops stay on the CPU with a reason", 0,
         "0-d (scalar) tensor", argv=("compile", "{d}/model.py:scalar", "--allow-cpu-only") + COMPILE[1:]),
     "conv3d": Case(
-        "a Conv3d model (the host runtime has no 3-D convolution)", "use Conv2d", 0,
+        "a Conv3d with more than 64 output depth planes (not rewritten into 2-D convolutions; the host runtime has "
+        "no 3-D convolution)", "split the depth axis, or use Conv2d", 0,
         "3-D convolution (Conv3d) left on the CPU",
         argv=("compile", "{d}/model.py:conv3d", "--allow-cpu-only") + COMPILE[1:]),
     # --- unclear messages before ------------------------------------------------------------------------------
@@ -378,7 +379,7 @@ def scalar():
 
 
 def conv3d():
-    return nn.Sequential(nn.Conv3d(2, 4, 3), nn.ReLU()).eval(), (torch.randn(1, 2, 5, 6, 7),)
+    return nn.Sequential(nn.Conv3d(2, 4, 3), nn.ReLU()).eval(), (torch.randn(1, 2, 67, 6, 7),)
 
 
 def embedding():

@@ -149,6 +149,7 @@ def _compile(args) -> int:
     print(result.report)
     print(f"\nwrote {path} ({len(result.pte)} bytes); stage seconds: "
           + ", ".join(f"{k} {v:.2f}" for k, v in result.timings.items()))
+    _say_converter_files(args, result, path)
     if args.report:
         print(f"wrote {result.report.save(args.report)}")
     if args.etrecord:
@@ -162,6 +163,16 @@ def _compile(args) -> int:
         raise UserError("no node was delegated to the Neutron NPU", "see 'On the CPU' above for the reasons; "
                         "--allow-cpu-only accepts a CPU-only .pte", EXIT_NOT_DELEGATED)
     return EXIT_OK
+
+
+def _say_converter_files(args, result, pte: Path) -> None:
+    """Where the converter's kernel-selection code went: beside the .pte, or in --intermediates."""
+    if result.converter_files:
+        print(f"wrote {', '.join(result.converter_files)} (kernel-selection code) in {pte.parent}")
+    elif args.dump_kernel_selection_code and args.intermediates:
+        found = sorted(p.name for p in Path(args.intermediates).glob("_kernel_selection_*.c"))
+        if found:
+            print(f"kernel-selection code in {args.intermediates}: {', '.join(found)}")
 
 
 def _pte_inputs(args, outputs: list, reads: list = ()) -> list:

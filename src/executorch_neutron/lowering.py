@@ -42,8 +42,26 @@ class LoweringResult:
     etrecord: object = None  # ExecuTorch ETRecord, when lowered with etrecord=True
 
     def save(self, path: str | Path) -> Path:
-        """Write the .pte atomically: an interruption leaves the previous file or the new one, never a broken one."""
-        return write_bytes(path, self.pte)
+        """Write the .pte atomically: an interruption leaves the previous file or the new one, never a broken one.
+        Files the eIQ Neutron converter produced with no intermediates_dir to receive them (`converter_files`:
+        `_kernel_selection_<partition>.c`) are written beside it."""
+        written = write_bytes(path, self.pte)
+        for name, data in self.converter_files.items():
+            write_bytes(written.parent / name, data)
+        return written
+
+    @property
+    def converter_files(self) -> dict[str, bytes]:
+        """The converter's files that no intermediates_dir received (dump_kernel_selection_code without one): file
+        name -> bytes, in partition order; `save` writes them beside the .pte."""
+        if self.edge_program is None:
+            return {}
+        from .core.exported import lowered_modules
+
+        files: dict[str, bytes] = {}
+        for lowered in lowered_modules(self.edge_program.exported_program().graph_module).values():
+            files.update((getattr(lowered, "meta", {}).get("_delegate_info_meta") or {}).get("converter_files") or {})
+        return files
 
     def save_etrecord(self, path: str | Path) -> Path:
         """Write the ETRecord (graphs and debug handle maps for ExecuTorch's Inspector)."""
@@ -159,6 +177,20 @@ def _already_quantized(model) -> bool:
     graph = getattr(model, "graph", None)
     return isinstance(model, torch.fx.GraphModule) and graph is not None and any(
         per_tensor_kind(n) is not None for n in graph.nodes)
+
+
+def _check_runnable(pte: bytes) -> None:
+    """Never hand out a program that ExecuTorch's kernels would abort on (runtime/validate.py's checks: a kernel's
+    argument assertions end the process with SIGABRT, on the host and on the board alike)."""
+    from .runtime.validate import InvalidProgram, check_program
+
+    try:
+        check_program(pte)
+    except InvalidProgram as exc:
+        detail = str(exc).removeprefix("invalid .pte: ").split("; the file is damaged")[0]
+        raise LoweringError(f"the lowered program would abort ExecuTorch's runtime ({detail}); nothing was written. "
+                            f"Keep the operator that reads this tensor on the NPU or in float "
+                            f"(operators_not_to_delegate), and report the model") from None
 
 
 def _warn_host_unrunnable(edge) -> None:
@@ -311,6 +343,7 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
     stages.done()
     stages.close()
 
+    _check_runnable(program.buffer)
     _warn_host_unrunnable(edge)
     report = DelegationReport.build(exported, edge, partitioner, spec, leftovers)
     report.pte_bytes = len(program.buffer)

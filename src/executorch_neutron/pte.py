@@ -45,6 +45,7 @@ class DelegateInfo:
     input_formats: list[int] = field(default_factory=list)
     output_formats: list[int] = field(default_factory=list)
     tflite_ops: dict[str, int] = field(default_factory=dict)
+    compiled_by: str | None = None  # what made the payload, as its back end recorded it in the .pte
     error: str | None = None
     memory: list[dict] = field(default_factory=list)  # core.memory.Block.to_dict() lines (inspect_pte(memory=True))
 
@@ -93,6 +94,8 @@ class PteSummary:
                 elif d.kind:
                     lines.append(f"      payload {d.kind}: {d.inputs} input(s) formats {d.input_formats}, "
                                  f"{d.outputs} output(s) formats {d.output_formats}")
+                if d.compiled_by:
+                    lines.append(f"      device compiler: {d.compiled_by}")
                 if d.tflite_ops:
                     lines.append("      TFLite ops: " + ", ".join(f"{k} x{c}" for k, c in sorted(d.tflite_ops.items())))
                 if d.error:
@@ -124,7 +127,7 @@ def _tflite_ops(tflite: bytes) -> dict[str, int]:
     return dict(Counter(op_name(model, op) for sub in model.subgraphs for op in sub.operators))
 
 
-def _delegate(index: int, delegate, blob: bytes, pte=None) -> DelegateInfo:
+def _delegate(index: int, delegate, blob: bytes, named: dict[str, bytes], pte=None) -> DelegateInfo:
     specs = {}
     for cs in delegate.compile_specs:
         value = bytes(cs.value)
@@ -139,6 +142,7 @@ def _delegate(index: int, delegate, blob: bytes, pte=None) -> DelegateInfo:
     try:
         view = backend.view(bytes(blob))
         info.kind, info.inputs, info.outputs = view["kind"], view["inputs"], view["outputs"]
+        info.compiled_by = backend.compiled_by(bytes(blob), named) if backend.compiled_by else None
         info.input_formats, info.output_formats = list(view["input_formats"] or ()), list(view["output_formats"] or ())
         if view["tflite"] is not None:
             info.tflite_ops = _tflite_ops(view["tflite"]())
@@ -169,16 +173,23 @@ def inspect_pte(pte: str | Path | bytes, memory: bool = False) -> PteSummary:
         raise PteError(f"not a valid .pte file ({type(exc).__name__}: {exc})") from None
     program = pte_file.program
     try:
-        named = pte_file.named_data
-        return PteSummary(path, len(data), _methods(program, pte_file if memory else None),
+        named = named_data(pte_file)
+        return PteSummary(path, len(data), _methods(program, named, pte_file if memory else None),
                           constant_bytes=sum(len(b.storage) for b in program.constant_buffer),
-                          named_data_bytes=sum(len(b) for b in named.buffers) if named is not None else 0)
+                          named_data_bytes=sum(len(b) for b in named.values()))
     except (IndexError, AttributeError, KeyError, TypeError, ValueError) as exc:  # tables that point nowhere
         raise PteError(f"not a valid .pte file: its tables are inconsistent ({type(exc).__name__}: {exc}); the "
                        f"file is damaged: re-export it") from None
 
 
-def _methods(program, pte=None) -> list[MethodInfo]:
+def named_data(pte_file) -> dict[str, bytes]:
+    """The named data a deserialized .pte carries (ExecuTorch's NamedDataStore entries), by key."""
+    named = getattr(pte_file, "named_data", None)
+    return {} if named is None else {key: bytes(named.buffers[entry.buffer_index])
+                                      for key, entry in named.pte_data.items()}
+
+
+def _methods(program, named: dict[str, bytes], pte=None) -> list[MethodInfo]:
     blobs = [bytes(d.data) for d in program.backend_delegate_data]
     methods = []
     for plan in program.execution_plan:
@@ -191,7 +202,7 @@ def _methods(program, pte=None) -> list[MethodInfo]:
                     kernel_calls[f"{op.name}.{op.overload}" if op.overload else op.name] += 1
                 elif kind == "DelegateCall":
                     delegate_calls += 1
-        delegates = [_delegate(i, d, blobs[d.processed.index] if d.processed.index < len(blobs) else b"", pte)
+        delegates = [_delegate(i, d, blobs[d.processed.index] if d.processed.index < len(blobs) else b"", named, pte)
                      for i, d in enumerate(plan.delegates)]
         methods.append(MethodInfo(
             name=plan.name,

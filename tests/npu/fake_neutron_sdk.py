@@ -1,7 +1,10 @@
 """TEST DOUBLE of NXP's eIQ Neutron SDK (`eiq_neutron_sdk`): the only fake in the test suite.
 
-`install(directory)` writes a tiny `eiq_neutron_sdk` package into `directory` that re-exports the Fake classes
-below as `neutron_converter` and `neutron_library_utils`; tests put `directory` on sys.path (the converter child
+`install(directory, api=..., version=...)` writes a tiny `eiq_neutron_sdk` package into `directory` in one of the
+SDK's two API shapes (FACTS.md): `api="compiler"` (default, SDK after 3.2.2: `neutron_compiler.compileModel`, whose
+options include `dumpMicrocode`), `api="converter"` (SDK <= 3.2.2: `neutron_converter.convertModel`, without
+`dumpMicrocode`), or `api="both"`; plus `neutron_library_utils`, and a `.dist-info` whose metadata carries `version`
+(None: no metadata, as an SDK put on the path by hand). Tests put `directory` on sys.path (the converter child
 process inherits it). The fake converter builds, from the partition's TFLite, a TFLite with one `NeutronGraph`
 custom operator laid out as the payload contract says (real inputs + microcode, weights, kernels; real outputs +
 scratch [+ profile + debug]). The graph's inputs and outputs keep the source's order and tensor names; the node
@@ -45,7 +48,8 @@ SCRATCH_BYTES, PROFILE_BYTES = 256, 64  # int8 scratch, profile and debug output
 
 
 class FakeCompilationOpts:
-    """Holds exactly the SDK 3.x option names; assigning an unknown name fails like the real binding."""
+    """Holds exactly the option names of the legacy API shape; assigning an unknown name fails like the real
+    binding."""
 
     _NAMES = ("minNumOpsPerGraph", "excludeGraphPasses", "fetchConstantsToSRAM", "dumpKernelSelectionCode",
               "useProfiling", "dumpAfterImport", "dumpAfterGenerate", "verbose")
@@ -60,50 +64,81 @@ class FakeCompilationOpts:
         object.__setattr__(self, name, value)
 
 
+class FakeCompilerOpts(FakeCompilationOpts):
+    """The option names of the current API shape (`neutron_compiler`): the legacy ones plus `dumpMicrocode`."""
+
+    _NAMES = FakeCompilationOpts._NAMES + ("dumpMicrocode",)
+
+
 class FakeCompilationContext:
+    OPTS = FakeCompilationOpts
+
     def __init__(self):
         self.targetOpts = None
-        self.compilationOpts = FakeCompilationOpts()
+        self.compilationOpts = self.OPTS()
+
+
+class FakeCompilerContext(FakeCompilationContext):
+    OPTS = FakeCompilerOpts
 
 
 class FakeNeutronConverter:
-    """Stands in for `eiq_neutron_sdk.neutron_converter`."""
+    """Stands in for `eiq_neutron_sdk.neutron_converter` (SDK <= 3.2.2)."""
 
+    API = "neutron_converter.convertModel"
     CompilationContext = FakeCompilationContext
 
     @staticmethod
     def getNeutronTarget(name):
         return {"fake_target": name}
 
-    @staticmethod
-    def convertModel(model_as_list, cctx):
-        data = bytes(model_as_list)
-        opts = cctx.compilationOpts
-        record = os.environ.get("FAKE_NEUTRON_RECORD")
-        if record:
-            Path(record).write_text(json.dumps({
-                "target": cctx.targetOpts,
-                "options": {n: getattr(opts, n) for n in FakeCompilationOpts._NAMES},
-                "input_size": len(data),
-            }, sort_keys=True))
-        if opts.useProfiling:
-            style = os.environ.get("FAKE_NEUTRON_PROFILE_STYLE", "kernel_tensors")
-            os.write(1, b"FAKE-PROFILE fd1: graph dumps follow\n" + profiling_console(data, style).encode())
-            os.write(2, b"FAKE-PROFILE fd2: profiling microcode\n")
-        if opts.dumpKernelSelectionCode:
-            Path("kernel_selection.c").write_text("/* fake kernel selection */\n")
-        mode = os.environ.get("FAKE_NEUTRON_MODE", "ok")
-        if mode == "abort":
-            sys.stdout.flush()
-            os.abort()
-        if mode == "raise":
-            raise RuntimeError("fake converter refused the model")
-        if mode == "garbage":
-            return list(b"not a flatbuffer at all")
-        if opts.useProfiling and mode == "ok":
-            mode = "profile"
-        return list(neutron_graph_model(data, mode, _order("FAKE_NEUTRON_INPUT_ORDER"),
-                                        _order("FAKE_NEUTRON_OUTPUT_ORDER")))
+    @classmethod
+    def convertModel(cls, model_as_list, cctx):
+        return _convert(bytes(model_as_list), cctx, cls.API)
+
+
+class FakeNeutronCompiler:
+    """Stands in for `eiq_neutron_sdk.neutron_compiler` (SDK after 3.2.2): the same converter behind
+    `compileModel`."""
+
+    API = "neutron_compiler.compileModel"
+    CompilationContext = FakeCompilerContext
+    getNeutronTarget = FakeNeutronConverter.getNeutronTarget
+
+    @classmethod
+    def compileModel(cls, model_as_list, cctx):
+        return _convert(bytes(model_as_list), cctx, cls.API)
+
+
+def _convert(data: bytes, cctx, api: str):
+    """What both API shapes do: record what they saw, print the profiling dumps, write files, convert."""
+    opts = cctx.compilationOpts
+    record = os.environ.get("FAKE_NEUTRON_RECORD")
+    if record:
+        Path(record).write_text(json.dumps({
+            "api": api,
+            "target": cctx.targetOpts,
+            "options": {n: getattr(opts, n) for n in type(opts)._NAMES},
+            "input_size": len(data),
+        }, sort_keys=True))
+    if opts.useProfiling:
+        style = os.environ.get("FAKE_NEUTRON_PROFILE_STYLE", "kernel_tensors")
+        os.write(1, b"FAKE-PROFILE fd1: graph dumps follow\n" + profiling_console(data, style).encode())
+        os.write(2, b"FAKE-PROFILE fd2: profiling microcode\n")
+    if opts.dumpKernelSelectionCode:
+        Path("_kernel_selection.c").write_text("/* fake kernel selection */\n")
+    mode = os.environ.get("FAKE_NEUTRON_MODE", "ok")
+    if mode == "abort":
+        sys.stdout.flush()
+        os.abort()
+    if mode == "raise":
+        raise RuntimeError("fake converter refused the model")
+    if mode == "garbage":
+        return list(b"not a flatbuffer at all")
+    if opts.useProfiling and mode == "ok":
+        mode = "profile"
+    return list(neutron_graph_model(data, mode, _order("FAKE_NEUTRON_INPUT_ORDER"),
+                                    _order("FAKE_NEUTRON_OUTPUT_ORDER")))
 
 
 def _order(variable: str):
@@ -290,16 +325,38 @@ def _op(opcode_index, inputs, outputs):
     return op
 
 
-def install(directory: Path) -> Path:
-    """Write an `eiq_neutron_sdk` package into `directory` that serves the Fake classes; returns `directory`."""
+API_MODULES = {"compiler": ("neutron_compiler",), "converter": ("neutron_converter",),
+               "both": ("neutron_compiler", "neutron_converter")}
+_CLASSES = {"neutron_compiler": "FakeNeutronCompiler", "neutron_converter": "FakeNeutronConverter"}
+_ENTRY = {"neutron_compiler": "compileModel", "neutron_converter": "convertModel"}
+
+
+def install(directory: Path, api: str = "compiler", version: str | None = "3.3.0") -> Path:
+    """Write an `eiq_neutron_sdk` package into `directory` in the API shape `api` ("compiler", "converter" or
+    "both"), with distribution metadata saying `version` (None: none); returns `directory`."""
     package = Path(directory) / "eiq_neutron_sdk"
     package.mkdir(parents=True, exist_ok=True)
     here = str(Path(__file__).resolve().parent)
-    (package / "__init__.py").write_text(
-        '"""TEST DOUBLE: serves tests/npu/fake_neutron_sdk.py as eiq_neutron_sdk."""\n'
-        "import sys\n"
-        f"sys.path.insert(0, {here!r})\n"
-        "from fake_neutron_sdk import FakeNeutronConverter as neutron_converter\n"
-        "from fake_neutron_sdk import FakeNeutronLibraryUtils as neutron_library_utils\n"
-    )
+    preamble = f"import sys\nif {here!r} not in sys.path:\n    sys.path.insert(0, {here!r})\n"
+    (package / "__init__.py").write_text('"""TEST DOUBLE: serves tests/npu/fake_neutron_sdk.py as eiq_neutron_sdk."""\n')
+    for module in API_MODULES[api]:
+        (package / f"{module}.py").write_text(
+            f'"""TEST DOUBLE of eiq_neutron_sdk.{module}."""\n{preamble}'
+            f"from fake_neutron_sdk import {_CLASSES[module]} as _impl\n"
+            f"CompilationContext = _impl.CompilationContext\ngetNeutronTarget = _impl.getNeutronTarget\n"
+            f"{_ENTRY[module]} = _impl.{_ENTRY[module]}\n")
+    (package / "neutron_library_utils.py").write_text(
+        f'"""TEST DOUBLE of eiq_neutron_sdk.neutron_library_utils."""\n{preamble}'
+        "from fake_neutron_sdk import FakeNeutronLibraryUtils as _impl\n"
+        "isNeutronTarget = _impl.isNeutronTarget\ngetNeutronTargets = _impl.getNeutronTargets\n")
+    for old in Path(directory).glob("eiq_neutron_sdk-*.dist-info"):
+        for f in old.iterdir():
+            f.unlink()
+        old.rmdir()
+    if version is not None:
+        info = Path(directory) / f"eiq_neutron_sdk-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: eiq-neutron-sdk\nVersion: {version}\n")
+        (info / "top_level.txt").write_text("eiq_neutron_sdk\n")
+        (info / "RECORD").write_text("eiq_neutron_sdk/__init__.py,,\n")
     return Path(directory)

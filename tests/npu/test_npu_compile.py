@@ -80,14 +80,18 @@ def test_reference_true_skips_the_sdk_and_the_notice(sdk, caplog, monkeypatch):
 # ------------------------------------------------------------------------------------------ option mapping
 
 
+DEFAULT_OPTIONS = {"minNumOpsPerGraph": 1, "excludeGraphPasses": "HoistSliceAboveTranspose,MergeTranspose",
+                   "fetchConstantsToSRAM": False, "dumpKernelSelectionCode": False, "useProfiling": False,
+                   "dumpAfterImport": None, "dumpAfterGenerate": None, "verbose": None}  # None: the SDK's default
+
+
 def test_default_options_reach_the_converter(sdk):
     out = compile_partition(add_relu_int8([1, 4]), HEADER_2IN_1OUT, NeutronCompileSpec(), "neutron_0")
     seen = json.loads(sdk.read_text())
     assert out.kind == "neutron-microcode"
+    assert seen["api"] == "neutron_compiler.compileModel"
     assert seen["target"] == {"fake_target": "imxrt700"}
-    assert seen["options"] == {"minNumOpsPerGraph": 1, "excludeGraphPasses": "HoistSliceAboveTranspose,MergeTranspose", "fetchConstantsToSRAM": False,
-                               "dumpKernelSelectionCode": False, "useProfiling": False, "dumpAfterImport": None,
-                               "dumpAfterGenerate": None, "verbose": None}  # None: left at the SDK's default
+    assert seen["options"] == {**DEFAULT_OPTIONS, "dumpMicrocode": None}
 
 
 def test_spec_options_and_extra_flags_reach_the_converter(sdk, tmp_path):
@@ -98,9 +102,10 @@ def test_spec_options_and_extra_flags_reach_the_converter(sdk, tmp_path):
     opts = json.loads(sdk.read_text())["options"]
     assert opts == {"minNumOpsPerGraph": 3, "excludeGraphPasses": "fuse_pad", "fetchConstantsToSRAM": True,
                     "dumpKernelSelectionCode": True, "useProfiling": True, "dumpAfterImport": "console",
-                    "dumpAfterGenerate": "console", "verbose": True}
+                    "dumpAfterGenerate": "console", "verbose": True, "dumpMicrocode": True}
     kept = sorted(p.name for p in (tmp_path / "inter").iterdir())
-    assert kept == ["neutron_7.converter_console.txt", "neutron_7.kernel_selection.c"]
+    assert kept == ["_kernel_selection_neutron_7.c", "neutron_7.converter_console.txt"]
+    assert out.files == {}  # all written into intermediates_dir
     # console captured at file-descriptor level, both 1 and 2
     assert "FAKE-PROFILE fd1" in out.converter_console and "FAKE-PROFILE fd2" in out.converter_console
 

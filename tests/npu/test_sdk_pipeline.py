@@ -43,3 +43,34 @@ def test_lowering_with_the_sdk_gives_microcode_that_the_host_refuses(tmp_path, m
         run(device.pte, x)
     assert str(info.value) == MICROCODE_REFUSAL
     torch.testing.assert_close(run(reference.pte, x)[0].shape, torch.Size([1, 8, 8, 6]))
+
+
+def test_the_pte_records_the_sdk_that_compiled_it_and_keeps_kernel_selection_beside_it(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """compile with the current SDK shape: `report` names the SDK version and entry point from the .pte itself,
+    the kernel-selection code lands beside the .pte (not in the working directory) and compile says where."""
+    from executorch_neutron.cli import main
+    from executorch_neutron.pte import inspect_pte
+
+    fake.install(tmp_path / "site", api="compiler", version="3.3.0")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setenv("FAKE_NEUTRON_MODE", "ok")
+    work, out = tmp_path / "cwd", tmp_path / "out"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    (work / "net.py").write_text(
+        "import torch\nfrom torch import nn\n\ndef factory():\n    torch.manual_seed(0)\n"
+        "    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU()).eval(), (torch.randn(1, 3, 8, 6),)\n")
+    code = main(["compile", "net.py:factory", "--random-calibration", "--dump-kernel-selection-code",
+                 "-o", str(out / "net.pte")])
+    text = capsys.readouterr().out
+    assert code == 0
+    assert "compiled by eIQ Neutron SDK 3.3.0 (neutron_compiler.compileModel)" in text  # the delegation report
+    assert f"wrote _kernel_selection_neutron_0.c (kernel-selection code) in {out}" in text
+    assert (out / "_kernel_selection_neutron_0.c").read_text() == "/* fake kernel selection */\n"
+    assert not [p for p in work.iterdir() if p.name != "net.py" and not p.name.startswith("__")]
+    (delegate,) = inspect_pte(out / "net.pte").delegates
+    assert delegate.kind == "neutron-microcode"
+    assert delegate.compiled_by == "eIQ Neutron SDK 3.3.0 (neutron_compiler.compileModel)"
+    assert main(["report", str(out / "net.pte")]) == 0
+    assert "device compiler: eIQ Neutron SDK 3.3.0 (neutron_compiler.compileModel)" in capsys.readouterr().out

@@ -103,3 +103,30 @@ def test_results_over_the_limit_are_not_folded():
     gm = _transformed(BigExpand().eval(), torch.randn(1, 1024, 2048))
     assert any("expand" in str(n.target) for n in gm.graph.nodes if n.op == "call_function")
     assert all(b.numel() <= FOLD_MAX_ELEMENTS for b in gm.buffers())
+
+
+class SplitWeights(nn.Module):
+    """One packed parameter split into two linears' weights (attention's in-projection when query is not key)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w, self.b = nn.Parameter(torch.randn(24, 8)), nn.Parameter(torch.randn(24))
+
+    def forward(self, q, kv):
+        w_q, w_kv = self.w.split([8, 16])
+        b_q, b_kv = self.b.split([8, 16])
+        return torch.nn.functional.linear(q, w_q, b_q), torch.nn.functional.linear(kv, w_kv, b_kv)
+
+
+@pytest.mark.fast
+def test_a_split_of_a_parameter_folds_into_one_constant_per_part():
+    from executorch_neutron.passes.fold_constants import fold_constants
+
+    model = SplitWeights()
+    q, kv = torch.randn(1, 3, 8), torch.randn(1, 5, 8)
+    gm = torch.export.export(model, (q, kv)).module()
+    folded = fold_constants(gm)
+    ops = {str(n.target) for n in folded.graph.nodes if n.op == "call_function"}
+    assert not any("split" in op or "getitem" in op for op in ops), ops
+    for got, want in zip(folded(q, kv), model(q, kv)):
+        torch.testing.assert_close(got, want)

@@ -18,6 +18,7 @@ from ..core.memory import SRAM, Block
 from ..core.payload import PayloadError, unpack
 from ..tflite.reader import read_model
 from . import estimate
+from .backend import compiled_by_key
 
 
 def view(blob: bytes, meta: dict | None = None, reference: bytes | None = None) -> dict:
@@ -28,6 +29,16 @@ def view(blob: bytes, meta: dict | None = None, reference: bytes | None = None) 
     return {"kind": payload.kind, "inputs": h.n_inputs, "outputs": h.n_outputs,
             "input_formats": tuple(h.input_formats), "output_formats": tuple(h.output_formats),
             "tflite": (lambda: payload.tflite) if payload.is_reference else None, "meta": None}
+
+
+def compiled_by(blob: bytes, named: dict[str, bytes]) -> str | None:
+    """What compiled a payload of a .pte: the SDK record stored beside device microcode (NeutronBackend), "none" for
+    a host-reference payload; None when a microcode payload has no record (a .pte of an older version of this
+    package)."""
+    record = named.get(compiled_by_key(blob))
+    if record is not None:
+        return record.decode(errors="replace")
+    return "none (a host-reference payload, made without the eIQ Neutron SDK)" if unpack(blob).is_reference else None
 
 
 def reference(lowered) -> bytes:
@@ -156,5 +167,5 @@ def _tflite_bytes(tflite: bytes) -> tuple[int, int]:
     return peak, constants
 
 
-__all__ = ["PayloadError", "claims", "host_blob", "layer_estimate", "memory", "on_load", "partition_estimate",
-           "placement", "pte_tflite", "reference", "view"]
+__all__ = ["PayloadError", "claims", "compiled_by", "host_blob", "layer_estimate", "memory", "on_load",
+           "partition_estimate", "placement", "pte_tflite", "reference", "view"]

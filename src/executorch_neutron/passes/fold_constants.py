@@ -2,7 +2,10 @@
 
 A node whose tensor inputs are all parameters, buffers or constant tensors (or that has none: `arange`, `full`)
 computes the same value at every inference, and so does `zeros_like` / `ones_like` / `full_like` of any tensor of
-a static shape (it reads only the shape). Left in the graph it would run on the CPU ("it computes on constants
+a static shape (it reads only the shape). An op with several results (`split`, `split_with_sizes`, `unbind`,
+`chunk`) folds into one constant per result its `getitem` readers take: attention's packed in-projection weight
+split into the query's and the key/value's parts (`F.multi_head_attention_forward` when the query is not the key)
+becomes two weights that the quantizer quantizes as constants like any linear's. Left in the graph it would run on the CPU ("it computes on constants
 only"): EfficientViT's attention biases, for one, are a parameter table indexed per head. Folded here, before
 annotation, the value is a buffer that the quantizer treats like any other constant operand.
 
@@ -12,6 +15,8 @@ parameter; random and in-place ops; buffers the graph mutates; results larger th
 """
 
 from __future__ import annotations
+
+import operator
 
 import torch
 from torch.fx import GraphModule, Node
@@ -32,6 +37,34 @@ def _foldable_op(node: Node) -> bool:
     if schema.is_mutable or torch.Tag.nondeterministic_seeded in node.target.tags:
         return False
     return len(schema.returns) == 1 and isinstance(schema.returns[0].type, torch.TensorType)
+
+
+def _foldable_list_op(node: Node) -> bool:
+    """An op returning a list of tensors (split, unbind, chunk) whose every reader takes one of them."""
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload) or not node.users:
+        return False
+    schema = node.target._schema
+    if schema.is_mutable or len(schema.returns) != 1 or not isinstance(schema.returns[0].type, torch.ListType):
+        return False
+    return all(u.op == "call_function" and u.target is operator.getitem and isinstance(u.args[1], int)
+               for u in node.users)
+
+
+def _fold_list(gm: GraphModule, node: Node, values: dict) -> bool:
+    """Fold a list-returning op on constants into one buffer per result read; True when it did."""
+    fakes = node.meta.get("val")
+    if not isinstance(fakes, (list, tuple)) or sum(getattr(f, "numel", lambda: 0)() for f in fakes) > FOLD_MAX_ELEMENTS:
+        return False
+    args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: values[n])
+    with torch.no_grad():
+        results = node.target(*args, **kwargs)
+    for reader in list(node.users):
+        folded = _buffer(gm, reader, results[reader.args[1]].detach().clone())
+        reader.replace_all_uses_with(folded)
+        gm.graph.erase_node(reader)
+        values[folded] = results[reader.args[1]]
+    gm.graph.erase_node(node)
+    return True
 
 
 def _mutated(gm: GraphModule) -> set[Node]:
@@ -55,6 +88,11 @@ def fold_constants(gm: GraphModule, keep_parameters: bool = False) -> GraphModul
                 values[node] = value
     changed = False
     for node in list(gm.graph.nodes):
+        if node.graph is not gm.graph:  # a getitem erased with its folded list op
+            continue
+        if _foldable_list_op(node) and all(a in values for a in node.all_input_nodes):
+            changed |= _fold_list(gm, node, values)
+            continue
         shape_only = node.op == "call_function" and node.target in _SHAPE_ONLY
         if not shape_only and (not _foldable_op(node) or not all(a in values for a in node.all_input_nodes)):
             continue

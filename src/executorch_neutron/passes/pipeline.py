@@ -24,6 +24,7 @@ from .avg_pool_ceil import avg_pool_ceil
 from .batch_split import batch_split
 from .batch_norm_to_conv import batch_norm_to_conv
 from .conv1d_to_conv2d import conv1d_to_conv2d
+from .conv3d_to_conv2d import conv3d_to_conv2d
 from .core_aten_rewrites import core_aten_rewrites
 from .dilated_max_pool import dilated_max_pool
 from .div_to_mul import div_to_mul
@@ -139,6 +140,7 @@ PIPELINE: tuple[Step, ...] = (
          "(rank-3 input: group norm, nn.InstanceNorm1d) 2-D; only where the target's table runs rsqrt (as layer_norm_decompose)",
          needs_ops=(_edge.rsqrt.default,)),
     Step(conv1d_to_conv2d, "before sink_squeeze, which moves the squeeze it writes"),
+    Step(conv3d_to_conv2d, "any: its selects, 2-D convolutions and cats are ops no later step rewrites specially"),
     Step(pool1d_to_pool2d, "before max_pool_padding, which rewrites the 2-D max pools it writes"),
     Step(pad_modes_to_cat, "any"),
     Step(avg_pool_ceil, "after pool1d_to_pool2d (a 1-D average pool is a 2-D one by then)"),

@@ -50,6 +50,7 @@ class PartitionReport:
     working_set_bytes: int = 0  # largest input+output activation bytes of one operator
     vela: dict | None = None  # Ethos-U: {"vela_flags": [...], "estimate": Vela's estimate (vela_call.Estimate)}
     neutron_estimate: dict | None = None  # Neutron: the per-layer estimate (estimate.PartitionEstimate.to_dict())
+    compiled_by: str = ""  # what compiled the payload when a device compiler did (e.g. the eIQ Neutron SDK's version)
 
     @property
     def tflite(self) -> bytes:
@@ -382,6 +383,7 @@ def _partition(tag: str, lowered, compute_names: list[str], target) -> Partition
         working_set_bytes=working,
         vela=view["meta"],
         neutron_estimate=neutron_estimate,
+        compiled_by=(getattr(lowered, "meta", {}).get("_delegate_info_meta") or {}).get("compiled_by") or "",
     )
 
 

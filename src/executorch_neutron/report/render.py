@@ -80,7 +80,8 @@ def to_dict(report) -> dict:
                 "weight_bytes": p.weight_bytes,
                 "largest_activation_bytes": p.largest_activation_bytes,
                 "working_set_bytes": p.working_set_bytes,
-                "payload": {"kind": p.kind, "bytes": p.payload_bytes},
+                "payload": {"kind": p.kind, "bytes": p.payload_bytes,
+                            **({"compiled_by": p.compiled_by} if p.compiled_by else {})},
             }
             for p in report.partitions
         ],
@@ -231,7 +232,8 @@ def to_text(report) -> str:
              *_totals_lines(report), *memory_lines(report), ""]
     for p in report.partitions:
         ops = ", ".join(f"{op} x{c}" for op, c in sorted(p.ops.items()))
-        lines.append(f"[{p.tag}] {len(p.nodes)} nodes, {human_macs(p.macs)}, payload {p.kind} {p.payload_bytes} bytes")
+        lines.append(f"[{p.tag}] {len(p.nodes)} nodes, {human_macs(p.macs)}, payload {p.kind} {p.payload_bytes} bytes"
+                     + (f"; compiled by {p.compiled_by}" if p.compiled_by else ""))
         lines.append(f"    inputs {p.input_shapes} formats {list(p.input_formats)}; "
                      f"outputs {p.output_shapes} formats {list(p.output_formats)}")
         lines.append(f"    weights {human_bytes(p.weight_bytes)}, largest activation "

@@ -8,7 +8,9 @@ checks, per CPU kernel call:
   - the arguments match the operator's schema (a tensor where a tensor is expected, an int where an int is, ...)
     when PyTorch knows the operator;
   - quantize/dequantize arguments are in range for their dtype: quant_min <= quant_max inside the dtype's range,
-    a finite positive scale, the zero point inside [quant_min, quant_max], the tensor dtypes the kernel needs.
+    a finite positive scale, the zero point inside [quant_min, quant_max], the tensor dtypes the kernel needs;
+  - per-channel quantize/dequantize get scales and zero points of the dtypes their kernels assert on
+    (quantize_per_channel: double scales; dequantize_per_channel: double or float; both: int64 zero points).
 Before those, what ExecuTorch would only answer with an error code: the file identifier (magic), delegates for a
 backend that is not registered, operators without a registered kernel. Quantize/dequantize calls must read and
 write tensors of one size (a program edited to other input sizes aborts in them).
@@ -20,10 +22,16 @@ from __future__ import annotations
 import math
 import re
 
+from executorch.exir.scalar_type import ScalarType
+
 from .dtypes import FLOAT_CODES, QUANT_RANGES
 from .errors import NeutronRuntimeError
 
 _QUANT_OPS = ("quantized_decomposed::quantize_per_tensor", "quantized_decomposed::dequantize_per_tensor")
+# per-channel kernels -> the scale dtypes each accepts (ExecuTorch's op_quantize.cpp / op_dequantize.cpp assert on
+# them: an abort); zero points are int64 for both
+_PER_CHANNEL_SCALES = {"quantized_decomposed::quantize_per_channel": (ScalarType.DOUBLE,),
+                       "quantized_decomposed::dequantize_per_channel": (ScalarType.DOUBLE, ScalarType.FLOAT)}
 _SCALAR_KIND = {"IntType": "Int", "FloatType": "Double", "BoolType": "Bool", "ScalarTypeType": "Int",
                 "TensorType": "Tensor", "StringType": "String"}
 
@@ -103,6 +111,8 @@ def _check_plans(program) -> None:
                 _check_schema(op, name, values)
                 if op.name in _QUANT_OPS:
                     _check_quant_args(op.name, name, values)
+                elif op.name in _PER_CHANNEL_SCALES:
+                    _check_per_channel_args(op.name, name, values)
 
 
 # instruction kind -> its fields that index the method's values
@@ -202,3 +212,17 @@ def _check_quant_args(base: str, name: str, values: list) -> None:
         raise _fail(f"{name} has a tensor of dtype code {int(quantized.scalar_type)} where its dtype is {code}")
     if int(real.scalar_type) not in FLOAT_CODES:
         raise _fail(f"{name} has a tensor of dtype code {int(real.scalar_type)} where a float tensor is expected")
+
+
+def _check_per_channel_args(base: str, name: str, values: list) -> None:
+    scales, zero_points = values[1], values[2]
+    for what, v in (("scales", scales), ("zero_points", zero_points)):
+        if _kind(v) != "Tensor":
+            raise _fail(f"{what} of {name} is {_kind(v)}, not Tensor")
+    allowed = _PER_CHANNEL_SCALES[base]
+    if int(scales.scalar_type) not in {int(c) for c in allowed}:
+        raise _fail(f"{name} has scales of dtype code {int(scales.scalar_type)}; its kernel aborts unless they are "
+                    f"{' or '.join(c.name.lower() for c in allowed)}")
+    if int(zero_points.scalar_type) != int(ScalarType.LONG):
+        raise _fail(f"{name} has zero points of dtype code {int(zero_points.scalar_type)}; its kernel aborts unless "
+                    f"they are int64")

@@ -6,7 +6,11 @@ header. Without the SDK, or with `reference=True`, the TFLite itself is packed a
 the host runtime (executorch_neutron.runtime) executes in LiteRT.
 
 With `use_profiling` on the SDK path the converter's console becomes the kernel -> debug handle map
-(profile_map.py). On the reference path the options only the converter reads (`NeutronOptions.CONVERTER_ONLY`)
+(profile_map.py); an SDK older than 3.2.1 is refused for it. Each microcode payload records what compiled it
+(`compiled_by`: the SDK's version and entry point), which the back end stores in the .pte beside the payload.
+Kernel-selection code (`dump_kernel_selection_code`) comes back as `_kernel_selection_<partition>.c`: written into
+`intermediates_dir` when one is set, else kept on the result for `LoweringResult.save` to write beside the .pte;
+never into the caller's working directory. On the reference path the options only the converter reads (`NeutronOptions.CONVERTER_ONLY`)
 have no effect:
 a warning names them instead of accepting them silently (use_profiling included: there are no NPU kernels to
 profile, and the debug handle map stays one entry per TFLite operator).
@@ -36,8 +40,15 @@ REFERENCE_NOTICE = (
     "eIQ Neutron SDK not found: produced a host-reference .pte; install NXP's eIQ Neutron SDK (eiq_neutron_sdk) "
     "for device microcode"
 )
+LEGACY_NOTICE = (
+    "eIQ Neutron SDK {version} ships the legacy converter API (eiq_neutron_sdk.neutron_converter.convertModel), "
+    "which NXP deprecates: support for eIQ Neutron SDK <= 3.2.2 will be removed; install a newer SDK "
+    "(eiq_neutron_sdk.neutron_compiler)"
+)
+KERNEL_SELECTION_FILE = "_kernel_selection.c"  # what the converter writes into its working directory
 _notice_lock = threading.Lock()
 _notice_logged = False
+_legacy_warned = False
 _unused_warned: set[tuple[str, ...]] = set()
 
 
@@ -47,6 +58,14 @@ class CompiledPartition:
     kind: str  # HOST_REFERENCE or NEUTRON_MICROCODE
     debug_handle_map: dict[int, tuple[int, ...]] | None = None  # kernel index -> edge debug handles (profiling)
     converter_console: str = ""  # what the converter printed (fd 1 and 2); empty on the reference path
+    compiled_by: str = ""  # what made the microcode, e.g. "eIQ Neutron SDK 3.3.0 (neutron_compiler.compileModel)"
+    #: converter files not yet written anywhere (no intermediates_dir): file name -> bytes, for the caller to keep
+    files: dict[str, bytes] = dataclasses.field(default_factory=dict)
+
+
+def kernel_selection_name(partition: str) -> str:
+    """`_kernel_selection_<partition>.c`: the file a partition's kernel-selection code is kept in (as NXP names it)."""
+    return f"_kernel_selection_{sdk_adapter.safe_name(partition)}.c"
 
 
 def compile_partition(tflite: bytes, header: Header, spec: NeutronCompileSpec, name: str,
@@ -66,9 +85,15 @@ def compile_partition(tflite: bytes, header: Header, spec: NeutronCompileSpec, n
 
 def _compile_with_sdk(tflite: bytes, header: Header, options: NeutronOptions, name: str,
                       op_debug_handles: Sequence[tuple[int, ...]]) -> CompiledPartition:
+    version = sdk_adapter.sdk_version()
+    if options.use_profiling:
+        sdk_adapter.check_profiling_supported(version)
     result = sdk_adapter.convert(tflite, options.converter_target, sdk_adapter.converter_options(options), name,
                                  keep_dir=options.intermediates_dir)
-    _keep_outputs(result, options, name)
+    if result.api == sdk_adapter.LEGACY_API:
+        _log_legacy_notice_once(version)
+    compiled_by = f"eIQ Neutron SDK {version or '(version unknown)'} ({result.api or 'unknown entry point'})"
+    files = _keep_outputs(result, options, name)
     parts = extract(result.model, header.n_inputs, header.n_outputs, name)
     payload = Payload(node_header(header, parts), parts.microcode, parts.weights, parts.kernels)
     debug_map = None
@@ -82,7 +107,7 @@ def _compile_with_sdk(tflite: bytes, header: Header, options: NeutronOptions, na
                 f"('NeutronOperator \"subgraph_<N>\":' blocks with 'Kernels:'); the ETRecord cannot map this "
                 f"partition's NPU kernels to model operators (console {where})"
             )
-    return CompiledPartition(pack(payload), NEUTRON_MICROCODE, debug_map, result.console)
+    return CompiledPartition(pack(payload), NEUTRON_MICROCODE, debug_map, result.console, compiled_by, files)
 
 
 def node_header(graph_header: Header, parts: NeutronGraphParts) -> Header:
@@ -99,22 +124,24 @@ def node_header(graph_header: Header, parts: NeutronGraphParts) -> Header:
     )
 
 
-def _keep_outputs(result: sdk_adapter.ConversionResult, options: NeutronOptions, name: str) -> None:
-    """Keep the converter's files (kernel-selection code) and, with profiling, its console, one set per partition.
-
-    Files go to `intermediates_dir`, or to the current directory when kernel-selection code was asked for
-    without an intermediates directory, named `<partition>.<file name the converter chose>`.
-    """
-    wanted = options.dump_kernel_selection_code or (options.use_profiling and options.intermediates_dir)
-    if not wanted:
-        return
-    directory = Path(options.intermediates_dir or ".")
-    directory.mkdir(parents=True, exist_ok=True)
+def _keep_outputs(result: sdk_adapter.ConversionResult, options: NeutronOptions, name: str) -> dict[str, bytes]:
+    """Keep the converter's files (kernel-selection code as `_kernel_selection_<partition>.c`, anything else as
+    `<partition>.<name>`) and, with profiling, its console, one set per partition, in `intermediates_dir`. Without
+    one, the files are returned for the caller to write beside the .pte (the console is not kept)."""
+    if not (options.dump_kernel_selection_code or options.use_profiling):
+        return {}
     prefix = sdk_adapter.safe_name(name)
-    for file_name, data in result.files.items():
-        write_bytes(directory / f"{prefix}.{file_name}", data)
-    if options.use_profiling and options.intermediates_dir:
+    files = {(kernel_selection_name(name) if file_name == KERNEL_SELECTION_FILE else f"{prefix}.{file_name}"): data
+             for file_name, data in result.files.items()}
+    if not options.intermediates_dir:
+        return files
+    directory = Path(options.intermediates_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    for file_name, data in files.items():
+        write_bytes(directory / file_name, data)
+    if options.use_profiling:
         write_text(directory / f"{prefix}.converter_console.txt", result.console)
+    return {}
 
 
 def _warn_unused_converter_options(options: NeutronOptions) -> None:
@@ -132,6 +159,15 @@ def _warn_unused_converter_options(options: NeutronOptions) -> None:
         f"and this partition gets a host-reference payload, so {'it has' if len(unused) == 1 else 'they have'} no "
         f"effect.{profiling} Install the eIQ Neutron SDK (and leave reference=False) for device microcode"
     )
+
+
+def _log_legacy_notice_once(version: str | None) -> None:
+    global _legacy_warned
+    with _notice_lock:
+        if _legacy_warned:
+            return
+        _legacy_warned = True
+    logger.warning(LEGACY_NOTICE.format(version=version or "(version unknown)"))
 
 
 def _log_reference_notice_once() -> None:

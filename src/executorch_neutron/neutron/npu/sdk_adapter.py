@@ -1,4 +1,11 @@
-"""The only code that touches NXP's eIQ Neutron SDK (`eiq_neutron_sdk`, SDK 3.x API shape).
+"""The only code that touches NXP's eIQ Neutron SDK (`eiq_neutron_sdk`), in both of its API shapes.
+
+SDK releases after 3.2.2 ship the converter as `eiq_neutron_sdk.neutron_compiler` with `compileModel(...)`; SDK
+<= 3.2.2 ships `eiq_neutron_sdk.neutron_converter` with `convertModel(...)` (deprecated by NXP). Both take the same
+`CompilationContext` (`targetOpts = getNeutronTarget(target)`, `compilationOpts.*`) and a list of TFLite bytes. The
+child tries `neutron_compiler` first and falls back to `neutron_converter`; which one ran comes back to the parent
+(`ConversionResult.api`), and the parent reads the SDK's version from its distribution metadata (`sdk_version()`,
+no import of the SDK) for the `.pte` and the report.
 
 The converter is known to crash its process on bad input, so it never runs in the caller's process: `convert()`
 writes the TFLite and a JSON request into a fresh working directory and runs this very file as a child script
@@ -17,6 +24,7 @@ Python API takes attributes, not a command line.
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -38,6 +46,16 @@ SDK_MODULE = "eiq_neutron_sdk"
 DEFAULT_TIMEOUT_S = float(os.environ.get("EXECUTORCH_NEUTRON_CONVERTER_TIMEOUT", "1800"))
 _EXIT_PY_ERROR, _EXIT_BAD_TARGET = 2, 3
 _REQUEST, _INPUT, _OUTPUT, _ERROR, _CONSOLE = "request.json", "input.tflite", "output.tflite", "error.txt", "console.txt"
+_API = "api.txt"
+#: the SDK's two converter entry points, newest first: (module of eiq_neutron_sdk, function)
+API_SHAPES = (("neutron_compiler", "compileModel"), ("neutron_converter", "convertModel"))
+LEGACY_API = "neutron_converter.convertModel"
+#: distribution names NXP's package index installs the SDK under
+_DISTRIBUTIONS = ("eiq-neutron-sdk", "eiq_neutron_sdk")
+#: profiling microcode needs this SDK (the device runtime links `neutronGetSdkVersion()`)
+PROFILING_MIN_VERSION = (3, 2, 1)
+#: options set only when the installed SDK has them (NXP sets dumpMicrocode with profiling on newer SDKs)
+_OPTIONAL = ("dumpMicrocode",)
 
 
 def sdk_available() -> bool:
@@ -46,6 +64,45 @@ def sdk_available() -> bool:
         return importlib.util.find_spec(SDK_MODULE) is not None
     except (ImportError, ValueError):
         return False
+
+
+def sdk_version() -> str | None:
+    """The installed SDK's version from its distribution metadata (e.g. "3.3.0"), or None when no metadata names it
+    (an SDK put on the path by hand)."""
+    for name in _DISTRIBUTIONS:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    for dist in importlib.metadata.packages_distributions().get(SDK_MODULE, []):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """"3.2.1" -> (3, 2, 1); a suffix ("3.3.0rc1", "3.2.2.post1") ends the number where its digits end."""
+    parts = []
+    for piece in version.split("."):
+        digits = re.match(r"\d+", piece)
+        if digits is None:
+            break
+        parts.append(int(digits.group()))
+        if digits.end() < len(piece):
+            break
+    return tuple(parts)
+
+
+def check_profiling_supported(version: str | None) -> None:
+    """Refuse profiling with an SDK older than 3.2.1 in one line; an SDK of unknown version is let through."""
+    if version is not None and version_tuple(version) < PROFILING_MIN_VERSION:
+        need = ".".join(map(str, PROFILING_MIN_VERSION))
+        raise NeutronCompileError(
+            f"use_profiling needs eIQ Neutron SDK >= {need} (the device runtime's profiling links "
+            f"neutronGetSdkVersion()), but eiq-neutron-sdk {version} is installed: upgrade the SDK "
+            f"(pip install 'eiq-neutron-sdk>={need}' from NXP's package index), or lower without use_profiling")
 
 
 def converter_options(spec) -> dict:
@@ -64,7 +121,7 @@ def converter_options(spec) -> dict:
         # the converter prints its imported and generated graphs on the console (the value "console", as NXP's
         # backend asks for them); the profile map is read from that text (npu/profile_map.py). Without profiling
         # these stay at the SDK's defaults.
-        options.update(dumpAfterImport="console", dumpAfterGenerate="console", verbose=True)
+        options.update(dumpAfterImport="console", dumpAfterGenerate="console", verbose=True, dumpMicrocode=True)
     options.update(parse_extra_flags(spec.extra_flags))
     return options
 
@@ -115,6 +172,7 @@ class ConversionResult:
     model: bytes  # the converted TFLite flatbuffer
     console: str  # everything the converter printed on file descriptors 1 and 2
     files: dict[str, bytes] = field(default_factory=dict)  # other files it wrote in its working directory
+    api: str = ""  # the entry point that ran: "neutron_compiler.compileModel" or LEGACY_API
 
 
 def convert(tflite: bytes, target: str, options: dict, name: str, timeout: float | None = None,
@@ -126,7 +184,7 @@ def convert(tflite: bytes, target: str, options: dict, name: str, timeout: float
         work_dir.mkdir()
         (io_dir / _INPUT).write_bytes(bytes(tflite))
         request = {"input": str(io_dir / _INPUT), "output": str(io_dir / _OUTPUT), "error": str(io_dir / _ERROR),
-                   "target": target, "options": options}
+                   "api": str(io_dir / _API), "target": target, "options": options, "optional": list(_OPTIONAL)}
         (io_dir / _REQUEST).write_text(json.dumps(request, sort_keys=True))
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # the SDK is found where the parent finds it
@@ -147,7 +205,8 @@ def convert(tflite: bytes, target: str, options: dict, name: str, timeout: float
             _raise_child_failure(proc.returncode, io_dir / _ERROR, text, tflite, name, keep_dir)
         model = (io_dir / _OUTPUT).read_bytes()
         files = {p.name: p.read_bytes() for p in sorted(work_dir.iterdir()) if p.is_file()}
-        return ConversionResult(model, text, files)
+        api = (io_dir / _API).read_text().strip() if (io_dir / _API).exists() else ""
+        return ConversionResult(model, text, files, api)
 
 
 def _raise_child_failure(code, error_file: Path, console: str, tflite: bytes, name: str, keep_dir):
@@ -190,30 +249,55 @@ def safe_name(name: str) -> str:
 # ---------------------------------------------------------------- child side: runs with stdlib + the SDK only
 
 
+def _load_converter():
+    """(module, its convert function, "module.function") of the newest API shape the installed SDK has."""
+    import importlib
+
+    for module_name, function in API_SHAPES:
+        qualified = f"{SDK_MODULE}.{module_name}"
+        try:
+            module = importlib.import_module(qualified)
+        except ModuleNotFoundError as exc:
+            if exc.name != qualified:  # the SDK's module exists but fails to import: say so, do not fall back
+                raise
+            continue
+        if hasattr(module, function):
+            return module, getattr(module, function), f"{module_name}.{function}"
+    shapes = " or ".join(f"{SDK_MODULE}.{m}.{f}" for m, f in API_SHAPES)
+    raise ImportError(f"the installed eIQ Neutron SDK has no converter entry point ({shapes})")
+
+
 def _child_main(request_path: str) -> int:
     request = json.loads(Path(request_path).read_text())
     error_path = Path(request["error"])
     try:
-        from eiq_neutron_sdk import neutron_converter, neutron_library_utils
-
+        module, convert_model, api = _load_converter()
+        Path(request["api"]).write_text(api)
         target = request["target"]
-        if not neutron_library_utils.isNeutronTarget(target):
+        try:
+            from eiq_neutron_sdk import neutron_library_utils
+        except ImportError:
+            neutron_library_utils = None  # no target list to check against: getNeutronTarget decides
+        if neutron_library_utils is not None and not neutron_library_utils.isNeutronTarget(target):
             known = ", ".join(sorted(str(t) for t in neutron_library_utils.getNeutronTargets()))
             error_path.write_text(
                 f"the installed eIQ Neutron SDK does not know target {target!r}; it supports: {known}. "
                 f"Choose one of those, or lower with reference=True"
             )
             return _EXIT_BAD_TARGET
-        cctx = neutron_converter.CompilationContext()
-        cctx.targetOpts = neutron_converter.getNeutronTarget(target)
+        cctx = module.CompilationContext()
+        cctx.targetOpts = module.getNeutronTarget(target)
         opts = cctx.compilationOpts
+        optional = set(request.get("optional", ()))
         for key, value in request["options"].items():
             if not hasattr(opts, key):
+                if key in optional:
+                    continue  # an older SDK without this option
                 known = ", ".join(sorted(a for a in dir(opts) if not a.startswith("_")))
                 raise AttributeError(f"the converter has no option {key!r} (from extra_flags?); its options: {known}")
             setattr(opts, key, value)
         data = Path(request["input"]).read_bytes()
-        converted = neutron_converter.convertModel(list(data), cctx)
+        converted = convert_model(list(data), cctx)
         Path(request["output"]).write_bytes(bytes(bytearray(converted)))
         return 0
     except BaseException as exc:  # noqa: BLE001 - everything becomes a message for the parent
