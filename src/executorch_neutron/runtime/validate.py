@@ -9,8 +9,8 @@ checks, per CPU kernel call:
     when PyTorch knows the operator;
   - quantize/dequantize arguments are in range for their dtype: quant_min <= quant_max inside the dtype's range,
     a finite positive scale, the zero point inside [quant_min, quant_max], the tensor dtypes the kernel needs;
-  - per-channel quantize/dequantize get scales and zero points of the dtypes their kernels assert on
-    (quantize_per_channel: double scales; dequantize_per_channel: double or float; both: int64 zero points).
+  - per-channel quantize/dequantize get scales of the dtypes their kernels assert on (quantize_per_channel:
+    double; dequantize_per_channel: double or float).
 Before those, what ExecuTorch would only answer with an error code: the file identifier (magic), delegates for a
 backend that is not registered, operators without a registered kernel. Quantize/dequantize calls must read and
 write tensors of one size (a program edited to other input sizes aborts in them).
@@ -28,8 +28,8 @@ from .dtypes import FLOAT_CODES, QUANT_RANGES
 from .errors import NeutronRuntimeError
 
 _QUANT_OPS = ("quantized_decomposed::quantize_per_tensor", "quantized_decomposed::dequantize_per_tensor")
-# per-channel kernels -> the scale dtypes each accepts (ExecuTorch's op_quantize.cpp / op_dequantize.cpp assert on
-# them: an abort); zero points are int64 for both
+# per-channel kernels -> the scale dtypes each accepts (ExecuTorch 1.5.1's op_quantize.cpp / op_dequantize.cpp
+# assert on them: an abort)
 _PER_CHANNEL_SCALES = {"quantized_decomposed::quantize_per_channel": (ScalarType.DOUBLE,),
                        "quantized_decomposed::dequantize_per_channel": (ScalarType.DOUBLE, ScalarType.FLOAT)}
 _SCALAR_KIND = {"IntType": "Int", "FloatType": "Double", "BoolType": "Bool", "ScalarTypeType": "Int",
@@ -215,14 +215,10 @@ def _check_quant_args(base: str, name: str, values: list) -> None:
 
 
 def _check_per_channel_args(base: str, name: str, values: list) -> None:
-    scales, zero_points = values[1], values[2]
-    for what, v in (("scales", scales), ("zero_points", zero_points)):
-        if _kind(v) != "Tensor":
-            raise _fail(f"{what} of {name} is {_kind(v)}, not Tensor")
+    scales = values[1]
+    if _kind(scales) != "Tensor":
+        raise _fail(f"scales of {name} is {_kind(scales)}, not Tensor")
     allowed = _PER_CHANNEL_SCALES[base]
     if int(scales.scalar_type) not in {int(c) for c in allowed}:
         raise _fail(f"{name} has scales of dtype code {int(scales.scalar_type)}; its kernel aborts unless they are "
                     f"{' or '.join(c.name.lower() for c in allowed)}")
-    if int(zero_points.scalar_type) != int(ScalarType.LONG):
-        raise _fail(f"{name} has zero points of dtype code {int(zero_points.scalar_type)}; its kernel aborts unless "
-                    f"they are int64")
