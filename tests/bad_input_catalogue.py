@@ -73,6 +73,14 @@ CASES: dict[str, Case] = {
     "nan_calibration": Case(
         "NaN/Inf in a calibration file", "clean or drop that sample", 2, "calibration file {d}/nancal/1.npy",
         argv=("compile", "{d}/model.py:factory", "--calibration", "{d}/nancal", "-o", "{d}/out.pte")),
+    "budget_not_a_size": Case(
+        "`compile --sram-budget 64QB`: a budget that is no size", "write a size: 65536, 64KiB, 64KB, 2MiB, 2MB", 2,
+        "size '64QB' is not a size", argv=("compile", "{d}/model.py:factory", "--sram-budget", "64QB") + COMPILE[1:]),
+    "over_memory_budget": Case(
+        "`compile --sram-budget 1KiB` for a model that needs more SRAM (nothing is written)",
+        "raise the budget, or shrink the model: the message names the largest parts", 2,
+        "does not fit its memory budget: SRAM: needs",
+        argv=("compile", "{d}/model.py:factory", "--sram-budget", "1KiB") + COMPILE[1:]),
     "buffer_mutation": Case(
         "a model whose forward() updates a buffer (a counter)", "keep that state outside the model", 2,
         "updates buffer(s) calls", argv=("compile", "{d}/model.py:counter") + COMPILE[1:]),

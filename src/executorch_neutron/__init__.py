@@ -6,6 +6,8 @@ Public API:
     NeutronPartitioner    decides per edge node whether the NPU runs it, with a reason for every rejection
     NeutronCompileSpec    every backend option, parsed once
     lower                 one call: model -> quantized -> partitioned -> .pte (a LoweringResult)
+    memory_section        what a .pte needs in SRAM and flash, line by line, with where each part lives
+    check_budget          refuse a program over an SRAM / flash budget (BudgetError); lower(sram_budget=...) too
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ _LAZY = {
     "LoweringResult": ".lowering",
     "LoweringError": ".pipeline",
     "compare": ".numerics",
+    "check_budget": ".report.memory",
+    "memory_section": ".report.memory",
+    "BudgetError": ".report.memory",
 }
 
 __all__ = ["NeutronCompileSpec", "NeutronTarget", "TARGETS", "get_target", *_LAZY]

@@ -36,6 +36,11 @@ class Backend:
     #: (partition TFLite or None, lowered-module metadata, target) -> the report's per-layer estimate of a partition
     #: (None: the back end's estimate travels in its metadata instead, as Vela's does)
     partition_estimate: Callable | None = None
+    #: (blob, compile spec, partition TFLite or None, partition name) -> the memory its payload needs on the device
+    #: beside the .pte (core.memory.Block lines: NPU scratch, ... as the back end's compiler states them)
+    memory: Callable | None = None
+    #: compile spec -> {"program": where the .pte is stored, "working": where ExecuTorch's buffers live}
+    placement: Callable | None = None
     #: (blob, the .pte's named data by key) -> what compiled the payload (tool and version), or None
     compiled_by: Callable | None = None
 
@@ -43,11 +48,11 @@ class Backend:
 BACKENDS: dict[str, Backend] = {b.kind: b for b in (
     Backend(ETHOS_U, EthosUPartitioner.backend_id, "Ethos-U", EthosUPartitioner, _ethos_u.view,
             _ethos_u_reference, _ethos_u.claims, _ethos_u.host_blob, _ethos_u.on_load, _ethos_u.DEVICE_ONLY,
-            _ethos_u.pte_tflite, _ethos_u.layer_estimate),
+            _ethos_u.pte_tflite, _ethos_u.layer_estimate, memory=_ethos_u.memory, placement=_ethos_u.placement),
     Backend(NEUTRON, _NEUTRON_ID, "Neutron", NeutronPartitioner, _neutron.view, _neutron.reference,
             _neutron.claims, _neutron.host_blob, _neutron.on_load, pte_tflite=_neutron.pte_tflite,
             layer_estimate=_neutron.layer_estimate, partition_estimate=_neutron.partition_estimate,
-            compiled_by=_neutron.compiled_by),
+            memory=_neutron.memory, placement=_neutron.placement, compiled_by=_neutron.compiled_by),
 )}
 
 

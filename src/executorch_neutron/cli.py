@@ -137,10 +137,16 @@ def _runtime_logs():
 
 def _compile(args) -> int:
     from .board import cli_support as board
+    from .report.memory import BudgetError, check_budget, parse_size
 
     _check_paths(args, [("-o", args.output), ("--report", args.report), ("--etrecord", args.etrecord),
                         *board.compile_outputs(args)])
+    try:  # a bad size fails before lowering
+        budgets = {k: parse_size(v) for k, v in (("sram", args.sram_budget), ("flash", args.flash_budget)) if v}
+    except BudgetError as exc:
+        raise UserError(str(exc), "e.g. --sram-budget 512KiB --flash-budget 2MB") from None
     result, *_ = _lower(args)
+    check_budget(result, **budgets)  # refuses before anything is written
     path = result.save(args.output)
     print(result.report)
     print(f"\nwrote {path} ({len(result.pte)} bytes); stage seconds: "
@@ -260,13 +266,18 @@ def _profile(args) -> int:
 
 
 def _report(args) -> int:
+    import json
+
     from .pte import PteError, inspect_pte
 
     try:
         summary = inspect_pte(args.pte)
     except PteError as exc:
         raise UserError(str(exc), "pass a .pte written by `executorch-neutron compile`") from None
-    print(summary.to_json() if args.json else summary)
+    from .report.memory import memory_section
+
+    memory = memory_section(args.pte)
+    print(json.dumps({**summary.to_dict(), "memory": memory.to_dict()}, indent=2) if args.json else f"{summary}\n{memory}")
     if args.model_explorer:
         _model_explorer(args.pte, args.model_explorer, file=sys.stderr if args.json else sys.stdout)
     return EXIT_OK
@@ -461,6 +472,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--model-explorer", metavar="DIR", help="also write each partition's TFLite and Model Explorer "
                    "node data (as `report --model-explorer`)")
     board.add_compile_options(c)
+    for kind in ("sram", "flash"):
+        c.add_argument(f"--{kind}-budget", metavar="SIZE", help=f"refuse (exit 2, nothing written) when the program "
+                       f"needs more {kind.upper() if kind == 'sram' else kind} than SIZE (see the report's memory "
+                       f"section): bytes, or 64KiB / 64K (x1024), 64KB (x1000), 2MiB / 2M, 2MB")
     c.set_defaults(func=_compile)
 
     r = sub.add_parser("run", help="run a .pte on the host (or on a board: --device PORT) and summarize its outputs")
@@ -516,6 +531,8 @@ _HINTS = (
      EXIT_BAD_INPUT),
     ("NeutronRuntimeError", "check the input files against `executorch-neutron report MODEL.pte`", EXIT_BAD_INPUT),
     ("LoweringError", "the model could not be exported or lowered; --verbose shows where", EXIT_BAD_INPUT),
+    ("BudgetError", "see the memory section of the report (`executorch-neutron report MODEL.pte`); raise the budget "
+                    "or shrink the model", EXIT_BAD_INPUT),
 )
 
 

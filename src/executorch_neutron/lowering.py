@@ -25,6 +25,7 @@ from .core.qdq import per_tensor_kind
 from .loading import CALIBRATION_HINT, calibration_problem
 from .pipeline import LoweringError, assemble, resolve_spec
 from .report import DelegationReport
+from .report.memory import check_budget, memory_section, parse_size
 
 log = logging.getLogger("executorch_neutron")
 _LOWER_LOCK = threading.Lock()  # torch.export and the PT2E passes are not thread-safe: one lower() at a time
@@ -248,6 +249,8 @@ def lower(
     quantize_model: bool = True,
     progress: Callable | None = None,
     etrecord: bool = False,
+    sram_budget: int | str | None = None,
+    flash_budget: int | str | None = None,
     **spec_options,
 ) -> LoweringResult:
     """Quantize `model` for the NPU, partition and lower it, and return the .pte with its report.
@@ -265,14 +268,19 @@ def lower(
         export, partition + convert, to_executorch), one over the calibration batches, one over the partitions.
     etrecord: also record ExecuTorch's ETRecord (`result.etrecord`, `result.save_etrecord(path)`) so that an ETDump
         of the .pte (host: `runtime.run(..., etdump=path)`) maps back to the model's operators in the Inspector.
+    sram_budget / flash_budget: bytes, or sizes such as "512KiB" / "2MB" (report.memory.parse_size); a program
+        whose memory section (`result.report.memory`) needs more raises BudgetError (report/memory.py).
 
     The caller's model is never changed: an `nn.Module` is deep-copied and the copy is put in eval mode (dropout
     off, batch-norm statistics frozen) and calibrated. A model whose forward() updates a buffer is refused
     (LoweringError). Calls from several threads are serialized (torch.export is not thread-safe).
     """
-    with _LOWER_LOCK:
-        return _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_model, progress, etrecord,
-                      spec_options)
+    budgets = {k: None if v is None else parse_size(v) for k, v in (("sram", sram_budget), ("flash", flash_budget))}
+    with _LOWER_LOCK:  # a bad size fails above, before any work
+        result = _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_model, progress,
+                        etrecord, spec_options)
+    check_budget(result, **budgets)
+    return result
 
 
 def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_model, progress, etrecord,
@@ -339,6 +347,7 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
     _warn_host_unrunnable(edge)
     report = DelegationReport.build(exported, edge, partitioner, spec, leftovers)
     report.pte_bytes = len(program.buffer)
+    report.memory = memory_section(program.buffer, spec)
     if not report.partitions:
         log.warning("nothing was delegated to the NPU: %s", report.summary_line())
     return LoweringResult(program.buffer, report, spec, quantized, edge, timings,

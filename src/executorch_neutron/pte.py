@@ -3,7 +3,10 @@
 Parses the file with ExecuTorch's own flatbuffer deserializer (`executorch.exir._serialize._program.
 deserialize_pte_binary`, which also inlines delegate segments). Neutron delegate blobs are unpacked with
 `payload.unpack`: payload kind (host-reference or device microcode), header (inputs, outputs, format flags) and,
-for host-reference payloads, the TFLite operators inside.
+for host-reference payloads, the TFLite operators inside. With `memory=True` it also reads what the memory section
+(report/memory.py) needs: each method's planned buffers (`non_const_buffer_sizes`), its inputs' and outputs' bytes
+and whether memory planning placed them, the constant data, the named data and, through each delegate's back end
+(backends.py `memory`), what its payload needs on the device.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import backends
+from .compile_spec import NeutronCompileSpec
 from .tflite.reader import op_name, read_model
 
 
@@ -25,6 +29,8 @@ class PteError(ValueError):
 class TensorInfo:
     shape: list[int]
     dtype: str
+    nbytes: int = 0
+    planned: bool = False  # memory planning placed it in a planned buffer (else the caller provides its memory)
 
 
 @dataclass
@@ -41,6 +47,7 @@ class DelegateInfo:
     tflite_ops: dict[str, int] = field(default_factory=dict)
     compiled_by: str | None = None  # what made the payload, as its back end recorded it in the .pte
     error: str | None = None
+    memory: list[dict] = field(default_factory=list)  # core.memory.Block.to_dict() lines (inspect_pte(memory=True))
 
 
 @dataclass
@@ -51,6 +58,7 @@ class MethodInfo:
     cpu_kernels: dict[str, int]  # operator -> number of kernel calls
     delegate_calls: int
     delegates: list[DelegateInfo]
+    planned_buffers: list[int] = field(default_factory=list)  # non_const_buffer_sizes without the reserved entry 0
 
 
 @dataclass
@@ -58,6 +66,8 @@ class PteSummary:
     path: str | None
     bytes: int
     methods: list[MethodInfo]
+    constant_bytes: int = 0  # the program's constant buffer (constants of CPU kernels), inline or in its segment
+    named_data_bytes: int = 0  # named data (e.g. an Ethos-U partition's host-reference TFLite)
 
     @property
     def delegates(self) -> list[DelegateInfo]:
@@ -97,11 +107,19 @@ def _tensors(items: list[TensorInfo]) -> str:
     return ", ".join(f"{t.dtype}{t.shape}" for t in items) or "()"
 
 
+_ELEMENT_BYTES = {"byte": 1, "char": 1, "short": 2, "int": 4, "long": 8, "half": 2, "float": 4, "double": 8,
+                  "bool": 1, "bfloat16": 2, "qint8": 1, "quint8": 1, "qint32": 4, "uint16": 2, "uint32": 4}
+
+
 def _tensor_info(value) -> TensorInfo:
     val = getattr(value, "val", None)
     if val is None or not hasattr(val, "sizes"):
         return TensorInfo([], type(val).__name__.lower())
-    return TensorInfo(list(val.sizes), val.scalar_type.name.lower())
+    dtype = val.scalar_type.name.lower()
+    count = 1
+    for d in val.sizes:
+        count *= int(d)
+    return TensorInfo(list(val.sizes), dtype, count * _ELEMENT_BYTES.get(dtype, 0), val.allocation_info is not None)
 
 
 def _tflite_ops(tflite: bytes) -> dict[str, int]:
@@ -109,7 +127,7 @@ def _tflite_ops(tflite: bytes) -> dict[str, int]:
     return dict(Counter(op_name(model, op) for sub in model.subgraphs for op in sub.operators))
 
 
-def _delegate(index: int, delegate, blob: bytes, named: dict[str, bytes]) -> DelegateInfo:
+def _delegate(index: int, delegate, blob: bytes, named: dict[str, bytes], pte=None) -> DelegateInfo:
     specs = {}
     for cs in delegate.compile_specs:
         value = bytes(cs.value)
@@ -128,13 +146,18 @@ def _delegate(index: int, delegate, blob: bytes, named: dict[str, bytes]) -> Del
         info.input_formats, info.output_formats = list(view["input_formats"] or ()), list(view["output_formats"] or ())
         if view["tflite"] is not None:
             info.tflite_ops = _tflite_ops(view["tflite"]())
+        if pte is not None and backend.memory is not None:
+            spec = NeutronCompileSpec.from_compile_specs(delegate.compile_specs)
+            tflite = backend.pte_tflite(bytes(blob), pte) if backend.pte_tflite else None
+            info.memory = [b.to_dict() for b in backend.memory(bytes(blob), spec, tflite, f"delegate {index}")]
     except Exception as exc:  # noqa: BLE001 - a damaged blob is reported, not fatal
         info.error = str(exc)
     return info
 
 
-def inspect_pte(pte: str | Path | bytes) -> PteSummary:
-    """Summarize a .pte given as a path or bytes; raises PteError when it cannot be parsed."""
+def inspect_pte(pte: str | Path | bytes, memory: bool = False) -> PteSummary:
+    """Summarize a .pte given as a path or bytes; raises PteError when it cannot be parsed. `memory`: also read
+    what the memory section needs (each delegate's back end may compile its partition again to ask its compiler)."""
     path = None
     if not isinstance(pte, (bytes, bytearray, memoryview)):
         path = str(pte)
@@ -146,11 +169,14 @@ def inspect_pte(pte: str | Path | bytes) -> PteSummary:
 
     try:
         pte_file = deserialize_pte_binary(data)
-        program = pte_file.program
     except Exception as exc:  # noqa: BLE001 - flatbuffer errors come in many types
         raise PteError(f"not a valid .pte file ({type(exc).__name__}: {exc})") from None
+    program = pte_file.program
     try:
-        return PteSummary(path, len(data), _methods(program, named_data(pte_file)))
+        named = named_data(pte_file)
+        return PteSummary(path, len(data), _methods(program, named, pte_file if memory else None),
+                          constant_bytes=sum(len(b.storage) for b in program.constant_buffer),
+                          named_data_bytes=sum(len(b) for b in named.values()))
     except (IndexError, AttributeError, KeyError, TypeError, ValueError) as exc:  # tables that point nowhere
         raise PteError(f"not a valid .pte file: its tables are inconsistent ({type(exc).__name__}: {exc}); the "
                        f"file is damaged: re-export it") from None
@@ -163,7 +189,7 @@ def named_data(pte_file) -> dict[str, bytes]:
                                       for key, entry in named.pte_data.items()}
 
 
-def _methods(program, named: dict[str, bytes]) -> list[MethodInfo]:
+def _methods(program, named: dict[str, bytes], pte=None) -> list[MethodInfo]:
     blobs = [bytes(d.data) for d in program.backend_delegate_data]
     methods = []
     for plan in program.execution_plan:
@@ -176,7 +202,7 @@ def _methods(program, named: dict[str, bytes]) -> list[MethodInfo]:
                     kernel_calls[f"{op.name}.{op.overload}" if op.overload else op.name] += 1
                 elif kind == "DelegateCall":
                     delegate_calls += 1
-        delegates = [_delegate(i, d, blobs[d.processed.index] if d.processed.index < len(blobs) else b"", named)
+        delegates = [_delegate(i, d, blobs[d.processed.index] if d.processed.index < len(blobs) else b"", named, pte)
                      for i, d in enumerate(plan.delegates)]
         methods.append(MethodInfo(
             name=plan.name,
@@ -185,5 +211,6 @@ def _methods(program, named: dict[str, bytes]) -> list[MethodInfo]:
             cpu_kernels=dict(kernel_calls),
             delegate_calls=delegate_calls,
             delegates=delegates,
+            planned_buffers=[int(n) for n in plan.non_const_buffer_sizes[1:]],
         ))
     return methods

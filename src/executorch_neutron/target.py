@@ -43,6 +43,12 @@ class NeutronTarget:
     weight_bytes_per_cycle: float = 0.0  # NPU <- the memory holding weights (`weight_memory`)
     weight_memory: str = ""
     estimate_sources: tuple[tuple[str, str], ...] = ()
+    # The memory section (report/memory.py): on-chip flash (None: not published, or the board's external flash),
+    # where the .pte is stored and read in place, and where ExecuTorch's working memory (planned buffers, temp
+    # allocator, unplanned inputs and outputs) lives.
+    flash_bytes: int | None = None
+    program_memory: str = "flash"
+    working_memory: str = "SRAM"
     kind = NEUTRON  # the back end that lowers for this target (class attribute, not a field)
 
     @property
@@ -94,6 +100,7 @@ TARGETS: dict[str, NeutronTarget] = {
             num_macs=8,
             hw_version="N1",
             sram_bytes=512 * 1024,
+            flash_bytes=2 * 1024 * 1024,
             cpu="dual Cortex-M33 @ 150 MHz",
             upstream_supported=False,
             notes=(
@@ -118,6 +125,8 @@ TARGETS: dict[str, NeutronTarget] = {
             num_macs=16,
             hw_version="N3",
             sram_bytes=1024 * 1024,
+            program_memory="DRAM",
+            working_memory="DRAM",
             cpu="Cortex-A55",
             upstream_supported=False,
             notes=(
@@ -168,6 +177,7 @@ class EthosUTarget:
     core_clock_hz: float  # the system config's core_clock (Vela's estimates use it)
     sram_bytes: int  # the memory mode's SRAM for the NPU (its arena cache); 0: not bounded by Vela's config
     cpu: str
+    flash_bytes = None  # no published flash size (class attribute, not a field)
     notes: tuple[str, ...] = field(default_factory=tuple)
     config_ini: str = "Arm/vela.ini"  # Vela's --config: the .ini holding system_config and memory_mode
     # how layout transposes are written (TRANSPOSE_FORMS): the cheaper one by Vela's estimate where it

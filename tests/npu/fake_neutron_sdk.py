@@ -44,6 +44,7 @@ MAGIC = 0x64434D6E
 FAKE_TARGETS = ("imxrt700",)
 WEIGHTS = bytes(range(37))  # deliberately not a multiple of 16: exercises section padding
 KERNELS = bytes(range(100, 121))
+SCRATCH_BYTES, PROFILE_BYTES = 256, 64  # int8 scratch, profile and debug outputs of the NeutronGraph node
 
 
 class FakeCompilationOpts:
@@ -158,16 +159,22 @@ class FakeNeutronLibraryUtils:
 
 
 def fake_microcode(source: bytes, n_in: int, n_out: int, weights: bytes, mode: str = "ok") -> bytes:
-    body = hashlib.sha256(source).digest() + bytes(9)  # 41 bytes: total size not a multiple of 16
-    size = 32 + len(body)
-    words = [MAGIC, n_in, n_out, 0, 0, 0, size, len(weights)]
+    """A 15-word preamble as NXP's device runtime reads it (magic; word 6 microcode size, 7 weights size; word 9 the
+    scratch output's bytes; version 0: 10 prefetch buffer, 11-12 input/output counts; version 1 (profile): 10-11
+    profile and debug bytes, 12 prefetch buffer, 13-14 counts), then a digest of the input: 73 bytes, not a multiple
+    of 16."""
+    body = hashlib.sha256(source).digest()[:13]
+    size = 60 + len(body)
+    words = [MAGIC, n_in, n_out, 0, 0, 0, size, len(weights), 0, SCRATCH_BYTES, 0, n_in, n_out, 0, 0]
+    if mode == "profile":
+        words[10:15] = [PROFILE_BYTES, PROFILE_BYTES, 0, n_in, n_out]
     if mode == "bad_magic":
         words[0] = 0xDEADBEEF
     if mode == "bad_microcode_size":
         words[6] = size + 16
     if mode == "bad_weights_size":
         words[7] = len(weights) + 1
-    return struct.pack("<8I", *words) + body
+    return struct.pack("<15I", *words) + body
 
 
 def neutron_graph_model(source: bytes, mode: str = "ok", input_order=None, output_order=None) -> bytes:
@@ -202,9 +209,9 @@ def neutron_graph_model(source: bytes, mode: str = "ok", input_order=None, outpu
     consts = [add("microcode", [len(microcode)], microcode, schema.TensorType.UINT8),
               add("weights", [len(WEIGHTS)], WEIGHTS, schema.TensorType.UINT8),
               add("kernels", [len(KERNELS)], KERNELS, schema.TensorType.UINT8)]
-    extras = [add("scratch", [256])]
+    extras = [add("scratch", [SCRATCH_BYTES])]
     if mode == "profile":
-        extras += [add("profile", [64]), add("debug", [64])]
+        extras += [add("profile", [PROFILE_BYTES]), add("debug", [PROFILE_BYTES])]
     if mode == "wrong_outputs":
         extras += [add("surplus", [8])]
     node_ins = [ins[i] for i in (input_order if input_order is not None else range(len(ins)))]

@@ -227,7 +227,7 @@ def test_device_payload_is_packed_byte_exactly(sdk, monkeypatch, mode, header, s
     assert blob[pos] == (1 if mode == "profile" else 0)
     assert not any(blob[pos + 1:16])
     # microcode, weights, kernels, each at a 16-byte boundary and zero-padded
-    microcode = fake.fake_microcode(tflite, n_in, n_out, fake.WEIGHTS)
+    microcode = fake.fake_microcode(tflite, n_in, n_out, fake.WEIGHTS, mode)
     words = struct.unpack_from("<8I", blob, 16)
     assert words[0] == MICROCODE_MAGIC and words[6] == len(microcode) == 73 and words[7] == len(fake.WEIGHTS)
     assert blob[16:16 + 73] == microcode and not any(blob[16 + 73:16 + 80])

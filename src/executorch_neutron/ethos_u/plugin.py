@@ -1,13 +1,21 @@
 """What the shared layers need to know of an Ethos-U delegate, for the back-end table (backends.py): how to read
 its Vela payload for reports and `inspect_pte` (Vela's flags and estimate travel in the lowered module's metadata,
-the reference TFLite as named data), and what the host runtime runs for it (its reference, host.py)."""
+the reference TFLite as named data), what the host runtime runs for it (its reference, host.py), and the memory
+its payload needs on the device as Vela states it (`memory`, `placement`: the payload's scratch_size block, Vela's
+"Total SRAM used", and the memory areas of Vela's configuration file)."""
 
 from __future__ import annotations
 
+import configparser
 import hashlib
+import importlib.util
+import struct
+from pathlib import Path
 
+from ..core.memory import DRAM, FLASH, SRAM, Block
 from ..core.payload import unpack
 from . import host
+from . import payload as vela_payload
 from .options import EthosUOptions
 from .payload import is_payload
 from .vela_call import compile_tflite
@@ -49,3 +57,71 @@ def layer_estimate(tflite: bytes, spec) -> tuple[list[dict], str]:
     options = EthosUOptions.of(spec)
     estimate = compile_tflite(tflite, options.vela_flags, "partition", options.core_clock_hz).estimate
     return [vars(layer) for layer in estimate.layers], "cycles (Vela's estimate)"
+
+
+_PORTS = {"sram": SRAM, "dram": DRAM, "offchipflash": FLASH, "onchipflash": FLASH}
+
+
+def _flag(flags: list[str], name: str) -> str:
+    return next(f.split("=", 1)[1] for f in reversed(flags) if f.startswith(f"--{name}="))
+
+
+def _ini(path: str) -> configparser.ConfigParser:
+    """Vela's configuration file; a relative path is looked up as Vela does, under its bundled config_files."""
+    found = Path(path)
+    if not found.is_file():
+        found = Path(importlib.util.find_spec("ethosu").submodule_search_locations[0]) / "config_files" / path
+    ini = configparser.ConfigParser()
+    ini.read(found)
+    return ini
+
+
+def _option(ini: configparser.ConfigParser, section: str, key: str) -> str:
+    """`key` of an .ini section, following Vela's `inherit=` chain."""
+    while section:
+        if ini.has_option(section, key):
+            return ini.get(section, key)
+        section = ini.get(section, "inherit", fallback="")
+    raise KeyError(f"{key} in {section}")
+
+
+def placement(spec) -> dict[str, str]:
+    """Where Vela's memory mode puts weights (`const`, read in place from the .pte: the program's place), the
+    tensor arena (`arena`: ExecuTorch's working memory beside it) and its SRAM cache (`cache`), by its system
+    config's AXI ports."""
+    flags = EthosUOptions.of(spec).vela_flags
+    ini = _ini(_flag(flags, "config"))
+    system, mode = f"System_Config.{_flag(flags, 'system-config')}", f"Memory_Mode.{_flag(flags, 'memory-mode')}"
+    place = {}
+    for role in ("const", "arena", "cache"):
+        axi = _option(ini, mode, f"{role}_mem_area").lower()
+        place[role] = _PORTS.get(_option(ini, system, f"{axi}_port").lower(), DRAM)
+    return {"program": place["const"], "working": place["arena"], **place}
+
+
+def memory(blob: bytes, spec, tflite: bytes | None, name: str) -> list[Block]:
+    """A Vela payload's memory as Vela states it: the tensor arena of the payload's scratch_size block (the device
+    runtime allocates it per call from the temp allocator) and Vela's "Total SRAM used" (recompiling the reference
+    TFLite the .pte embeds with the delegate's flags). The command stream and weights are read in place from the
+    payload, in the .pte: `placement` puts the .pte where Vela's memory mode keeps constants."""
+    blocks = vela_payload.unpack(bytes(blob))
+    scratch = struct.unpack("<I", blocks["scratch_size"])[0]
+    place = placement(spec)
+    options = EthosUOptions.of(spec)
+    mode = _flag(options.vela_flags, "memory-mode")
+    sram_used = None
+    if tflite is not None:
+        sram_used = compile_tflite(tflite, options.vela_flags, name, options.core_clock_hz).estimate.sram_bytes
+    arena_in_sram = place["arena"] == SRAM
+    source = "the payload's scratch_size block (Vela's raw output); allocated per call from the temp allocator"
+    if sram_used is None:
+        source += "; Vela's SRAM usage is not in the .pte (compiled with --device-only: no reference TFLite to ask Vela)"
+    out = [Block(f"Vela tensor arena ({name})", scratch, place["arena"], source, per_call=True,
+                 counted=not (arena_in_sram and sram_used is not None))]
+    if sram_used is not None:
+        inside = ("it includes the tensor arena" if arena_in_sram else
+                  f"the SRAM the firmware gives the NPU as its fast scratch (memory mode {mode})")
+        out.append(Block(f"Vela's SRAM usage ({name})", sram_used, SRAM,
+                         f"Vela's 'Total SRAM used' for the reference TFLite the .pte embeds, with the delegate's "
+                         f"flags; {inside}", per_call=True))
+    return out

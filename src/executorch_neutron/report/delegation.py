@@ -28,6 +28,7 @@ from ..tflite.layout import stored_channels_last
 from . import macs as _macs
 from .graph import apply_costs, program_graph
 from .html import to_html
+from .memory import MemorySection
 from .render import to_dict, to_markdown, to_text
 
 
@@ -95,26 +96,6 @@ class Requantization:
 
 
 @dataclass
-class MemoryEstimate:
-    sram_bytes: int
-    weight_bytes: int
-    activation_bytes: int
-    cpu_constant_bytes: int
-
-    @property
-    def total_bytes(self) -> int:
-        return self.weight_bytes + self.activation_bytes
-
-    @property
-    def fits(self) -> bool:  # sram_bytes 0: the target's data does not bound it (Ethos-U55 with shared SRAM)
-        return self.sram_bytes == 0 or self.total_bytes <= self.sram_bytes
-
-    @property
-    def share(self) -> float:
-        return self.total_bytes / self.sram_bytes if self.sram_bytes else 0.0
-
-
-@dataclass
 class DelegationReport:
     target: str
     partitions: list[PartitionReport]
@@ -130,6 +111,7 @@ class DelegationReport:
     cortex_m_kernels: dict[str, str] = field(default_factory=dict)  # CPU node -> "cortex_m.softmax", ...
     cortex_m_refused: dict[str, str] = field(default_factory=dict)  # CPU node -> why the Cortex-M passes refused it
     graph: object = None  # graph.ProgramGraph: the lowered program as vertices and edges (the HTML draws it)
+    memory: MemorySection | None = None  # what the .pte needs on the target (memory.py; lower() sets it)
 
     # --- Vela's estimate (Ethos-U targets) -------------------------------------------------------------------
     @property
@@ -239,15 +221,6 @@ class DelegationReport:
         for r in rejections:
             groups.setdefault(r.op, []).append(CpuNode(r, self.cpu_macs.get(r.node, 0)))
         return dict(sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
-
-    @property
-    def memory(self) -> MemoryEstimate:
-        return MemoryEstimate(
-            sram_bytes=get_target(self.target).sram_bytes,
-            weight_bytes=sum(p.weight_bytes for p in self.partitions),
-            activation_bytes=max((p.working_set_bytes for p in self.partitions), default=0),
-            cpu_constant_bytes=self.cpu_constant_bytes,
-        )
 
     # --- rendering ----------------------------------------------------------------------------------------
     @property

@@ -1,6 +1,7 @@
 """A self-contained HTML page for a `DelegationReport`: inline CSS, no scripts, no network.
 
-Sections: totals (node and MAC shares, model size, memory estimate as a bar), the program drawn as a graph
+Sections: totals (node and MAC shares, model size), the memory section (memory.py: each line, where it lives,
+totals against the target's SRAM and flash as bars), the program drawn as a graph
 (graph_svg.py: partitions, CPU nodes and boundary crossings, inline SVG), a table of partitions, for
 Ethos-U targets Vela's estimate per layer (where the cycles go, as bars), a per-operator view (NPU vs CPU counts)
 and every CPU node with its reason and hint.
@@ -12,8 +13,8 @@ from html import escape
 
 from . import graph_svg
 from .macs import MAC_FORMULA
-from .notes import MEMORY_NOTE, REQUANTIZE_NOTE
-from .render import (FORMATS, estimate_notes, ethos_u_lines, human_bytes, human_macs, layer_tables,
+from .notes import REQUANTIZE_NOTE
+from .render import (FORMATS, estimate_notes, ethos_u_lines, human_bytes, human_macs, layer_tables, memory_lines,
                      neutron_estimate_lines, op_rows)
 
 _CSS = """
@@ -74,6 +75,32 @@ def _neutron_layers(report) -> list[str]:
     return out
 
 
+def _memory(report) -> list[str]:
+    """The memory section: one row per line of memory.py's section, then each place's total as a bar."""
+    mem = report.memory
+    if mem is None:
+        return [f"<h2>Memory</h2><p class='note'>{escape(memory_lines(report)[0])}</p>"]
+    out = [f"<h2>Memory (from the .pte)</h2><p class='note'>{escape(mem.lines()[0])}</p>",
+           "<table><tr><th>what</th><th>bytes</th><th>where</th><th>counted</th><th>source</th></tr>"]
+    for b in mem.blocks:
+        counted = ("per call" if b.per_call else "yes") if b.counted else "inside another line"
+        out.append(f"<tr><td>{escape(b.what)}</td><td class=n>{b.bytes:,}</td><td>{escape(b.where)}</td>"
+                   f"<td>{counted}{' (estimate)' * b.estimated}</td><td>{escape(b.source)}</td></tr>")
+    out.append("</table>")
+    for t in mem.totals():
+        need, have = t["required_bytes"], t["available_bytes"]
+        if have:
+            pct = min(100.0, max(0.5, 100 * need / have))  # a sliver stays visible
+            out.append(f"<p>{escape(t['where'])}: {escape(human_bytes(need))} of {escape(human_bytes(have))} "
+                       f"<span class='bar{'' if t['fits'] else ' over'}'><i style='width:{pct:.1f}%'></i></span> "
+                       f"{'fits' if t['fits'] else '<b class=cpu>does not fit</b>'}</p>")
+        else:
+            out.append(f"<p>{escape(t['where'])}: {escape(human_bytes(need))} (no size of the target's "
+                       f"{escape(t['where'])} known here)</p>")
+    out += [f"<p class='note'>{escape(n)}</p>" for n in mem.notes]
+    return out
+
+
 def _card(value: str, label: str) -> str:
     return f'<div class="card"><b>{escape(value)}</b><span>{escape(label)}</span></div>'
 
@@ -84,9 +111,7 @@ def _io(shapes, formats) -> str:
 
 
 def to_html(report) -> str:
-    mem = report.memory
     total_macs = max(report.total_macs, report.npu_macs)
-    pct = min(100.0, max(0.5, 100 * mem.share))  # a sliver stays visible
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{report.npu_family} delegation report: {escape(report.target)}</title><style>{_CSS}{graph_svg.CSS}"
@@ -101,14 +126,7 @@ def to_html(report) -> str:
         _card(str(len(report.partitions)), "partitions"),
         _card(human_bytes(report.model_bytes), "model size"),
         "</div>",
-        (f"<p>Memory (estimate): {escape(human_bytes(mem.total_bytes))} of {escape(human_bytes(mem.sram_bytes))} SRAM "
-         f"<span class='bar{' over' if not mem.fits else ''}'><i style='width:{pct:.1f}%'></i></span> "
-         f"{'fits' if mem.fits else '<b class=cpu>does not fit</b>'} &mdash; weights "
-         f"{escape(human_bytes(mem.weight_bytes))}, activations {escape(human_bytes(mem.activation_bytes))}</p>"
-         if mem.sram_bytes else
-         f"<p>Memory (estimate): {escape(human_bytes(mem.total_bytes))} &mdash; weights "
-         f"{escape(human_bytes(mem.weight_bytes))}, activations {escape(human_bytes(mem.activation_bytes))} (this "
-         f"target sets no SRAM size)</p>"),
+        *_memory(report),
         *graph_svg.section(report.graph),
         "<h2>Partitions</h2><table><tr><th>partition</th><th>nodes</th><th>MACs</th><th>inputs</th><th>outputs</th>"
         "<th>weights</th><th>largest activation</th><th>payload</th><th>ops</th></tr>",
@@ -154,7 +172,6 @@ def to_html(report) -> str:
         parts.append(f"<h2>Requantized on the CPU</h2><p class='note'>{escape(REQUANTIZE_NOTE)}.</p><ul>")
         parts += [f"<li><code>{escape(r.describe())}</code></li>" for r in report.requantizations]
         parts.append("</ul>")
-    parts.append(f"<p class='note'>MACs: {escape(MAC_FORMULA)}.</p>")
-    parts.append(f"<p class='note'>Memory: {escape(MEMORY_NOTE)}.</p></body></html>")
+    parts.append(f"<p class='note'>MACs: {escape(MAC_FORMULA)}.</p></body></html>")
     return "\n".join(parts)
 

@@ -13,14 +13,13 @@ from ..target import get_target
 from .macs import MAC_FORMULA
 from .notes import (
     FORMAT_NOTE,
-    MEMORY_NOTE,
     NEUTRON_CALIBRATION_NOTE,
     NEUTRON_ESTIMATE_NOTE,
     REQUANTIZE_NOTE,
 )
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 FORMATS = {0: "none", 1: "channels_last"}
 
 
@@ -48,10 +47,10 @@ def _io(shapes, formats) -> list[dict]:
 
 
 def to_dict(report) -> dict:
-    mem = report.memory
     return {
         "schema_version": SCHEMA_VERSION,
-        "target": {"name": report.target, "sram_bytes": mem.sram_bytes, "constraints": report.constraints},
+        "target": {"name": report.target, "sram_bytes": get_target(report.target).sram_bytes,
+                   "constraints": report.constraints},
         "totals": {
             "compute_nodes": report.num_compute,
             "npu_nodes": report.num_delegated,
@@ -107,16 +106,7 @@ def to_dict(report) -> dict:
             for r in report.requantizations
         ],
         "ops": [{"op": op, "npu": npu, "cpu": cpu, "npu_macs": m} for op, npu, cpu, m in op_rows(report)],
-        "memory": {
-            "estimate": True,
-            "sram_bytes": mem.sram_bytes,
-            "weight_bytes": mem.weight_bytes,
-            "activation_bytes": mem.activation_bytes,
-            "total_bytes": mem.total_bytes,
-            "cpu_constant_bytes": mem.cpu_constant_bytes,
-            "fits": mem.fits,
-            "note": MEMORY_NOTE,
-        },
+        "memory": report.memory.to_dict() if report.memory is not None else None,
         **({"ethos_u": ethos} if (ethos := ethos_u_dict(report)) else {}),
         **({"neutron_estimate": neutron} if (neutron := neutron_estimate_dict(report)) else {}),
     }
@@ -145,9 +135,8 @@ def ethos_u_lines(report) -> list[str]:
     if total is None:
         return []
     return [f"Vela's estimate: {total['cycles']:,} cycles = {1e3 * total['inference_seconds']:.3f} ms at "
-            f"{total['core_clock_hz'] / 1e6:.0f} MHz; SRAM {human_bytes(total['sram_bytes'])}, off-chip "
-            f"{human_bytes(total['off_chip_bytes'])}, {human_macs(total['macs'])} (flags: "
-            f"{' '.join(report.vela_flags)})"]
+            f"{total['core_clock_hz'] / 1e6:.0f} MHz, {human_macs(total['macs'])} (flags: "
+            f"{' '.join(report.vela_flags)}; its memory figures are in the memory section)"]
 
 
 def estimate_figures(report) -> list[str]:
@@ -221,26 +210,26 @@ def op_rows(report) -> list[tuple[str, int, int, int]]:
     return [(o, npu[o], cpu[o], op_macs.get(o, 0)) for o in ops]
 
 
+def memory_lines(report) -> list[str]:
+    """The memory section (memory.py), or why there is none."""
+    if report.memory is None:
+        return ["memory: not computed (no .pte yet: lower() reads it from the .pte it writes)"]
+    return report.memory.lines()
+
+
 def _totals_lines(report) -> list[str]:
-    mem = report.memory
     total = max(report.total_macs, report.npu_macs)
-    verdict = "fits" if mem.fits else "does NOT fit"
     return [
         report.summary_line(),
         f"MACs on the NPU: {human_macs(report.npu_macs)} of {human_macs(total)} ({100 * report.mac_share:.1f}%)",
         f"model size: {human_bytes(report.model_bytes)}" + ("" if report.pte_bytes is not None else
                                                             " (delegate payloads + CPU constants)"),
-        f"memory (estimate): {human_bytes(mem.total_bytes)} of {human_bytes(mem.sram_bytes)} SRAM "
-        f"({100 * mem.share:.1f}%, {verdict}): weights {human_bytes(mem.weight_bytes)} + activations "
-        f"{human_bytes(mem.activation_bytes)}" if mem.sram_bytes else
-        f"memory (estimate): {human_bytes(mem.total_bytes)}: weights {human_bytes(mem.weight_bytes)} + activations "
-        f"{human_bytes(mem.activation_bytes)} (this target sets no SRAM size)",
     ] + ethos_u_lines(report) + neutron_estimate_lines(report)
 
 
 def to_text(report) -> str:
     lines = [f"{report.npu_family} delegation report (target {report.target}, {report.limits})",
-             *_totals_lines(report), ""]
+             *_totals_lines(report), *memory_lines(report), ""]
     for p in report.partitions:
         ops = ", ".join(f"{op} x{c}" for op, c in sorted(p.ops.items()))
         lines.append(f"[{p.tag}] {len(p.nodes)} nodes, {human_macs(p.macs)}, payload {p.kind} {p.payload_bytes} bytes"
@@ -252,8 +241,7 @@ def to_text(report) -> str:
         lines.append(f"    ops: {ops}")
         if p.vela:
             e = p.vela["estimate"]
-            lines.append(f"    Vela's estimate: {e['cycles']:,} cycles = {1e3 * e['inference_seconds']:.3f} ms; SRAM "
-                         f"{human_bytes(e['sram_bytes'])}, off-chip {human_bytes(e['off_chip_bytes'])}")
+            lines.append(f"    Vela's estimate: {e['cycles']:,} cycles = {1e3 * e['inference_seconds']:.3f} ms")
         if p.neutron_estimate:
             e = p.neutron_estimate
             top = ", ".join(f"{la['name']} {la['op']} {100 * la['cycles'] / max(e['cycles'], 1):.0f}%"
@@ -285,10 +273,25 @@ def _md_escape(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _memory_markdown(report) -> list[str]:
+    mem = report.memory
+    if mem is None:
+        return ["", "## Memory", "", memory_lines(report)[0]]
+    out = ["", "## Memory (from the .pte)", "", f"{mem.lines()[0]}", "",
+           "| what | bytes | where | counted | source |", "|---|---:|---|---|---|"]
+    for b in mem.blocks:
+        counted = ("per call" if b.per_call else "yes") if b.counted else "inside another line"
+        out.append(f"| {_md_escape(b.what)} | {b.bytes:,} | {b.where} | {counted}{' (estimate)' * b.estimated} | "
+                   f"{_md_escape(b.source)} |")
+    out += [""] + [f"- {_md_escape(line.strip())}" for line in mem.lines()[1 + len(mem.blocks):]]
+    return out
+
+
 def to_markdown(report) -> str:
     out = [f"# {report.npu_family} delegation report (target `{report.target}`, {report.limits})",
            ""]
     out += [f"- {_md_escape(line)}" for line in _totals_lines(report)]
+    out += _memory_markdown(report)
     out += ["", "## Partitions", "",
             "| partition | nodes | MACs | inputs | outputs | weights | largest activation | payload |",
             "|---|---:|---:|---|---|---:|---:|---|"]
@@ -317,6 +320,6 @@ def to_markdown(report) -> str:
     if report.requantizations:
         out += ["", "## Requantized on the CPU", "", f"{REQUANTIZE_NOTE}.", ""]
         out += [f"- {_md_escape(r.describe())}" for r in report.requantizations]
-    out += ["", f"MACs: {MAC_FORMULA}.", "", f"Memory: {MEMORY_NOTE}.", "", f"Formats: {FORMAT_NOTE}."]
+    out += ["", f"MACs: {MAC_FORMULA}.", "", f"Formats: {FORMAT_NOTE}."]
     out += [x for note in estimate_notes(report) for x in ("", f"{_md_escape(note)}.")]
     return "\n".join(out) + "\n"
