@@ -5,7 +5,8 @@ Before: the packed in-projection weight was split on the CPU after constant fold
 which fold_constants skipped), its per-channel quantize stayed on the CPU with float scales, and the host run died
 with SIGABRT in ExecuTorch's quantize_per_channel kernel. Now the split folds into two constant weights, each
 quantized and delegated like any linear's; and runtime.validate refuses such a program in one line instead of
-letting it abort (checked on a program lowered with the old folding)."""
+letting it abort (checked on such a quantize written by hand); a weight computed at run time is quantized per
+tensor."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import torch
 from torch import nn
 
 from executorch_neutron import lower
-from executorch_neutron.passes import fold_constants as fold
 from executorch_neutron.runtime import run
 from executorch_neutron.runtime.validate import InvalidProgram, check_program
 from harness import pte_steps
@@ -62,28 +62,43 @@ def test_attention_lowers_whole_and_runs(name, target):
     assert pte_steps(r, samples[:2]) <= STEPS[name]
 
 
-def test_validate_refuses_a_per_channel_quantize_with_float_scales(monkeypatch):
-    """The program of the old folding (split left on the CPU) is refused in one line, before the runtime aborts."""
-    monkeypatch.setattr(fold, "_foldable_list_op", lambda node: False)
-    monkeypatch.setattr("executorch_neutron.lowering._check_runnable", lambda pte: None)
-    torch.manual_seed(0)
-    model, x = CASES["cross_attention"]()
-    r = lower(model.eval(), x, [x])
+class PerChannelQuantize(nn.Module):
+    """A per-channel quantize of a run-time tensor with float32 scales, as the old lowering left on the CPU."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scales", torch.full((4,), 0.05))
+        self.register_buffer("zero_points", torch.zeros(4, dtype=torch.int64))
+
+    def forward(self, x):
+        q = torch.ops.quantized_decomposed.quantize_per_channel(x, self.scales, self.zero_points, 0, -127, 127,
+                                                                  torch.int8)
+        return q.to(torch.float32)
+
+
+def _aborting_program() -> bytes:
+    from executorch.exir import to_edge
+
+    x = (torch.randn(4, 6),)
+    return to_edge(torch.export.export(PerChannelQuantize(), x)).to_executorch().buffer
+
+
+def test_validate_refuses_a_per_channel_quantize_with_float_scales():
+    """Refused in one line before ExecuTorch's quantize_per_channel kernel aborts the process on it."""
+    pte = _aborting_program()
     with pytest.raises(InvalidProgram, match="quantize_per_channel.out has scales of dtype code 6; its kernel aborts "
                                              "unless they are double"):
-        check_program(r.pte)
+        check_program(pte)
     with pytest.raises(InvalidProgram):
-        run(r.pte, x)
+        run(pte, (torch.randn(4, 6),))
 
 
-def test_lowering_refuses_to_emit_such_a_program(monkeypatch):
+def test_lowering_refuses_to_emit_such_a_program():
     from executorch_neutron import LoweringError
+    from executorch_neutron.lowering import _check_runnable
 
-    monkeypatch.setattr(fold, "_foldable_list_op", lambda node: False)
-    torch.manual_seed(0)
-    model, x = CASES["cross_attention"]()
     with pytest.raises(LoweringError, match="would abort ExecuTorch's runtime.*quantize_per_channel"):
-        lower(model.eval(), x, [x])
+        _check_runnable(_aborting_program())
 
 
 class RuntimeWeights(nn.Module):
