@@ -41,6 +41,8 @@ class Backend:
     memory: Callable | None = None
     #: compile spec -> {"program": where the .pte is stored, "working": where ExecuTorch's buffers live}
     placement: Callable | None = None
+    #: ((operator, output elements, MACs) of each CPU node, target) -> the CPU part of the estimate ({"cpu_seconds"})
+    cpu_estimate: Callable | None = None
     #: (blob, the .pte's named data by key) -> what compiled the payload (tool and version), or None
     compiled_by: Callable | None = None
 
@@ -52,7 +54,8 @@ BACKENDS: dict[str, Backend] = {b.kind: b for b in (
     Backend(NEUTRON, _NEUTRON_ID, "Neutron", NeutronPartitioner, _neutron.view, _neutron.reference,
             _neutron.claims, _neutron.host_blob, _neutron.on_load, pte_tflite=_neutron.pte_tflite,
             layer_estimate=_neutron.layer_estimate, partition_estimate=_neutron.partition_estimate,
-            memory=_neutron.memory, placement=_neutron.placement, compiled_by=_neutron.compiled_by),
+            memory=_neutron.memory, placement=_neutron.placement, compiled_by=_neutron.compiled_by,
+            cpu_estimate=_neutron.cpu_estimate),
 )}
 
 

@@ -42,6 +42,12 @@ class NeutronTarget:
     activation_bytes_per_cycle: float = 0.0  # NPU <-> the memory holding activations (SRAM / TCM)
     weight_bytes_per_cycle: float = 0.0  # NPU <- the memory holding weights (`weight_memory`)
     weight_memory: str = ""
+    depthwise_macs_per_pipe: float = 0.0  # a depthwise convolution's MACs per pipe and cycle (a pipe's MACs idle)
+    layer_cycles: float = 0.0  # the fixed cost of each NPU kernel (launch, configuration, pipeline fill)
+    # the CPU part of a .pte (quantize / dequantize at its inputs and outputs, operators left on the CPU)
+    cpu_clock_hz: float = 0.0
+    cpu_cycles_per_mac: float = 0.0
+    cpu_cycles_per_element: float = 0.0  # a float <-> int8 conversion or an elementwise operator, per element
     estimate_sources: tuple[tuple[str, str], ...] = ()
     # The memory section (report/memory.py): on-chip flash (None: not published, or the board's external flash),
     # where the .pte is stored and read in place, and where ExecuTorch's working memory (planned buffers, temp
@@ -56,10 +62,40 @@ class NeutronTarget:
         return self.num_units * self.num_pipes * self.num_macs
 
     @property
+    def depthwise_macs_per_cycle(self) -> float:
+        return self.num_units * self.num_pipes * self.depthwise_macs_per_pipe
+
+    def estimate_figures(self) -> list[str]:
+        """The figures of the estimate, each with its value and its source (`estimate_sources`)."""
+        values = {"MACs/cycle": f"{self.macs_per_cycle}", "clock": f"{self.npu_clock_hz / 1e6:g} MHz",
+                  "activations": f"{self.activation_bytes_per_cycle:g} B/cycle",
+                  "weights": f"{self.weight_bytes_per_cycle:g} B/cycle from {self.weight_memory}",
+                  "depthwise": f"{self.depthwise_macs_per_cycle:.3g} MACs/cycle",
+                  "per kernel": f"{self.layer_cycles:.0f} cycles",
+                  "CPU": f"{self.cpu_clock_hz / 1e6:g} MHz, {self.cpu_cycles_per_mac:g} cycles/MAC, "
+                         f"{self.cpu_cycles_per_element:g} cycles/element"}
+        return [f"{name} {values.get(name, '')} ({source})" for name, source in self.estimate_sources]
+
+    @property
     def converter_target(self) -> str:
         """The name passed to the eIQ Neutron converter (`getNeutronTarget`)."""
         return self.converter_name or self.name
 
+
+#: Fitted by benchmarks/neutron_estimate.py (least squares on the log of published / estimate) on NXP's published
+#: i.MX RT700 (Neutron N3-64, 324 MHz) latencies: CifarNet 848 us (ExecuTorch .pte), DS-CNN-S 585 us (576-595 us,
+#: TFLite Micro), MobileNetV1 0.25 128x128 2,759 us (TFLite Micro). Per Neutron generation, not per model.
+N3_DEPTHWISE_MACS_PER_PIPE = 0.301
+N3_LAYER_CYCLES = 480
+_FITTED_ON = "fitted on: NXP's i.MX RT700 figures for CifarNet, DS-CNN-S and MobileNetV1 0.25 128 (benchmarks/neutron_estimate.py)"
+#: derived: NXP's MCX N94x figure, MLPerf Tiny anomaly detection (264,192 MACs) in 5.605 ms on its Cortex-M33 at
+#: 150 MHz (int8 TFLite Micro): 5.605e-3 * 150e6 / 264,192 = 3.2 cycles per MAC
+M33_CYCLES_PER_MAC = 3.2
+_M33_MAC_SOURCE = ("derived: NXP's MCX N94x figure, anomaly detection's 264,192 MACs in 5.605 ms on the Cortex-M33 "
+                   "at 150 MHz")
+M33_CYCLES_PER_ELEMENT = 20
+_M33_ELEMENT_SOURCE = ("assumed: ExecuTorch's portable quantize / dequantize per element on a Cortex-M33 (multiply, "
+                       "round, clamp, load, store); no public figure")
 
 TARGETS: dict[str, NeutronTarget] = {
     t.name: t
@@ -74,20 +110,25 @@ TARGETS: dict[str, NeutronTarget] = {
             num_macs=8,
             hw_version="N3",
             sram_bytes=7_500 * 1024,
-            cpu="Cortex-M33 @ 325 MHz",
+            cpu="Cortex-M33 @ 324 MHz",
             upstream_supported=True,
             notes=(
                 "over 7.5 MB on-chip SRAM; the NPU cannot read FLASH: weights that do not fit SRAM must be "
                 "prefetched (fetch_constants_to_sram)",
                 "num_units=1 is inferred from the N3-64 name (8 pipes x 8 MACs)",
             ),
-            npu_clock_hz=325e6, activation_bytes_per_cycle=16, weight_bytes_per_cycle=16, weight_memory="SRAM",
+            npu_clock_hz=324e6, activation_bytes_per_cycle=16, weight_bytes_per_cycle=16, weight_memory="SRAM",
+            depthwise_macs_per_pipe=N3_DEPTHWISE_MACS_PER_PIPE, layer_cycles=N3_LAYER_CYCLES,
+            cpu_clock_hz=324e6, cpu_cycles_per_mac=M33_CYCLES_PER_MAC, cpu_cycles_per_element=M33_CYCLES_PER_ELEMENT,
             estimate_sources=(
                 ("MACs/cycle", "NXP's simulator config for the target: 8 pipelines x 8 MACs"),
-                ("clock", "assumed: the Cortex-M33's clock; NXP publishes no NPU clock"),
+                ("clock", "NXP: 324 MHz, the core's and the NPU's (MCUXpresso SDK example readmes)"),
                 ("activations", "assumed: one 128-bit on-chip SRAM port; no public figure"),
                 ("weights", "assumed: one 128-bit SRAM port (the NPU cannot read flash: weights sit or are prefetched "
                             "in SRAM); no public figure"),
+                ("depthwise", _FITTED_ON),
+                ("per kernel", _FITTED_ON),
+                ("CPU", f"NXP: the Cortex-M33 at 324 MHz; per MAC {_M33_MAC_SOURCE}; per element {_M33_ELEMENT_SOURCE}"),
             ),
         ),
         NeutronTarget(
@@ -108,11 +149,16 @@ TARGETS: dict[str, NeutronTarget] = {
                 "not supported by the converter in upstream ExecuTorch: preview target",
             ),
             npu_clock_hz=150e6, activation_bytes_per_cycle=8, weight_bytes_per_cycle=4, weight_memory="flash",
+            depthwise_macs_per_pipe=N3_DEPTHWISE_MACS_PER_PIPE, layer_cycles=N3_LAYER_CYCLES,
+            cpu_clock_hz=150e6, cpu_cycles_per_mac=M33_CYCLES_PER_MAC, cpu_cycles_per_element=M33_CYCLES_PER_ELEMENT,
             estimate_sources=(
                 ("MACs/cycle", "NXP: 16 MACs/cycle, about 4.8 GOPS"),
                 ("clock", "NXP: 150 MHz; 16 MACs x 2 ops x 150 MHz = 4.8 GOPS"),
                 ("activations", "assumed: one 64-bit SRAM port; no public figure"),
                 ("weights", "assumed: one 32-bit bus beat per cycle from on-chip flash; no public figure"),
+                ("depthwise", "assumed: the N3 figure per pipe (" + _FITTED_ON + "); no N1 figure is published"),
+                ("per kernel", "assumed: the N3 figure (" + _FITTED_ON + "); no N1 figure is published"),
+                ("CPU", f"NXP: the Cortex-M33 at 150 MHz; per MAC {_M33_MAC_SOURCE}; per element {_M33_ELEMENT_SOURCE}"),
             ),
         ),
         NeutronTarget(
@@ -134,11 +180,17 @@ TARGETS: dict[str, NeutronTarget] = {
                 "not supported by the converter in upstream ExecuTorch: preview target",
             ),
             npu_clock_hz=1e9, activation_bytes_per_cycle=32, weight_bytes_per_cycle=8, weight_memory="DDR",
+            depthwise_macs_per_pipe=N3_DEPTHWISE_MACS_PER_PIPE, layer_cycles=N3_LAYER_CYCLES,
+            cpu_clock_hz=1.8e9, cpu_cycles_per_mac=1.0, cpu_cycles_per_element=5,
             estimate_sources=(
                 ("MACs/cycle", "derived: 2 TOPS / (2 ops x 1 GHz); the 4 units x 16 pipes x 16 MACs split is inferred"),
                 ("clock", "NXP: about 1 GHz"),
                 ("activations", "assumed: the NPU's TCM; no public figure"),
                 ("weights", "assumed: DDR through the data mover; no public figure"),
+                ("depthwise", "assumed: the N3 figure per pipe (" + _FITTED_ON + ")"),
+                ("per kernel", "assumed: the N3 figure (" + _FITTED_ON + ")"),
+                ("CPU", "assumed: a Cortex-A55 at 1.8 GHz, 1 cycle per MAC (NEON), 5 cycles per element; no public "
+                        "figure for ExecuTorch's kernels on it"),
             ),
         ),
     )

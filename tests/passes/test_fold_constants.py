@@ -51,6 +51,21 @@ class StandardizedConv(nn.Module):
         return torch.relu(torch.nn.functional.conv2d(x, w, self.b, padding=1))
 
 
+class StrideTable(nn.Module):
+    """A detector head's stride table, built in forward() from the feature map's shape and a stride buffer read back
+    with .item() (a number, not a tensor, in the exported graph), scaled by Python arithmetic on it."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("stride", torch.tensor([8.0, 16.0]))
+
+    def forward(self, x):  # [1, 4, 6, 8]
+        _, _, h, w = x.shape
+        table = torch.cat([torch.full((h * w // 2,), self.stride[0].item() / 8),
+                           torch.full((h * w // 2,), self.stride[1].item() / 8 + 1)])
+        return x.flatten(2) * table.view(1, 1, -1)
+
+
 # name: (model, input shape, output steps allowed). Attention: 2 steps, as in tests/models/test_transformers.py:
 # the scores are a bmm of two computed int8 tensors, and their own 1-step difference passes through add + softmax.
 CASES = {
@@ -130,3 +145,21 @@ def test_a_split_of_a_parameter_folds_into_one_constant_per_part():
     assert not any("split" in op or "getitem" in op for op in ops), ops
     for got, want in zip(folded(q, kv), model(q, kv)):
         torch.testing.assert_close(got, want)
+
+
+@pytest.mark.fast
+def test_numbers_read_from_constants_fold_and_the_tensors_built_from_them_too():
+    """item() of a constant buffer and arithmetic on it become numbers in their readers' arguments; the full() they
+    fill and the cat of those fold into one constant: no item, _local_scalar_dense, full or Python operator left."""
+    import operator
+
+    from executorch_neutron.passes.fold_constants import fold_constants
+
+    model, x = StrideTable(), torch.randn(1, 4, 6, 8)
+    gm = torch.export.export(model, (x,), strict=False).module()
+    before = [n for n in gm.graph.nodes if n.op == "call_function"]
+    assert any("item" in str(n.target) for n in before) and any(n.target is operator.add for n in before)
+    folded = fold_constants(gm)
+    left = [str(n.target) for n in folded.graph.nodes if n.op == "call_function"]
+    assert not any(k in op for op in left for k in ("item", "scalar_dense", "full", "cat", "_operator")), left
+    torch.testing.assert_close(folded(x), model(x))

@@ -1,19 +1,27 @@
-"""A per-layer time estimate of Neutron partitions, from MACs and bytes moved (NXP publishes no cost model).
+"""A per-layer time estimate of Neutron partitions, and of the CPU part of a .pte (NXP publishes no cost model).
 
 Per operator of the partition's int8 TFLite (what the NPU runs, the format transposes included), with the
-target's figures (`NeutronTarget`: MACs/cycle, `npu_clock_hz`, `activation_bytes_per_cycle`,
-`weight_bytes_per_cycle`; `estimate_sources` says which are published and which assumed):
+target's figures (`NeutronTarget`; `estimate_sources` says which are published, derived, fitted or assumed):
 
-    compute cycles = max(MACs, numel(output)) / MACs per cycle       (an operator without MACs: one output
-                                                                       element per MAC unit and cycle)
+    compute cycles = MAC slots / MACs per cycle of the operator's kind:
+        conv, pointwise (1x1), fully connected: output positions x round_up(out channels, pipes) x kernel taps
+            x round_up(in channels, MACs per pipe), on units x pipes x MACs per pipe (a 3-channel input fills
+            3 of a pipe's 8 MACs)
+        depthwise: output elements x kernel taps, on units x pipes x `depthwise_macs_per_pipe` (fitted)
+        pooling: input elements; elementwise and data movement (add, transpose, pad, softmax, ...): output
+            elements; both on units x pipes x MACs per pipe
     data cycles    = activation bytes read and written / activation bytes per cycle
                    + constant bytes (weights, biases) / weight bytes per cycle
-    cycles         = max(compute cycles, data cycles)                 (the data mover overlaps compute)
+    cycles         = max(compute cycles, data cycles) + `layer_cycles` (each kernel's fixed cost, fitted)
     RESHAPE        = 0 cycles                                         (the same bytes under a new shape)
 
-A partition's cycles are the sum of its operators'; the model's, the sum of its partitions'; time = cycles / NPU
-clock. Where NXP's converter reports its own figures (the SDK is installed and the backend stores them under
-`CONVERTER_KEY` in the lowered module's metadata), `from_converter` takes those instead.
+A partition's cycles are the sum of its operators'; the NPU's, the sum of its partitions'; NPU time = cycles / NPU
+clock. The CPU part (`cpu_estimate`): per top-level CPU node (quantize / dequantize at the model's inputs and
+outputs, operators the NPU does not run), max(MACs x CPU cycles per MAC, output elements x CPU cycles per element)
+at the CPU clock. The total is the sum of both (the NPU and the CPU take turns). The two fitted figures come from
+NXP's published i.MX RT700 latencies (benchmarks/neutron_estimate.py fits them and reports the leave-one-out error,
+`EXPECTED_ERROR`). Where NXP's converter reports its own figures (the SDK is installed and the backend stores them
+under `CONVERTER_KEY` in the lowered module's metadata), `from_converter` takes those instead.
 """
 
 from __future__ import annotations
@@ -26,13 +34,21 @@ from ai_edge_litert.schema_py_generated import TensorType
 from ..tflite.macs import tflite_op_macs
 from ..tflite.reader import op_name, read_model
 
-FORMULA = ("per TFLite operator: cycles = max(compute, data); compute = max(MACs, output elements) / MACs per "
-           "cycle; data = activation bytes (read + written) / activation bytes per cycle + constant bytes "
-           "(weights, biases) / weight bytes per cycle; RESHAPE 0; a partition sums its operators, the model its "
-           "partitions; time = cycles / NPU clock")
+FORMULA = ("per TFLite operator: cycles = max(compute, data) + a fixed cost per kernel; compute = MAC slots / MACs "
+           "per cycle of its kind (conv, pointwise, fully connected: channels rounded up to the pipes and to a "
+           "pipe's MACs; depthwise: its own MACs per cycle; pooling, elementwise, data movement: one element per "
+           "MAC and cycle); data = activation bytes (read + written) / activation bytes per cycle + constant bytes "
+           "(weights, biases) / weight bytes per cycle; RESHAPE 0; NPU time = the partitions' cycles / NPU clock; "
+           "CPU time (quantize / dequantize at the I/O, CPU operators) = max(MACs x cycles per MAC, elements x "
+           "cycles per element) / CPU clock; total = NPU + CPU")
+#: leave-one-out error of the fit on the published figures (benchmarks/neutron_estimate.py prints it): the largest
+#: |published / estimate - 1| when each published model is predicted by a fit on the others
+EXPECTED_ERROR = 0.11
 #: the key of `_delegate_info_meta` under which a backend stores the converter's own per-layer figures
 CONVERTER_KEY = "converter_estimate"
 _FREE = {"RESHAPE"}
+_MAC_ARRAY = {"CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED", "BATCH_MATMUL"}
+_POOLING = {"MAX_POOL_2D", "AVERAGE_POOL_2D", "MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN"}
 
 
 @dataclass(frozen=True)
@@ -41,6 +57,7 @@ class LayerEstimate:
     op: str
     cycles: int
     macs: int
+    kind: str = ""  # conv, pointwise, depthwise, fully connected, pooling, elementwise, free
     compute_cycles: int = 0
     data_cycles: int = 0
     activation_bytes: int = 0
@@ -76,6 +93,30 @@ def _bytes(tensor) -> int:
     return math.prod(int(d) for d in tensor.shape) * _TYPE_BYTES.get(tensor.type, 1)
 
 
+def _round_up(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+def _compute(name: str, shapes: list, out: tuple[int, ...], macs: int, target) -> tuple[str, float]:
+    """(kind, compute cycles) of one operator on the target's MAC array (see the module docstring)."""
+    pipes, lane = target.num_pipes, target.num_macs
+    filt = shapes[1] if len(shapes) > 1 and shapes[1] else None
+    if name == "DEPTHWISE_CONV_2D" and filt:
+        positions = math.prod(out[:-1])
+        return "depthwise", positions * _round_up(out[-1], pipes) * filt[1] * filt[2] / target.depthwise_macs_per_cycle
+    if name == "CONV_2D" and filt:
+        slots = math.prod(out[:-1]) * _round_up(filt[0], pipes) * filt[1] * filt[2] * _round_up(filt[3], lane)
+        return ("pointwise" if filt[1] == filt[2] == 1 else "conv"), slots / target.macs_per_cycle
+    if name == "FULLY_CONNECTED" and filt:
+        slots = math.prod(out[:-1]) * _round_up(filt[0], pipes) * _round_up(filt[-1], lane)
+        return "fully connected", slots / target.macs_per_cycle
+    if name in _MAC_ARRAY:
+        return "conv" if name == "TRANSPOSE_CONV" else "fully connected", macs / target.macs_per_cycle
+    if name in _POOLING and shapes and shapes[0]:
+        return "pooling", math.prod(shapes[0]) / target.macs_per_cycle
+    return "elementwise", math.prod(out) / target.macs_per_cycle
+
+
 def estimate_tflite(tflite: bytes, target) -> PartitionEstimate:
     """The estimate of one partition's TFLite for a `NeutronTarget` (see the module docstring)."""
     model = read_model(tflite)
@@ -90,23 +131,36 @@ def estimate_tflite(tflite: bytes, target) -> PartitionEstimate:
         name = op_name(model, op)
         ins = [i for i in op.inputs if i >= 0]
         out = sg.tensors[op.outputs[0]]
+        out_shape = tuple(int(d) for d in out.shape)
         shapes = [tuple(int(d) for d in sg.tensors[i].shape) if i >= 0 else None for i in op.inputs]
-        macs = tflite_op_macs(name, shapes, tuple(int(d) for d in out.shape))
+        macs = tflite_op_macs(name, shapes, out_shape)
         weights = sum(_bytes(sg.tensors[i]) for i in ins if constant(i))
         acts = sum(_bytes(sg.tensors[i]) for i in ins if not constant(i)) + sum(
             _bytes(sg.tensors[o]) for o in op.outputs)
         if name in _FREE:
-            compute = data = 0
+            kind, compute, data, fixed = "free", 0, 0, 0
         else:
-            compute = math.ceil(max(macs, math.prod(int(d) for d in out.shape)) / target.macs_per_cycle)
+            kind, compute = _compute(name, shapes, out_shape, macs, target)
+            compute = math.ceil(compute)
             data = math.ceil(acts / target.activation_bytes_per_cycle + weights / target.weight_bytes_per_cycle)
+            fixed = round(target.layer_cycles)
         layers.append(LayerEstimate(out.name.decode() if isinstance(out.name, bytes) else str(out.name), name,
-                                    max(compute, data), macs, compute, data, acts, weights))
+                                    max(compute, data) + fixed, macs, kind, compute, data, acts, weights))
     return PartitionEstimate(tuple(layers), target.npu_clock_hz, "estimate")
+
+
+def cpu_estimate(nodes, target) -> dict:
+    """The CPU part of a .pte: `nodes` are (operator, output elements, MACs) of each top-level CPU node (quantize /
+    dequantize at the I/O included); cycles per node = max(MACs x cycles per MAC, elements x cycles per element)."""
+    cycles = sum(max(macs * target.cpu_cycles_per_mac, elements * target.cpu_cycles_per_element)
+                 for _, elements, macs in nodes)
+    return {"cpu_cycles": round(cycles), "cpu_seconds": cycles / target.cpu_clock_hz if target.cpu_clock_hz else 0.0,
+            "cpu_clock_hz": target.cpu_clock_hz, "cpu_nodes": len(nodes)}
 
 
 def from_converter(figures: dict, target) -> PartitionEstimate:
     """NXP's converter's own per-layer figures ({"layers": [{"name", "op", "cycles", "macs"}, ...]})."""
-    layers = tuple(LayerEstimate(str(la["name"]), str(la["op"]), int(la["cycles"]), int(la.get("macs", 0)))
+    layers = tuple(LayerEstimate(str(la["name"]), str(la["op"]), int(la["cycles"]), int(la.get("macs", 0)),
+                                 str(la.get("kind", "")))
                    for la in figures["layers"])
     return PartitionEstimate(layers, float(figures.get("core_clock_hz") or target.npu_clock_hz), "NXP converter")

@@ -74,6 +74,11 @@ def partition_estimate(tflite: bytes | None, meta: dict, target) -> dict | None:
     return estimate.estimate_tflite(tflite, target).to_dict() if tflite else None
 
 
+def cpu_estimate(work: list[tuple[str, int, int]], target) -> dict:
+    """The CPU part of a .pte's time: (operator, output elements, MACs) per CPU node (estimate.cpu_estimate)."""
+    return estimate.cpu_estimate(work, target)
+
+
 def layer_estimate(tflite: bytes, spec) -> tuple[list[dict], str]:
     """The per-layer estimate of a partition TFLite of a .pte (`report --model-explorer`'s cycles overlay)."""
     layers = estimate.estimate_tflite(tflite, spec.target_info).to_dict()["layers"]
@@ -167,5 +172,5 @@ def _tflite_bytes(tflite: bytes) -> tuple[int, int]:
     return peak, constants
 
 
-__all__ = ["PayloadError", "claims", "compiled_by", "host_blob", "layer_estimate", "memory", "on_load",
+__all__ = ["PayloadError", "claims", "compiled_by", "cpu_estimate", "host_blob", "layer_estimate", "memory", "on_load",
            "partition_estimate", "placement", "pte_tflite", "reference", "view"]

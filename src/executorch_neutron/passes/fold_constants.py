@@ -9,6 +9,11 @@ becomes two weights that the quantizer quantizes as constants like any linear's.
 only"): EfficientViT's attention biases, for one, are a parameter table indexed per head. Folded here, before
 annotation, the value is a buffer that the quantizer treats like any other constant operand.
 
+A call that returns a number computed from constants (`item` / `_local_scalar_dense` of a constant, Python
+arithmetic on such numbers; export writes a static shape's sizes as plain ints) folds into that number, written into its readers' arguments: a tensor built from it
+(`full((h * w, 1), stride.item())`, as a detector's head builds its stride table from the feature maps' shapes)
+then has only constant inputs and folds in turn.
+
 Not folded: with `keep_parameters` (QAT, which trains the parameters after this pass) anything reading a
 parameter; random and in-place ops; buffers the graph mutates; results larger than `FOLD_MAX_ELEMENTS` elements
 (a folded `expand` must not turn into megabytes of constant data).
@@ -16,6 +21,7 @@ parameter; random and in-place ops; buffers the graph mutates; results larger th
 
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
@@ -37,6 +43,42 @@ def _foldable_op(node: Node) -> bool:
     if schema.is_mutable or torch.Tag.nondeterministic_seeded in node.target.tags:
         return False
     return len(schema.returns) == 1 and isinstance(schema.returns[0].type, torch.TensorType)
+
+
+_NUMBER_TYPES = (torch.NumberType, torch.IntType, torch.FloatType, torch.BoolType, torch.SymIntType, torch.SymBoolType)
+#: modules of the Python functions export writes for arithmetic on numbers (operator.mul, math.ceil, torch.sym_max)
+_NUMBER_FUNCTION_MODULES = {operator.add.__module__, math.ceil.__module__, "torch", "torch.fx.experimental.sym_node"}
+
+
+def _number_call(node: Node) -> bool:
+    """A call that returns one number: an op whose schema returns a Scalar / int / float / bool (item,
+    _local_scalar_dense, sym_size), or Python arithmetic on numbers."""
+    if node.op != "call_function":
+        return False
+    if isinstance(node.target, torch._ops.OpOverload):
+        schema = node.target._schema
+        return not schema.is_mutable and len(schema.returns) == 1 and isinstance(schema.returns[0].type, _NUMBER_TYPES)
+    return getattr(node.target, "__module__", None) in _NUMBER_FUNCTION_MODULES and not isinstance(
+        node.meta.get("val"), torch.Tensor) and node.meta.get("val") is not None
+
+
+def _number(node: Node, values: dict):
+    """The number a number call computes from constants, or None (a folded number is already written into its
+    readers' arguments, so it is no input node here)."""
+    if not all(a in values for a in node.all_input_nodes):
+        return None
+    args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: values[n])
+    with torch.no_grad():
+        result = node.target(*args, **kwargs)
+    return result if type(result) in (int, float, bool) else None
+
+
+def _fold_number(node: Node, value) -> None:
+    """Write `value` into the arguments of every reader of `node`, then erase it."""
+    for reader in list(node.users):
+        reader.args, reader.kwargs = torch.fx.node.map_arg((reader.args, reader.kwargs),
+                                                           lambda n: value if n is node else n)
+    node.graph.erase_node(node)
 
 
 def _foldable_list_op(node: Node) -> bool:
@@ -89,6 +131,10 @@ def fold_constants(gm: GraphModule, keep_parameters: bool = False) -> GraphModul
     changed = False
     for node in list(gm.graph.nodes):
         if node.graph is not gm.graph:  # a getitem erased with its folded list op
+            continue
+        if _number_call(node) and (number := _number(node, values)) is not None:
+            _fold_number(node, number)
+            changed = True
             continue
         if _foldable_list_op(node) and all(a in values for a in node.all_input_nodes):
             changed |= _fold_list(gm, node, values)

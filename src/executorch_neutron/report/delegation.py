@@ -112,6 +112,7 @@ class DelegationReport:
     cortex_m_refused: dict[str, str] = field(default_factory=dict)  # CPU node -> why the Cortex-M passes refused it
     graph: object = None  # graph.ProgramGraph: the lowered program as vertices and edges (the HTML draws it)
     memory: MemorySection | None = None  # what the .pte needs on the target (memory.py; lower() sets it)
+    cpu_work: list = field(default_factory=list)  # (op, output elements, MACs) per CPU node (the estimate's CPU part)
 
     # --- Vela's estimate (Ethos-U targets) -------------------------------------------------------------------
     @property
@@ -139,9 +140,11 @@ class DelegationReport:
         estimates = [p.neutron_estimate for p in self.partitions if p.neutron_estimate]
         if not estimates:
             return None
-        cycles = sum(e["cycles"] for e in estimates)
+        cycles, npu = sum(e["cycles"] for e in estimates), sum(e["inference_seconds"] for e in estimates)
+        target = get_target(self.target)
+        cpu = backends.BACKENDS[target.kind].cpu_estimate(self.cpu_work, target)
         return {"source": estimates[0]["source"], "formula": estimates[0]["formula"], "cycles": cycles,
-                "inference_seconds": sum(e["inference_seconds"] for e in estimates),
+                "npu_seconds": npu, **cpu, "inference_seconds": npu + cpu["cpu_seconds"],
                 "core_clock_hz": estimates[0]["core_clock_hz"], "macs": sum(e["macs"] for e in estimates)}
 
     # --- counts -------------------------------------------------------------------------------------------
@@ -293,7 +296,7 @@ class DelegationReport:
                    constraints=spec.constraints,
                    cortex_m_core=None if leftovers is None else leftovers.core, cortex_m_kernels=kernels,
                    cortex_m_refused={} if leftovers is None else dict(leftovers.refused),
-                   graph=apply_costs(graph, partitions))
+                   graph=apply_costs(graph, partitions), cpu_work=_macs.cpu_work(gm.graph))
 
 
 def _requantizations(gm) -> list[Requantization]:

@@ -15,6 +15,7 @@ the NPU fuses most of them). Works on ATen and edge graphs alike (names are matc
 from __future__ import annotations
 
 import math
+import operator
 
 import torch
 from torch.fx import Node
@@ -76,3 +77,17 @@ def node_macs(node: Node) -> int:
 
 def graph_macs(graph: torch.fx.Graph) -> int:
     return sum(node_macs(n) for n in graph.nodes)
+
+
+def cpu_work(graph: torch.fx.Graph) -> list[tuple[str, int, int]]:
+    """(operator, output elements, MACs) of each node a .pte runs on the CPU: the top-level call_function nodes
+    other than delegate calls, getitems and memory planning (quantize / dequantize at the I/O included)."""
+    out = []
+    for node in graph.nodes:
+        name = op_base_name(node.target) if node.op == "call_function" else ""
+        if node.op != "call_function" or node.target is operator.getitem or name in ("executorch_call_delegate",
+                                                                                       "alloc"):
+            continue
+        dims = shape(node)
+        out.append((name, math.prod(dims) if dims is not None else 0, node_macs(node)))
+    return out

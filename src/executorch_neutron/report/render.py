@@ -141,11 +141,7 @@ def ethos_u_lines(report) -> list[str]:
 
 def estimate_figures(report) -> list[str]:
     """The target's figures the Neutron estimate used, each with its source."""
-    t = get_target(report.target)
-    values = {"MACs/cycle": f"{t.macs_per_cycle}", "clock": f"{t.npu_clock_hz / 1e6:g} MHz",
-              "activations": f"{t.activation_bytes_per_cycle:g} B/cycle",
-              "weights": f"{t.weight_bytes_per_cycle:g} B/cycle from {t.weight_memory}"}
-    return [f"{name} {values.get(name, '')} ({source})" for name, source in t.estimate_sources]
+    return get_target(report.target).estimate_figures()
 
 
 def neutron_estimate_dict(report) -> dict | None:
@@ -163,8 +159,9 @@ def neutron_estimate_lines(report) -> list[str]:
     if total is None:
         return []
     label = "NXP converter's figures" if total["source"] == "NXP converter" else "Neutron estimate (see notes)"
-    return [f"{label}: {total['cycles']:,} cycles = {1e3 * total['inference_seconds']:.3f} ms at "
-            f"{total['core_clock_hz'] / 1e6:g} MHz, {human_macs(total['macs'])}"]
+    return [f"{label}: {1e3 * total['inference_seconds']:.3f} ms = NPU {total['cycles']:,} cycles = "
+            f"{1e3 * total['npu_seconds']:.3f} ms at {total['core_clock_hz'] / 1e6:g} MHz, {human_macs(total['macs'])} "
+            f"+ CPU {1e3 * total['cpu_seconds']:.3f} ms ({total['cpu_nodes']} nodes)"]
 
 
 def layer_tables(report) -> list[tuple[str, list[dict], int]]:
