@@ -137,7 +137,7 @@ def _runtime_logs():
 
 def _compile(args) -> int:
     from .board import cli_support as board
-    from .report.memory import BudgetError, check_budget, parse_size
+    from .report.memory import BudgetError, parse_size
 
     _check_paths(args, [("-o", args.output), ("--report", args.report), ("--etrecord", args.etrecord),
                         *board.compile_outputs(args)])
@@ -146,7 +146,7 @@ def _compile(args) -> int:
     except BudgetError as exc:
         raise UserError(str(exc), "e.g. --sram-budget 512KiB --flash-budget 2MB") from None
     result, *_ = _lower(args)
-    check_budget(result, **budgets)  # refuses before anything is written
+    result.check_budget(**budgets)  # refuses before anything is written (and removes --intermediates files)
     path = result.save(args.output)
     print(result.report)
     print(f"\nwrote {path} ({len(result.pte)} bytes); stage seconds: "

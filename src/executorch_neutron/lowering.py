@@ -50,6 +50,25 @@ class LoweringResult:
             write_bytes(written.parent / name, data)
         return written
 
+    def check_budget(self, sram: int | None = None, flash: int | None = None) -> None:
+        """Raise BudgetError when the memory section needs more than the budgets (bytes; None: unchecked). On
+        refusal nothing of this lowering stays on disk: the files it wrote into intermediates_dir are removed."""
+        from .report.memory import BudgetError
+
+        try:
+            check_budget(self, sram=sram, flash=flash)
+        except BudgetError:
+            self._remove_intermediates()
+            raise
+
+    def _remove_intermediates(self) -> None:
+        directory = self.spec.intermediates_dir
+        if not directory:
+            return
+        for p in self.report.partitions:  # what preprocess writes there per partition
+            for name in (f"{p.tag}.tflite", f"{p.tag}.converter_console.txt", f"_kernel_selection_{p.tag}.c"):
+                Path(directory, name).unlink(missing_ok=True)
+
     @property
     def converter_files(self) -> dict[str, bytes]:
         """The converter's files that no intermediates_dir received (dump_kernel_selection_code without one): file
@@ -279,7 +298,7 @@ def lower(
     with _LOWER_LOCK:  # a bad size fails above, before any work
         result = _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_model, progress,
                         etrecord, spec_options)
-    check_budget(result, **budgets)
+    result.check_budget(**budgets)
     return result
 
 

@@ -217,11 +217,12 @@ def factory(tmp_path):
 
 
 def test_compile_over_budget_writes_nothing(factory, tmp_path, capsys):
-    out, report = tmp_path / "m.pte", tmp_path / "m.json"
+    out, report, inter = tmp_path / "m.pte", tmp_path / "m.json", tmp_path / "inter"
     code = main(["--quiet", "compile", factory, "--random-calibration", "-o", str(out), "--report", str(report),
-                 "--sram-budget", "1KiB"])
+                 "--intermediates", str(inter), "--sram-budget", "1KiB"])
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith(("error:", "hint:"))]
     assert code == 2 and not out.exists() and not report.exists()
+    assert not [p for p in inter.iterdir()]  # the partition TFLite the lowering wrote is removed
     assert err[0].startswith("error: the program does not fit its memory budget: SRAM: needs") and "over" in err[0]
     assert len(err) == 2 and err[1].startswith("hint:")
     # within budget: written, and `report` shows the same section
