@@ -157,3 +157,53 @@ def test_a_neutron_estimate_shades_the_nodes_its_tflite_layers_end_at(three):
         assert sum(costed) + p.unattributed_cost == expected[p.tag]  # every layer counted once
     assert graph.cost_unit == "cycles (estimate)"
     assert "data-cost" in report.to_html()
+
+
+class _CpuMultiOutput(nn.Module):
+    """A convolution on the NPU, then a CPU op with two outputs (`sort`/`topk`: values and indices, written by
+    to_executorch into `alloc` buffers given as keyword arguments)."""
+
+    def __init__(self, op):
+        super().__init__()
+        self.conv, self.op = nn.Conv2d(3, 8, 3), op
+
+    def forward(self, x):
+        values, _ = self.op(self.conv(x).flatten(1))
+        return values
+
+
+@pytest.mark.parametrize("op", [lambda y: torch.sort(y, dim=1), lambda y: torch.topk(y, 5, dim=1)],
+                         ids=["sort", "topk"])
+def test_multi_output_cpu_op_is_drawn(op):
+    torch.manual_seed(0)
+    result = _lowered(_CpuMultiOutput(op).eval(), (torch.randn(1, 3, 10, 12),))
+    cpu = [r.node for r in result.report.rejections]
+    assert cpu, str(result.report)
+    graph = result.report.graph
+    assert all(e.src in graph.vertices and e.dst in graph.vertices for e in graph.edges)
+    nodes = _nodes(_svgs(result.report.to_html()))
+    assert all(len(nodes[n]) == 1 for n in cpu)
+    assert not any(n.startswith("alloc") for n in nodes)  # out-variant buffers are no vertices
+
+
+def test_a_top_level_node_named_like_a_partition_node(three):
+    """to_executorch names the top-level graph's new nodes afresh, so a CPU node can bear the name of a node
+    inside a partition: both are drawn, each where it runs, and every partition's graph renders."""
+    import copy
+
+    from executorch_neutron.report.graph import program_graph
+    from executorch_neutron.report.graph_svg import overview_svg, partition_svg
+
+    program = copy.deepcopy(three.edge_program.exported_program())
+    inner = next(iter(lowered_modules(program.graph_module).values())).original_module
+    taken = next(n.name for n in inner.graph.nodes if n.op == "call_function" and "convolution" in n.name)
+    cpu = next(n for n in program.graph_module.graph.nodes if n.name == three.report.rejections[0].node)
+    cpu._rename(taken)
+    assert cpu.name == taken
+    graph = program_graph(program, three.report.rejections)
+    places = sorted(v.place for v in graph.vertices.values() if v.id.split("/")[-1] == taken)
+    assert places == sorted(["cpu", three.report.partitions[0].tag]), places
+    assert all(e.src in graph.vertices and e.dst in graph.vertices for e in graph.edges)
+    overview_svg(graph)
+    for p in graph.partitions:
+        partition_svg(graph, p.tag)
