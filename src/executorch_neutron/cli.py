@@ -184,7 +184,10 @@ def _pte_inputs(args, outputs: list, reads: list = ()) -> list:
         x = load_tensor(Path(file))
         x = x[0] if isinstance(x, tuple) else x
         want = method.inputs[i].dtype if i < len(method.inputs) else None
-        if want == "float" and x.dtype != torch.float32:
+        if want == "float" and not x.is_floating_point():
+            raise UserError(f"--input {file} holds {str(x.dtype).removeprefix('torch.')} values, but input {i} of "
+                            f"the program is float32", "save the input as float32 (numpy: x.astype(np.float32))")
+        if want == "float" and x.dtype != torch.float32:  # float64/float16 samples: the same numbers as float32
             x = x.float()
         inputs.append(x)
     if len(inputs) != len(method.inputs):
@@ -416,15 +419,22 @@ def _add_pte_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", action="append", metavar="FILE", help="one .npy/.pt per model input, in order")
 
 
+def _add_global_options(p: argparse.ArgumentParser, default) -> None:
+    p.add_argument("--verbose", action="store_true", default=default, help="show tracebacks and debug logs")
+    p.add_argument("--quiet", action="store_true", default=default, help="no progress bars (they are off anyway "
+                                                                          "when stderr is not a terminal)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .target import all_target_names
     from .zoo import MODELS
 
     p = argparse.ArgumentParser(prog="executorch-neutron", description="ExecuTorch backend for NXP eIQ Neutron NPUs")
-    p.add_argument("--verbose", action="store_true", help="show tracebacks and debug logs")
-    p.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway when stderr is not a "
-                                                         "terminal)")
+    _add_global_options(p, default=False)
+    common = argparse.ArgumentParser(add_help=False)  # the same options after the command (`compile ... --verbose`)
+    _add_global_options(common, default=argparse.SUPPRESS)  # given there, it overrides; absent, it leaves p's
     sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser = functools.partial(sub.add_parser, parents=[common])
 
     d = sub.add_parser("demo", help="lower a bundled example model, run the .pte on the host, print the report")
     d.add_argument("--model", choices=sorted(MODELS), default="cifarnet")
@@ -490,6 +500,8 @@ _HINTS = (
     ("PathCollision", "give every output its own path, apart from the command's inputs", EXIT_BAD_INPUT),
     ("FileNotFoundError", "check the path", EXIT_BAD_INPUT),
     ("HostBuildError", "the host runtime library could not be built or loaded: see the message", EXIT_FAIL),
+    ("MissingKernel", "the .pte is sound; keep that operator off the model's CPU part (see the compile warning), or "
+                      "run it on a runtime built with a kernel library that registers it", EXIT_FAIL),
     ("InvalidProgram", "the .pte is damaged: compile it again (`executorch-neutron compile ... -o FILE.pte`)",
      EXIT_BAD_INPUT),
     ("NeutronRuntimeError", "check the input files against `executorch-neutron report MODEL.pte`", EXIT_BAD_INPUT),

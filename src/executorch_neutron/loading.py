@@ -178,8 +178,8 @@ def load_tensor(path: Path):
     import numpy as np
     import torch
 
-    if not path.is_file():
-        raise UserError(f"no such file: {path}", "pass .npy, .npz or .pt files")
+    _check_is_file(path, "a tensor file", "pass .npy, .npz or .pt files (one --input FILE per model input; a "
+                                          "directory of samples goes to --calibration or --samples)")
     suffix = path.suffix.lower()
     if suffix not in (".npy", ".npz", ".pt"):
         raise UserError(f"{path}: unsupported file type {suffix!r}", "use .npy, .npz or .pt")

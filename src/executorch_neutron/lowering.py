@@ -25,6 +25,7 @@ from .core.qdq import per_tensor_kind
 from .loading import CALIBRATION_HINT, calibration_problem
 from .pipeline import LoweringError, assemble, resolve_spec
 from .report import DelegationReport
+from .runtime.validate import op_name, unregistered_operators
 
 log = logging.getLogger("executorch_neutron")
 _LOWER_LOCK = threading.Lock()  # torch.export and the PT2E passes are not thread-safe: one lower() at a time
@@ -160,9 +161,18 @@ def _already_quantized(model) -> bool:
         per_tensor_kind(n) is not None for n in graph.nodes)
 
 
-def _warn_host_unrunnable(edge) -> None:
-    """Say at compile time what the .pte will fail to run on the host: a 3-D convolution left on the CPU (the
-    portable convolution kernel of ExecuTorch's runtime handles 1-D and 2-D only)."""
+def _warn_host_unrunnable(edge, program) -> None:
+    """Say at compile time what the .pte will fail to run on the host: an operator left on the CPU that ExecuTorch's
+    portable kernels (the host runtime's) do not register, and a 3-D convolution left on the CPU (the portable
+    convolution kernel handles 1-D and 2-D only)."""
+    from executorch.extension.pybindings import portable_lib
+
+    kernels = set(portable_lib._get_operator_names())
+    for plan in program.executorch_program.execution_plan:
+        for op in unregistered_operators(plan, kernels):
+            log.warning("warning: %s, left on the CPU, has no kernel in the host runtime (ExecuTorch's portable "
+                        "kernels): `run`, `compare` and `profile` fail on this .pte on the host, and a device "
+                        "runtime needs a kernel library that registers it", op_name(op))
     for node in edge.exported_program().graph.nodes:
         if node.op == "call_function" and "convolution" in str(node.target) and node.args:
             val = getattr(node.args[0], "meta", {}).get("val")
@@ -303,7 +313,7 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
     stages.done()
     stages.close()
 
-    _warn_host_unrunnable(edge)
+    _warn_host_unrunnable(edge, program)
     report = DelegationReport.build(exported, edge, partitioner, spec, leftovers)
     report.pte_bytes = len(program.buffer)
     if not report.partitions:

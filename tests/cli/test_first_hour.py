@@ -1,0 +1,111 @@
+"""What a new user meets in the first hour (issue 37), through `cli.main` in this process: a model with a CPU op the
+host runtime has no kernel for, options after the command, and the wrong files given to `run`."""
+
+import logging
+
+import numpy as np
+import pytest
+
+from executorch_neutron import cli
+
+SORT = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        values, _ = torch.sort(self.conv(x).flatten(1), dim=1)
+        return values
+
+
+def factory():
+    torch.manual_seed(0)
+    return Net().eval(), (torch.randn(1, 3, 10, 12),)
+'''
+
+
+@pytest.fixture(scope="module")
+def sort_pte(tmp_path_factory):
+    """`compile` of a model whose CPU part sorts (aten::sort.values: not among ExecuTorch's portable kernels), with
+    an HTML report; returns the directory, the exit code and the warnings logged."""
+    d = tmp_path_factory.mktemp("first_hour")
+    (d / "model.py").write_text(SORT)
+    np.save(d / "x.npy", np.random.default_rng(0).standard_normal((1, 3, 10, 12)).astype(np.float32))
+    np.save(d / "x_int64.npy", np.ones((1, 3, 10, 12), np.int64))
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("executorch_neutron").addHandler(handler)
+    try:
+        code = cli.main(["compile", f"{d}/model.py:factory", "--random-calibration", "-o", str(d / "sort.pte"),
+                         "--report", str(d / "sort.html")])
+    finally:
+        logging.getLogger("executorch_neutron").removeHandler(handler)
+    return d, code, [r.getMessage() for r in records]
+
+
+def _run(capsys, *argv) -> tuple[int, list[str]]:
+    code = cli.main([str(a) for a in argv])
+    err = capsys.readouterr().err
+    return code, [line for line in err.splitlines() if line.startswith(("error:", "hint:"))]
+
+
+def test_compile_writes_the_html_report_and_warns_of_the_missing_host_kernel(sort_pte):
+    d, code, warnings = sort_pte
+    assert code == 0
+    assert "aten_sort" in (d / "sort.html").read_text()
+    assert any("aten::sort.values" in w and "no kernel in the host runtime" in w for w in warnings), warnings
+
+
+def test_run_names_the_missing_kernel_not_a_damaged_file(sort_pte, capsys):
+    d, *_ = sort_pte
+    code, lines = _run(capsys, "run", d / "sort.pte", "--input", d / "x.npy")
+    assert code == 1, lines
+    assert "aten::sort.values" in lines[0] and "no kernel in this runtime" in lines[0], lines
+    assert not any("damaged" in line for line in lines), lines
+
+
+@pytest.mark.parametrize("argv", [["--verbose", "targets"], ["targets", "--verbose"],
+                                  ["compile", "m.py:f", "-o", "x.pte", "--verbose"]])
+def test_verbose_before_or_after_the_command(argv):
+    assert cli.build_parser().parse_args(argv).verbose is True
+
+
+def test_global_options_default_off():
+    args = cli.build_parser().parse_args(["targets"])
+    assert args.verbose is False and args.quiet is False
+
+
+def test_input_directory_is_named_a_directory(sort_pte, capsys):
+    d, *_ = sort_pte
+    code, lines = _run(capsys, "run", d / "sort.pte", "--input", d)
+    assert code == 2
+    assert lines[0] == f"error: {d} is a directory, not a tensor file", lines
+
+
+def test_integer_input_for_a_float_program_is_refused(sort_pte, capsys):
+    d, *_ = sort_pte
+    code, lines = _run(capsys, "run", d / "sort.pte", "--input", d / "x_int64.npy")
+    assert code == 2
+    assert "holds int64 values, but input 0 of the program is float32" in lines[0], lines
+
+
+@pytest.mark.parametrize("content, expected", [
+    (bytes(range(256)) * 12, "is not an ExecuTorch program: its file identifier is"),
+    (b"\x1c\x00\x00\x00TFL3" + bytes(300), "it is a TFLite model (file identifier b'TFL3'), not a .pte"),
+    (b"\x1c\x00\x00\x00ET12" + bytes(range(256)) * 4, "ExecuTorch cannot parse it (the file is truncated or damaged)"),
+], ids=["random", "tflite", "truncated"])
+@pytest.mark.parametrize("command", ["run", "report"])
+def test_not_a_pte_is_one_clear_line(sort_pte, capsys, content, expected, command):
+    d, *_ = sort_pte
+    path = d / "not.pte"
+    path.write_bytes(content)
+    code, lines = _run(capsys, command, path, *(["--input", d / "x.npy"] if command == "run" else []))
+    assert code == 2
+    assert len(lines) == 2 and expected in lines[0], lines
+    assert "unpack_from" not in lines[0] and "struct" not in lines[0], lines
