@@ -152,7 +152,8 @@ def _compile(args) -> int:
         _model_explorer(result.pte, args.model_explorer,
                         {p.tag: found for p in result.report.partitions if (found := layer_costs(p))})
     if not result.report.partitions and not args.allow_cpu_only:
-        raise UserError("no node was delegated to the Neutron NPU", "see 'On the CPU' above for the reasons; "
+        raise UserError(f"no node was delegated to the {result.report.npu_family} NPU", "see 'On the CPU' above "
+                        "for the reasons; "
                         "--allow-cpu-only accepts a CPU-only .pte", EXIT_NOT_DELEGATED)
     return EXIT_OK
 
@@ -234,11 +235,12 @@ def _profile(args) -> int:
     if args.etrecord and not Path(args.etrecord).is_file():
         raise UserError(f"no ETRecord at {args.etrecord}", "write one with `executorch-neutron compile ... --etrecord "
                                                           "FILE`")
-    inputs = _pte_inputs(args, [("--etdump", args.etdump), ("--trace", args.trace)], [("--etrecord", args.etrecord)])
+    trace = Path(args.trace) if args.trace else Path(args.etdump or args.pte).with_suffix(".trace.json")
+    inputs = _pte_inputs(args, [("--etdump", args.etdump), ("--trace", trace)], [("--etrecord", args.etrecord)])
     with _runtime_logs():  # a NeutronRuntimeError gets its hint in main()
         prof = profile(args.pte, inputs, runs=args.runs, etrecord=args.etrecord, etdump_path=args.etdump)
     print(prof)
-    trace = prof.save_trace(args.trace or prof.etdump_path.with_suffix(".trace.json"))
+    trace = prof.save_trace(trace)
     print(f"wrote {trace} (Chrome trace: open it in Perfetto or chrome://tracing)")
     return EXIT_OK
 
@@ -463,9 +465,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--random-input", action="store_true", help="random inputs of the program's shapes (warns)")
     f.add_argument("--runs", type=int, default=10, help="executions to profile (default 10)")
     f.add_argument("--etrecord", metavar="FILE", help="ETRecord from `compile --etrecord`: names the model's ops")
-    f.add_argument("--etdump", metavar="FILE", help="keep the ETDump here (default: a temporary directory)")
+    f.add_argument("--etdump", metavar="FILE", help="keep the ETDump here (default: not kept)")
     f.add_argument("--trace", metavar="FILE", help="write the runs as a Chrome trace JSON here, for Perfetto or "
-                                                   "chrome://tracing (default: beside the ETDump, .trace.json)")
+                                                   "chrome://tracing (default: beside the ETDump if --etdump is "
+                                                   "given, else beside the .pte: MODEL.trace.json)")
     f.set_defaults(func=_profile)
 
     s = sub.add_parser("report", help="what is inside a .pte: methods, CPU kernels, delegates and payloads")

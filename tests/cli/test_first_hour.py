@@ -109,3 +109,56 @@ def test_not_a_pte_is_one_clear_line(sort_pte, capsys, content, expected, comman
     assert code == 2
     assert len(lines) == 2 and expected in lines[0], lines
     assert "unpack_from" not in lines[0] and "struct" not in lines[0], lines
+
+
+TINY = '''
+import torch
+from torch import nn
+
+
+def factory():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU()).eval(), (torch.randn(1, 3, 10, 12),)
+
+
+def cpu_only():
+    return nn.Sequential(nn.Flatten(), nn.LogSoftmax(-1)).eval(), (torch.randn(1, 3, 10, 12),)
+'''
+
+
+@pytest.fixture(scope="module")
+def ethos_u(tmp_path_factory):
+    """An imx93 (Ethos-U) .pte of a small model with its HTML report, and its input."""
+    d = tmp_path_factory.mktemp("ethos_u")
+    (d / "tiny.py").write_text(TINY)
+    np.save(d / "x.npy", np.random.default_rng(0).standard_normal((1, 3, 10, 12)).astype(np.float32))
+    code = cli.main(["compile", f"{d}/tiny.py:factory", "--random-calibration", "--target", "imx93", "-o",
+                     str(d / "tiny.pte"), "--report", str(d / "tiny.html")])
+    assert code == 0
+    return d
+
+
+def test_ethos_u_html_report_names_no_neutron(ethos_u):
+    html = (ethos_u / "tiny.html").read_text()
+    assert "Ethos-U" in html and "Neutron" not in html
+
+
+def test_ethos_u_profile_names_no_neutron_and_keeps_no_temporary_files(ethos_u, capsys, tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where profile's temporary files would stay
+    code = cli.main(["profile", str(ethos_u / "tiny.pte"), "--input", str(ethos_u / "x.npy"), "--runs", "2"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Ethos-U delegates run host-reference payloads" in out and "Neutron" not in out, out
+    assert (ethos_u / "tiny.trace.json").is_file()  # the Chrome trace beside the .pte
+    assert f"wrote {ethos_u / 'tiny.trace.json'}" in out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ethos_u_nothing_delegated_names_the_ethos_u_npu(ethos_u, capsys):
+    code = cli.main(["compile", f"{ethos_u}/tiny.py:cpu_only", "--random-calibration", "--target", "imx93", "-o",
+                     str(ethos_u / "cpu.pte")])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "error: no node was delegated to the Ethos-U NPU" in err, err

@@ -1,7 +1,7 @@
 """Fixed sentences the report renderers print next to their figures (so every format says the same)."""
 
 MEMORY_NOTE = ("estimate: int8 weights of all partitions + the largest working set of one NPU operator (its input "
-               "and output activations); the Neutron converter's real placement, scratch and alignment differ")
+               "and output activations); the NPU compiler's real placement, scratch and alignment differ")
 
 FORMAT_NOTE = ("format none: the partition takes and returns ExecuTorch's channels-first tensors and transposes "
                "inside, on the NPU (use_neutron_for_format_conversion=True, the default); channels_last: the partition "
