@@ -325,6 +325,7 @@ def _targets(args) -> int:
 
 
 def _ops(args) -> int:
+    from . import backends  # noqa: F401 - every back end registers its own limits (Vela's) with the registry
     from .target import get_target
 
     target = get_target(args.target) if args.target else None
@@ -333,16 +334,25 @@ def _ops(args) -> int:
 
         print(render_markdown(target), end="")
         return EXIT_OK
-    from .ops.registry import ALL_BACKENDS, ALL_PROFILES, NEUTRON, entries, fill_limits
+    from .ops.registry import ALL_BACKENDS, ALL_PROFILES, NPU_NAMES, PROFILED_BACKENDS, entries, fill_limits
 
-    def tag(profiles, backends=ALL_BACKENDS) -> str:
-        return ("" if profiles == ALL_PROFILES else f" [{' and '.join(sorted(profiles))} only]") + (
-            " [Neutron only]" if backends == NEUTRON else "")
-
-    print(f"operators of the Neutron table; constraint profiles: {', '.join(sorted(ALL_PROFILES))} "
-          "(a [profile only] tag marks what one profile alone has; [Neutron only]: not applied for Ethos-U targets, "
-          "which are listed without those)")
     kind = target.kind if target is not None else None
+    profiled = kind is None or kind in PROFILED_BACKENDS  # the profiles are some back ends' operator tables
+
+    def tag(profiles, kinds=ALL_BACKENDS) -> str:
+        only = ([] if profiles == ALL_PROFILES or not profiled else [" and ".join(sorted(profiles))]) + (
+            [" and ".join(NPU_NAMES[k] for k in sorted(kinds))] if kinds != ALL_BACKENDS and kind is None else [])
+        return "".join(f" [{t} only]" for t in only)
+
+    if kind is None:
+        print(f"operators and their constraints for every target ({', '.join(NPU_NAMES.values())}); constraint "
+              f"profiles: {', '.join(sorted(ALL_PROFILES))} (a [profile only] tag marks what one profile alone has; "
+              "a [<NPU> only] tag, a limit only that NPU's targets apply); --target T lists one target's")
+    else:
+        profiles = (f"; constraint profiles: {', '.join(sorted(ALL_PROFILES))} (a [profile only] tag marks what one "
+                    "profile alone has)" if profiled else "; the constraint profiles do not apply to it")
+        print(f"operators and their constraints for {target.name} ({NPU_NAMES[kind]} NPU), limits filled with its "
+              f"values{profiles}")
     for e in entries():
         print(e.name + tag(e.profiles) + (f": {e.doc.splitlines()[0]}" if e.doc else ""))
         for c in e.constraints:

@@ -162,3 +162,27 @@ def test_ethos_u_nothing_delegated_names_the_ethos_u_npu(ethos_u, capsys):
     err = capsys.readouterr().err
     assert code == 3
     assert "error: no node was delegated to the Ethos-U NPU" in err, err
+
+
+def _vela_limits() -> set[str]:
+    from executorch_neutron import backends  # noqa: F401 - registers Vela's limits
+    from executorch_neutron.ops import registry
+
+    return {c.text for _, c in registry.ADDED if c.backends == registry.ETHOS_U}
+
+
+def test_ops_for_an_ethos_u_target_lists_vela_limits(capsys):
+    assert cli.main(["ops", "--target", "imx93"]) == 0
+    out = capsys.readouterr().out
+    header = out.splitlines()[0]
+    assert "imx93" in header and "Ethos-U" in header and "Neutron" not in header, header
+    limits = _vela_limits()
+    assert limits and all(text in out for text in limits), sorted(t for t in limits if t not in out)
+    assert "[Neutron only]" not in out
+
+
+def test_ops_for_a_neutron_target_lists_no_vela_limit(capsys):
+    assert cli.main(["ops", "--target", "imxrt700"]) == 0
+    out = capsys.readouterr().out
+    assert "Neutron" in out.splitlines()[0]
+    assert not any(text in out for text in _vela_limits())
