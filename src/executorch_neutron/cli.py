@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import functools
 import io
 import logging
@@ -17,7 +18,7 @@ import re
 import sys
 from pathlib import Path
 
-from .core.atomic import PathCollision, check_distinct, replacing
+from .core.atomic import PathCollision, check_distinct, replacing, sigint_held
 from .loading import (EXIT_BAD_INPUT, MODEL_HELP, UserError, check_finite, check_inputs_fit, load_model, load_samples,
                       load_tensor, model_file, random_samples)
 
@@ -103,12 +104,13 @@ def _spec_options(args) -> dict:
 
 
 def _lower(args):
+    from .target import get_target
+
+    target = get_target(args.target).name  # an unknown name fails here, before torch or the model is loaded
     from tqdm import tqdm
 
     from . import lower
-    from .target import get_target
 
-    target = get_target(args.target).name  # an unknown name fails here, before the model is loaded
     model, inputs, bundled = load_model(args.model)
     check_inputs_fit(model, inputs)
     quantize = not args.qat
@@ -366,6 +368,10 @@ def _demo(args) -> int:
     from . import lower, zoo
     from .numerics import compare
 
+    if args.model not in zoo.MODELS:
+        close = difflib.get_close_matches(args.model, zoo.MODELS, n=1)
+        raise UserError(f"no bundled model {args.model!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
+                        f"the bundled models are {', '.join(sorted(zoo.MODELS))}")
     model, inputs = zoo.MODELS[args.model]()
     calib = zoo.calibration(inputs, 16)
     print(f"Lowering the bundled {args.model} for {args.target} ...")
@@ -439,7 +445,6 @@ def _add_global_options(p: argparse.ArgumentParser, default) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from .target import all_target_names
-    from .zoo import MODELS
 
     p = argparse.ArgumentParser(prog="executorch-neutron", description="ExecuTorch backend for NXP eIQ Neutron NPUs")
     _add_global_options(p, default=False)
@@ -449,7 +454,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser = functools.partial(sub.add_parser, parents=[common])
 
     d = sub.add_parser("demo", help="lower a bundled example model, run the .pte on the host, print the report")
-    d.add_argument("--model", choices=sorted(MODELS), default="cifarnet")
+    d.add_argument("--model", default="cifarnet", help="a bundled example network of zoo.py (default cifarnet; a "
+                                                        "wrong name lists them)")
     d.add_argument("--target", choices=all_target_names(), default="imxrt700")
     d.add_argument("-o", "--output", type=Path, default=Path("out/demo.pte"))
     d.set_defaults(func=_demo)
@@ -530,11 +536,26 @@ def _hint_for(exc: Exception) -> tuple[str | None, int]:
     return "--verbose shows the traceback", EXIT_FAIL
 
 
+def _import_torch() -> None:
+    """Import torch and ExecuTorch with Ctrl-C held: these imports run Python callbacks from C++, where a
+    KeyboardInterrupt aborts the process ("terminate called after throwing ... KeyboardInterrupt"); a Ctrl-C during
+    them is raised once they are done (a second or two later), as a KeyboardInterrupt main() reports."""
+    with sigint_held():
+        import executorch.exir  # noqa: F401 - imports torch
+        import torchao.quantization.pt2e  # noqa: F401
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the command starts
+        print("error: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(message)s")
     logging.getLogger("torchao").setLevel(logging.ERROR)
     try:
+        if args.func not in (_targets,):  # every other command runs on torch
+            _import_torch()
         return args.func(args)
     except BrokenPipeError:  # `executorch-neutron ops | head`
         sys.stderr.close()
