@@ -186,3 +186,32 @@ def test_ops_for_a_neutron_target_lists_no_vela_limit(capsys):
     out = capsys.readouterr().out
     assert "Neutron" in out.splitlines()[0]
     assert not any(text in out for text in _vela_limits())
+
+
+def test_compare_says_nothing_of_a_pte_it_does_not_write(tmp_path):
+    """In a fresh process (the eIQ SDK notice is logged once per process): `compare` lowers but writes no .pte."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "tiny.py").write_text(TINY)
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    proc = subprocess.run([sys.executable, "-m", "executorch_neutron", "compare", "tiny.py:factory",
+                           "--random-calibration", "--max-samples", "1"], cwd=tmp_path, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=src), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert ".pte" not in proc.stderr, proc.stderr
+    assert not list(tmp_path.glob("*.pte"))
+
+
+def test_cortex_m_stage_logs_no_pass_manager_deprecation(caplog):
+    import torch
+
+    from executorch_neutron import lower
+
+    torch.manual_seed(0)
+    model, inputs = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.Softmax(1)).eval(), (torch.randn(1, 3, 8, 8),)
+    with caplog.at_level(logging.WARNING):
+        lower(model, inputs, [inputs], target="imxrt700cm")
+    assert not [r for r in caplog.records if "PassManager is deprecated" in r.getMessage()]
