@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 import torch
 
 from .compile_spec import NeutronCompileSpec
+from .core._quiet import message_only_root_logging
 from .core.atomic import replacing, write_bytes
 from .core.messages import first_line
 from .core.progress import listening
@@ -248,6 +249,7 @@ def lower(
     off, batch-norm statistics frozen) and calibrated. A model whose forward() updates a buffer is refused
     (LoweringError). Calls from several threads are serialized (torch.export is not thread-safe).
     """
+    message_only_root_logging()  # before ExecuTorch's own logging.debug() configures the root (core/_quiet.py)
     with _LOWER_LOCK:
         return _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_model, progress, etrecord,
                       spec_options)
