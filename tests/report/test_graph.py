@@ -207,3 +207,28 @@ def test_a_top_level_node_named_like_a_partition_node(three):
     overview_svg(graph)
     for p in graph.partitions:
         partition_svg(graph, p.tag)
+
+
+@pytest.mark.parametrize("target", ["imxrt700", "imx93"])
+def test_report_words_name_layers_and_formats(target):
+    """A fused convolution is named after the convolution with its relu beside it (and its cycles shade the
+    convolution, not the relu); the converter's boundary transposes are named as such; formats are words."""
+    import re
+
+    from executorch_neutron import zoo
+
+    result = _lowered(*zoo.cifarnet(), target=target)
+    report = result.report
+    graph = report.graph
+    convs = [v for v in graph.vertices.values() if v.op == "aten.convolution.default"]
+    relus = [v for v in graph.vertices.values() if v.op == "aten.relu.default"]
+    assert convs and relus
+    assert all(v.cost for v in convs) and not any(v.cost for v in relus)
+    texts = {"text": str(report), "markdown": report.to_markdown(), "html": report.to_html()}
+    for kind, text in texts.items():
+        assert not re.search(r"\bt\d+_(natural|channels_last|rank\d)", text), kind  # tensor names of the converter
+        assert "formats [" not in text and "as given" in text, kind
+        if kind != "text" or target == "imxrt700":  # the text report lists the Neutron estimate's top layers only
+            assert f"{convs[0].id} + relu" in text, kind
+    assert "inserted transpose to" in texts["markdown"]
+    assert "aten_relu_default " not in texts["text"]

@@ -15,9 +15,11 @@ named after the edge node that computes it, back to that node.
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass, field
 
 from ..core.exported import lowered_modules, op_base_name, op_name, partition_tag
+from ..ops.fusion import fused_activation
 from . import macs as _macs
 
 CPU = "cpu"
@@ -38,6 +40,7 @@ class Vertex:
     macs: int = 0
     cost: float | None = None  # the partition's per-layer estimate for this node (unit: Graph.cost_unit)
     layers: list[str] = field(default_factory=list)  # the estimate's layers ending at this node ("Conv2D", ...)
+    fused_into: str | None = None  # an activation the NPU computes inside its producer's layer: that producer
 
     @property
     def label(self) -> str:
@@ -159,6 +162,10 @@ def program_graph(program, rejections=(), cortex_m_kernels=None, format_flags=No
             aliases[(tag, n.name)] = ids[n]
         aliases.update({(tag, q.name): ids[q.args[0]] for q in graph.nodes
                         if _kind(q) == "quantize" and q.args[0] in ids})
+        for n in compute:  # a conv / linear / add with the relu it absorbs: one TFLite operator
+            act = fused_activation(n)
+            if act is not None and act in ids:
+                vertices[ids[act]].fused_into = ids[n]
         partitions.append(Partition(tag, list(ids.values()), len(placeholders), len(outputs),
                                     sum(vertices[v].macs for v in ids.values())))
         boundary.update(f"{tag}:in:{k}" for k in range(len(placeholders)))
@@ -255,13 +262,46 @@ def apply_costs(graph: ProgramGraph, partitions) -> ProgramGraph:
             continue
         layers, graph.cost_unit = found
         for layer in layers:
-            v = graph.vertices.get(graph.aliases.get((p.tag, layer["name"]), ""))
+            v = graph.vertices.get(layer_vertex(graph, p.tag, layer["name"]) or "")
             if v is not None:
                 v.cost = (v.cost or 0) + layer["cycles"]
                 v.layers.append(layer.get("op", "?"))
             else:
                 parts[p.tag].unattributed_cost += layer["cycles"]
     return graph
+
+
+_INSERTED = re.compile(r"t\d+(?:_rank3)?_(natural|channels_last)|t\d+_rank\d+")
+
+
+def layer_vertex(graph: ProgramGraph, tag: str, name: str) -> str | None:
+    """The vertex a layer of partition `tag` (named by its TFLite output tensor) computes: the model node, or for a
+    layer with a fused activation (its output tensor is the activation's) the producer, its main op."""
+    vid = graph.aliases.get((tag, name))
+    if vid is None:
+        return None
+    return graph.vertices[vid].fused_into or vid
+
+
+def layer_label(graph: ProgramGraph | None, tag: str, name: str, op: str = "") -> str:
+    """How the report names a layer (TFLite operator `op`, or Vela's) of partition `tag` from its output tensor
+    `name`: the model node it computes ("aten_convolution_default"), a fused layer after its main op with the
+    activation beside it ("aten_convolution_default + relu"; the activation's own row, where the compiler lists
+    one, "relu fused into aten_convolution_default"), a layout change the converter inserted at the partition's
+    boundary as such ("inserted transpose to NHWC")."""
+    inserted = _INSERTED.fullmatch(name)
+    if inserted:
+        layout = inserted.group(1)
+        return (f"inserted transpose to {'NHWC' if layout == 'channels_last' else 'NCHW'}" if layout else
+                "inserted reshape")
+    vid = graph.aliases.get((tag, name)) if graph is not None else None
+    if vid is None:
+        return name
+    v = graph.vertices[vid]
+    if v.fused_into is None:
+        return vid
+    own = op.lower().replace("_", "").startswith(("relu", "clamp", "minimum", "maximum", "hardtanh"))
+    return f"{v.label} fused into {v.fused_into}" if own else f"{v.fused_into} + {v.label}"
 
 
 def _is_delegate_call(node) -> bool:
