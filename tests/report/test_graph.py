@@ -232,3 +232,44 @@ def test_report_words_name_layers_and_formats(target):
             assert f"{convs[0].id} + relu" in text, kind
     assert "inserted transpose to" in texts["markdown"]
     assert "aten_relu_default " not in texts["text"]
+
+
+def _texts(g) -> list[str]:
+    return [t.text for t in g.iter(f"{SVG}text")]
+
+
+def test_nodes_show_shapes_and_cpu_reasons_and_crossings_their_bytes():
+    """Shapes on every compute node, the CPU node's reason on the node itself (not only in its tooltip), and each
+    crossing labelled with the int8 bytes it hands over (the reference: the tensor's shape in the lowered
+    program)."""
+    import math
+
+    from executorch_neutron.report.render import human_bytes
+
+    torch.manual_seed(0)
+    result = _lowered(_CpuMultiOutput(lambda y: torch.sort(y, dim=1)).eval(), (torch.randn(1, 3, 10, 12),))
+    report = result.report
+    svgs = _svgs(report.to_html())
+    nodes = _nodes(svgs)
+    graph = report.graph
+    for vid, v in graph.vertices.items():
+        if v.shape is not None:
+            assert "[" + ", ".join(map(str, v.shape)) + "]" in _texts(nodes[vid][0]), vid
+    (r,) = report.rejections
+    on_node = " ".join(_texts(nodes[r.node][0]))
+    assert r.reason.split()[0] in on_node and len(on_node) > len(r.op.split(".")[1]) + 10, on_node
+    crossings = [e for e in graph.edges if e.crossing]
+    labels = [t.text for svg in svgs for t in svg.iter(f"{SVG}text") if t.get("class") == "xlabel"]
+    for e in crossings:
+        assert any(label.endswith(human_bytes(math.prod(e.shape))) for label in labels), (e, labels)
+
+
+def test_a_deep_partition_is_laid_out_in_columns():
+    from executorch_neutron.report.graph_svg import _COLUMN_H
+
+    torch.manual_seed(0)
+    layers = [m for _ in range(40) for m in (nn.Conv2d(4, 4, 1), nn.Sigmoid())]
+    result = _lowered(nn.Sequential(*layers).eval(), (torch.randn(1, 4, 6, 5),))
+    (part,) = _svgs(result.report.to_html())[1:]
+    assert float(part.get("height")) <= _COLUMN_H + 100, part.get("height")
+    assert float(part.get("width")) > 2 * max(float(r.get("width")) for r in part.iter(f"{SVG}rect"))
