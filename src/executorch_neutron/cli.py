@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 
 from .core.atomic import PathCollision, check_distinct, replacing, sigint_held
-from .loading import (EXIT_BAD_INPUT, MODEL_HELP, UserError, check_finite, check_inputs_fit, load_model, load_samples,
-                      load_tensor, model_file, random_samples)
+from .loading import (EXIT_BAD_INPUT, MODEL_HELP, UserError, check_finite, check_inputs_fit, check_model_spec,
+                      load_model, load_samples, load_tensor, model_file, random_samples)
 
 EXIT_OK, EXIT_FAIL, EXIT_NOT_DELEGATED, EXIT_INTERRUPTED = 0, 1, 3, 130
 
@@ -106,7 +106,9 @@ def _spec_options(args) -> dict:
 def _lower(args):
     from .target import get_target
 
-    target = get_target(args.target).name  # an unknown name fails here, before torch or the model is loaded
+    target = get_target(args.target).name  # an unknown name or a wrong path fails here, before torch is imported
+    check_model_spec(args.model)
+    _import_torch()
     from tqdm import tqdm
 
     from . import lower
@@ -178,17 +180,9 @@ def _pte_inputs(args, outputs: list, reads: list = ()) -> list:
     """The --input files of `run` / `profile`, checked against the .pte's method inputs (or random ones), after
     checking that none of the command's `outputs` (label, path; a callable of the method's output count for
     --save-outputs) is one of its inputs (the .pte, --input files and `reads`)."""
+    method = _inspect(args.pte).methods[0]
     import torch
 
-    from .pte import PteError, inspect_pte
-
-    if Path(args.pte).is_dir():
-        raise UserError(f"{args.pte} is a directory, not a .pte file", "pass a .pte written by `executorch-neutron "
-                                                                      "compile`")
-    try:
-        method = inspect_pte(args.pte).methods[0]
-    except PteError as exc:
-        raise UserError(str(exc), "pass a .pte written by `executorch-neutron compile`") from None
     _check_paths(args, [o for entry in outputs for o in (entry(len(method.outputs)) if callable(entry) else [entry])],
                  reads)
     if getattr(args, "random_input", False) and not args.input:
@@ -214,14 +208,29 @@ def _pte_inputs(args, outputs: list, reads: list = ()) -> list:
     return inputs
 
 
+def _inspect(pte: Path):
+    """The .pte's summary (pte.inspect_pte); a missing file or a directory is refused before torch is imported."""
+    if Path(pte).is_dir():
+        raise UserError(f"{pte} is a directory, not a .pte file", "pass a .pte written by `executorch-neutron compile`")
+    if not Path(pte).is_file():
+        raise UserError(f"no .pte file at {pte}", "pass a .pte written by `executorch-neutron compile`")
+    _import_torch()
+    from .pte import PteError, inspect_pte
+
+    try:
+        return inspect_pte(pte)
+    except PteError as exc:
+        raise UserError(str(exc), "pass a .pte written by `executorch-neutron compile`") from None
+
+
 def _run(args) -> int:
+    save = Path(args.save_outputs) if args.save_outputs else None
+    inputs = _pte_inputs(args, [("--etdump", args.etdump), lambda n: [
+        ("--save-outputs", save / f"output_{j}.npy") for j in range(n if save else 0)]])
     import numpy as np
 
     from .runtime import run
 
-    save = Path(args.save_outputs) if args.save_outputs else None
-    inputs = _pte_inputs(args, [("--etdump", args.etdump), lambda n: [
-        ("--save-outputs", save / f"output_{j}.npy") for j in range(n if save else 0)]])
     with _runtime_logs():  # a NeutronRuntimeError gets its hint in main()
         outputs = run(args.pte, inputs, etdump=args.etdump)
     if args.etdump:
@@ -244,8 +253,6 @@ def _run(args) -> int:
 
 
 def _profile(args) -> int:
-    from .profiling import profile
-
     if args.runs < 1:
         raise UserError(f"--runs {args.runs}: at least one run is needed", "pass --runs 10")
     if args.etrecord and not Path(args.etrecord).is_file():
@@ -253,6 +260,8 @@ def _profile(args) -> int:
                                                           "FILE`")
     trace = Path(args.trace) if args.trace else Path(args.etdump or args.pte).with_suffix(".trace.json")
     inputs = _pte_inputs(args, [("--etdump", args.etdump), ("--trace", trace)], [("--etrecord", args.etrecord)])
+    from .profiling import profile
+
     with _runtime_logs():  # a NeutronRuntimeError gets its hint in main()
         prof = profile(args.pte, inputs, runs=args.runs, etrecord=args.etrecord, etdump_path=args.etdump)
     print(prof)
@@ -262,12 +271,7 @@ def _profile(args) -> int:
 
 
 def _report(args) -> int:
-    from .pte import PteError, inspect_pte
-
-    try:
-        summary = inspect_pte(args.pte)
-    except PteError as exc:
-        raise UserError(str(exc), "pass a .pte written by `executorch-neutron compile`") from None
+    summary = _inspect(args.pte)
     print(summary.to_json() if args.json else summary)
     if args.model_explorer:
         _model_explorer(args.pte, args.model_explorer, file=sys.stderr if args.json else sys.stdout)
@@ -293,12 +297,12 @@ def _model_explorer(pte, directory, estimates=None, file=None) -> None:
 
 
 def _compare(args) -> int:
-    from .numerics import compare
-
     if args.max_samples < 1:
         raise UserError(f"--max-samples {args.max_samples}: at least one sample is compared", "pass --max-samples 8")
     with _dropping_log("produced a host-reference .pte"):  # compare writes no .pte
         result, model, inputs, calib = _lower(args)
+    from .numerics import compare
+
     samples = load_samples(Path(args.samples), inputs) if args.samples else None
     cmp = compare(model if not args.qat else None, inputs, calib, result=result, samples=samples,
                   max_samples=args.max_samples)
@@ -342,6 +346,7 @@ def _targets(args) -> int:
 
 
 def _ops(args) -> int:
+    _import_torch()
     from . import backends  # noqa: F401 - every back end registers its own limits (Vela's) with the registry
     from .target import get_target
 
@@ -380,6 +385,7 @@ def _ops(args) -> int:
 
 
 def _demo(args) -> int:
+    _import_torch()
     from . import lower, zoo
     from .numerics import compare
 
@@ -554,7 +560,8 @@ def _hint_for(exc: Exception) -> tuple[str | None, int]:
 def _import_torch() -> None:
     """Import torch and ExecuTorch with Ctrl-C held: these imports run Python callbacks from C++, where a
     KeyboardInterrupt aborts the process ("terminate called after throwing ... KeyboardInterrupt"); a Ctrl-C during
-    them is raised once they are done (a second or two later), as a KeyboardInterrupt main() reports."""
+    them is raised once they are done (a second or two later), as a KeyboardInterrupt main() reports. Each command
+    calls it after the checks of its arguments that need no torch."""
     with sigint_held():
         import executorch.exir  # noqa: F401 - imports torch
         import torchao.quantization.pt2e  # noqa: F401
@@ -569,8 +576,6 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(message)s")
     logging.getLogger("torchao").setLevel(logging.ERROR)
     try:
-        if args.func not in (_targets,):  # every other command runs on torch
-            _import_torch()
         return args.func(args)
     except BrokenPipeError:  # `executorch-neutron ops | head`
         sys.stderr.close()

@@ -1,4 +1,5 @@
-"""The CLI's first seconds: parsing the arguments imports no torch (a wrong option or target is refused at once),
+"""The CLI's first seconds: parsing and checking the arguments imports no torch (a wrong option, target, model or
+.pte path is refused at once),
 and a Ctrl-C while torch is being imported is a clean "interrupted" exit 130, not a traceback or an abort."""
 
 import os
@@ -24,6 +25,9 @@ for argv in (["--help"], ["compile", "--help"], ["compile", "--bogus"], ["demo",
         parser.parse_args(argv)
     except SystemExit:
         pass
+for argv in (["compile", "nope.py:factory", "-o", "x.pte"], ["compile", "m.py:f", "--target", "imx9", "-o", "x.pte"],
+             ["run", "nope.pte"], ["report", "nope.pte"], ["profile", "nope.pte"], ["compare", "nope.py:f"]):
+    assert cli.main(argv) == 2, argv  # refused on its arguments
 try:
     get_target("imxrt70")
 except UnknownTargetError as exc:
@@ -32,7 +36,7 @@ print("torch imported:", sorted(m for m in sys.modules if m == "torch" or m.star
 '''
 
 
-def test_parsing_the_arguments_imports_no_torch():
+def test_parsing_and_refusing_the_arguments_imports_no_torch():
     proc = subprocess.run([sys.executable, "-c", PARSE_ONLY], capture_output=True, text=True, env=ENV, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().endswith("torch imported: []"), proc.stdout[-2000:]
