@@ -45,9 +45,17 @@ def add_argument(parser) -> None:
 
 
 def command(script: str, argv: list[str] | None = None) -> str:
-    """The command line that printed the figures, without --write-docs."""
+    """The command line that printed the figures, without --write-docs, as a reader runs it from a clone: a path in
+    the checkout relative to it (tests/test_docs.py refuses pages naming this machine's other directories)."""
     args = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--write-docs"]
-    return " ".join(["python", script, *args])
+    return " ".join(["python", script, *(_relative(a) for a in args)])
+
+
+def _relative(arg: str) -> str:
+    path = Path(arg)
+    if path.is_absolute() and path.resolve().is_relative_to(ROOT):
+        return str(path.resolve().relative_to(ROOT)) or "."
+    return arg
 
 
 class _Tee(io.TextIOBase):

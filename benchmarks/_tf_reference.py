@@ -8,7 +8,7 @@ Two halves, run in two Python environments (the project's venv has no TensorFlow
   AdaptiveAvgPool2d(1) / Linear (a flatten before the first Linear of a 4-D activation) are described: the
   MLPerf Tiny models the benchmark compares. A flatten of an NCHW map (CifarNet) becomes Keras' NHWC flatten with
   the next Linear's input columns permuted to match: the same function, as a Keras user would write it.
-- `python benchmarks/_tf_reference.py SPEC.npz OUT.tflite` (a venv with `tensorflow`, e.g. /work/venv-tf): builds
+- `python benchmarks/_tf_reference.py SPEC.npz OUT.tflite` (a venv with `tensorflow`, e.g. .venv-tf in the checkout): builds
   the Keras model from the description (explicit ZeroPadding2D where PyTorch's padding is not Keras' "same"),
   checks its float output against PyTorch's (stored in the spec) and converts it with `tf.lite.TFLiteConverter`,
   full-integer int8 (int8 input and output) with the calibration batches as the representative dataset. Prints

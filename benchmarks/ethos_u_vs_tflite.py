@@ -1,7 +1,7 @@
 """Ethos-U: our partitions against the NHWC TFLite path a user could take instead, by Vela's estimate.
 
     .venv/bin/python benchmarks/ethos_u_vs_tflite.py [--models ...] [--targets imx93 ethos-u55-128 ethos-u85-256]
-        [--tf-python /work/venv-tf/bin/python]
+        [--tf-python .venv-tf/bin/python]
 
 Per MLPerf Tiny model (examples/cifarnet.py, ds_cnn.py, vww_mobilenet.py and zoo.anomaly_autoencoder; random
 weights, synthetic calibration) and Ethos-U target, Vela's cycles, SRAM and off-chip (flash/DRAM) bytes of:
@@ -10,7 +10,7 @@ share of the cycles Vela gives those transposes; (a') the same model kept channe
 (`model.to(memory_format=torch.channels_last)`, channels-last inputs); (b) an independent NHWC int8 TFLite of the
 same network: the model rebuilt in Keras with PyTorch's float weights (batch norm folded) and converted by
 TensorFlow's TFLiteConverter, full-integer int8 with the same calibration batches as representative dataset
-(benchmarks/_tf_reference.py; TensorFlow runs in a separate venv given by --tf-python, default /work/venv-tf; no
+(benchmarks/_tf_reference.py; TensorFlow runs in a separate venv given by --tf-python, default .venv-tf in the checkout; no
 venv: the (b) column says so and is left empty). Its scales are TensorFlow's min/max, close to but not ours.
 Each TFLite goes through Vela with the target's flags (`vela_call.compile_tflite`). `--write-docs` puts the table
 on docs/ethos_u_vs_tflite.md. Prints figures, never asserts.
@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 MODELS = ("cifarnet", "ds_cnn", "vww_mobilenet", "anomaly_autoencoder")
 TARGETS = ("imx93", "imx93:Shared_Sram", "ethos-u55-128", "ethos-u85-256")
-TF_PYTHON = "/work/venv-tf/bin/python"
+TF_PYTHON = str(ROOT / ".venv-tf" / "bin" / "python")
 
 
 def _model(name: str):
@@ -130,8 +130,8 @@ def main(argv=None) -> int:
 
     have_tf = os.access(args.tf_python, os.X_OK)
     if not have_tf:
-        print(f"(b) skipped: no TensorFlow interpreter at {args.tf_python} (make one: python3 -m venv /work/venv-tf "
-              f"&& /work/venv-tf/bin/pip install tensorflow-cpu, or pass --tf-python)", file=sys.stderr)
+        print(f"(b) skipped: no TensorFlow interpreter at {args.tf_python} (make one: python3 -m venv .venv-tf "
+              f"&& .venv-tf/bin/pip install tensorflow-cpu, or pass --tf-python)", file=sys.stderr)
     rows = ["| model | target | (a) contiguous: partitions, cycles | (a) transposes | (a') channels-last: "
             "partitions, cycles | (a') transposes | (b) TensorFlow NHWC TFLite: cycles | (a) / (b) | (a') / (b) | "
             "SRAM (a) / (a') / (b) | off-chip (a) / (a') / (b) |", "|---|---|---|---:|---|---:|---:|---:|---:|---|---|"]

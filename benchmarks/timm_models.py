@@ -3,7 +3,7 @@
     PYTHONPATH=/path/to/timm-dir .venv/bin/python benchmarks/timm_models.py [--models vit_tiny mixnet_s ...] [--write-docs]
 
 Not part of the test suite and not a dependency of the package: timm is installed by hand into a directory of your
-own, e.g. `pip install --no-deps --target /tmp/timm timm==1.0.31 pillow pyyaml huggingface_hub safetensors`.
+own, e.g. `pip install --no-deps --target ../timm timm==1.0.31 pillow pyyaml huggingface_hub safetensors`.
 timm imports torchvision at import time, and PyPI's torchvision does not load beside the CPU build of torch 2.13
 ("operator torchvision::nms does not exist"); when it cannot be imported this script puts a stand-in module in its
 place. The measured models never call torchvision (it is used by timm's data transforms and FrozenBatchNorm2d).

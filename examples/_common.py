@@ -9,6 +9,8 @@ the flow works, not the accuracy of a trained network.
 from __future__ import annotations
 
 import argparse
+import functools
+import sys
 from pathlib import Path
 
 import torch
@@ -27,7 +29,8 @@ def run_example(name: str, factory, calibration_samples: int = 8) -> int:
 
     model, inputs = factory()
     calib = [inputs] + calibration(inputs, calibration_samples)  # synthetic: see the module docstring
-    result = lower(model, inputs, calib, target=args.target, progress=tqdm)
+    bars = functools.partial(tqdm, leave=False, disable=not sys.stderr.isatty())  # bars on a terminal only
+    result = lower(model, inputs, calib, target=args.target, progress=bars)
     pte = result.save(args.out / f"{name}.pte")
     html = result.report.save(args.out / f"{name}.html")
     print(result.report)

@@ -310,6 +310,29 @@ CASES: dict[str, Case] = {
         "`run` a .pte whose operator name was changed", "re-export the .pte", 2,
         "operator 'aten::flxor.out' of method 'forward' has no registered kernel",
         argv=("run", "{d}/bad_opname.pte", "--input", "{d}/x.npy"), child=True),
+    "cpu_operator_without_host_kernel_compile": Case(
+        "`compile` a model whose CPU part sorts (`aten::sort.values` is no portable kernel)",
+        "keep the operator off the CPU part, or use a runtime that registers it", 0,
+        "aten::sort.values, left on the CPU, has no kernel in the host runtime",
+        argv=("compile", "{d}/model.py:sorting", "--random-calibration", "-o", "{d}/out.pte")),
+    "cpu_operator_without_host_kernel_run": Case(
+        "`run` that .pte on the host", "the .pte is sound: see the compile warning", 1,
+        "operator 'aten::sort.values' of method 'forward' has no kernel in this runtime",
+        argv=("run", "{d}/sorting.pte", "--input", "{d}/x_sort.npy")),
+    "run_input_is_a_directory": Case(
+        "`run --input DIR` (a directory of samples)", "one --input FILE per model input", 2,
+        "{d}/cal is a directory, not a tensor file", argv=("run", "{d}/base.pte", "--input", "{d}/cal")),
+    "run_integer_input_for_float": Case(
+        "`run --input` an int64 `.npy` for a float input", "save the input as float32", 2,
+        "holds int64 values, but input 0 of the program is float32",
+        argv=("run", "{d}/base.pte", "--input", "{d}/x_int64.npy")),
+    "run_a_tflite_renamed_pte": Case(
+        "`run` a `.tflite` renamed `.pte`", "compile the PyTorch model", 2,
+        "it is a TFLite model (file identifier b'TFL3'), not a .pte",
+        argv=("run", "{d}/model_tflite.pte", "--input", "{d}/x.npy")),
+    "misspelt_target": Case(
+        "`compile --target imxrt70` (a misspelt target)", "the suggested name", 2, "did you mean 'imxrt700'?",
+        argv=("compile", "{d}/model.py:factory", "--random-calibration", "--target", "imxrt70", "-o", "{d}/out.pte")),
     "calibration_scale_overflows": Case(
         "calibration values so large that the int8 scale overflows (|x| ~ 3e38)", "scale the inputs down", 2,
         "the int8 scale would overflow",
@@ -384,6 +407,20 @@ def conv3d():
 
 def embedding():
     return Embedding().eval(), (torch.tensor([[1, 5, 9]]),)
+
+
+class Sorting(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        values, _ = torch.sort(self.conv(x).flatten(1), dim=1)
+        return values
+
+
+def sorting():
+    return Sorting().eval(), (torch.randn(1, 3, 6, 5),)
 
 
 def returns_str():
@@ -513,6 +550,13 @@ def catalogue_files(d) -> None:
     at = pte.find(blob) + len(blob) // 2  # the middle of the first payload's TFLite
     (d / "bad_payload.pte").write_bytes(pte[:at] + bytes([pte[at] ^ 0x01]) + pte[at + 1:])
     assert torch.is_tensor(inputs[0])
+    np.save(d / "x_int64.npy", np.ones(inputs[0].shape, np.int64))
+    np.save(d / "x_sort.npy", np.zeros((1, 3, 6, 5), np.float32))
+    sorting, sort_inputs = model.sorting()
+    (d / "sorting.pte").write_bytes(lower(sorting, sort_inputs, [sort_inputs]).pte)
+    from executorch_neutron.core.payload import unpack
+
+    (d / "model_tflite.pte").write_bytes(unpack(blob).tflite)
     _round2_files(d, pte, inputs, net)
 
 

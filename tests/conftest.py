@@ -19,3 +19,22 @@ def _sigint_raises_keyboard_interrupt():
     Python then keeps; the Ctrl-C tests (test_atomic_writes, the catalogue's sigint cases) need the default."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _every_lowered_model_renders_its_html_report():
+    """A report must never fail on a model that lowered: every delegation report a test builds (every `lower()`)
+    is also rendered as HTML, so a model any test lowers that breaks the HTML writer fails that test. Cheap: the
+    graph layout of the largest test model takes milliseconds."""
+    from executorch_neutron.report.delegation import DelegationReport
+
+    build = DelegationReport.build.__func__
+
+    def build_and_render(cls, *args, **kwargs):
+        report = build(cls, *args, **kwargs)
+        report.to_html()
+        return report
+
+    DelegationReport.build = classmethod(build_and_render)
+    yield
+    DelegationReport.build = classmethod(build)

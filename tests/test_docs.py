@@ -132,3 +132,20 @@ def test_as_markdown_keeps_tables_and_fences_text():
     md = _docs.as_markdown("timm 1.0\n| a |\n|---|\n| 1 |\ncounts: 3\n\n| b |\n")
     # a blank line between a table and a text block; printed blank lines stay blank lines, not empty text blocks
     assert md == "```text\ntimm 1.0\n```\n\n| a |\n|---|\n| 1 |\n\n```text\ncounts: 3\n```\n\n| b |\n"
+
+
+MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:work|tmp|root|home|Users)/[^\s`'\")]*")
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", *FIGURE_PAGES, *GUIDE_PAGES],
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_absolute_path_of_this_machine(page):
+    """A page's commands run from a clone: no directory of the machine a page was written on (/work/..., /tmp/...,
+    a home directory)."""
+    found = MACHINE_PATH.findall(page.read_text())
+    assert not found, f"{page.relative_to(ROOT)} names {found}: use a path relative to the checkout"
+
+
+def test_benchmark_commands_name_checkout_paths_relatively():
+    assert _docs.command("benchmarks/x.py", ["--out", str(ROOT / "out" / "x"), "--write-docs", "--n", "3"]) == \
+        "python benchmarks/x.py --out out/x --n 3"

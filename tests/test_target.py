@@ -42,3 +42,19 @@ def test_unknown_target_names_the_valid_ones():
     with pytest.raises(UnknownTargetError) as err:
         get_target("imx8")
     assert "'imx8'" in str(err.value) and all(name in str(err.value) for name in TARGETS)
+
+
+def test_target_names_in_natural_order():
+    from executorch_neutron.target import all_target_names
+
+    names = [n for n in all_target_names() if n.startswith("ethos-u85-")]
+    assert [int(n.rsplit("-", 1)[1]) for n in names] == [128, 256, 512, 1024, 2048]
+
+
+def test_a_misspelt_target_gets_a_suggestion():
+    import pytest
+
+    from executorch_neutron.target import UnknownTargetError, get_target
+
+    with pytest.raises(UnknownTargetError, match=r"did you mean 'ethos-u55-128'\?"):
+        get_target("ethos-u55-12")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import functools
 import io
 import logging
@@ -17,9 +18,9 @@ import re
 import sys
 from pathlib import Path
 
-from .core.atomic import PathCollision, check_distinct, replacing
-from .loading import (EXIT_BAD_INPUT, MODEL_HELP, UserError, check_finite, check_inputs_fit, load_model, load_samples,
-                      load_tensor, model_file, random_samples)
+from .core.atomic import PathCollision, check_distinct, replacing, sigint_held
+from .loading import (EXIT_BAD_INPUT, MODEL_HELP, UserError, check_finite, check_inputs_fit, check_model_spec,
+                      load_model, load_samples, load_tensor, model_file, random_samples)
 
 EXIT_OK, EXIT_FAIL, EXIT_NOT_DELEGATED, EXIT_INTERRUPTED = 0, 1, 3, 130
 
@@ -103,12 +104,15 @@ def _spec_options(args) -> dict:
 
 
 def _lower(args):
+    from .target import get_target
+
+    target = get_target(args.target).name  # an unknown name or a wrong path fails here, before torch is imported
+    check_model_spec(args.model)
+    _import_torch()
     from tqdm import tqdm
 
     from . import lower
-    from .target import get_target
 
-    target = get_target(args.target).name  # an unknown name fails here, before the model is loaded
     model, inputs, bundled = load_model(args.model)
     check_inputs_fit(model, inputs)
     quantize = not args.qat
@@ -133,11 +137,25 @@ def _runtime_logs():
             logging.getLogger("executorch_neutron").debug("%s", buffer.getvalue().rstrip())
 
 
+@contextlib.contextmanager
+def _dropping_log(fragment: str):
+    """Drop our log records containing `fragment` for the block (a notice about a file the command does not
+    write)."""
+    logger = logging.getLogger("executorch_neutron")
+    drop = logging.Filter()
+    drop.filter = lambda record: fragment not in record.getMessage()
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
+
+
 # --- commands ------------------------------------------------------------------------------------------------
 
 def _compile(args) -> int:
     from .board import cli_support as board
-    from .report.memory import BudgetError, parse_size
+    from .core.memory import BudgetError, parse_size
 
     _check_paths(args, [("-o", args.output), ("--report", args.report), ("--etrecord", args.etrecord),
                         *board.compile_outputs(args)])
@@ -163,7 +181,8 @@ def _compile(args) -> int:
                         {p.tag: found for p in result.report.partitions if (found := layer_costs(p))})
     board.after_compile(args, path)  # the selective-build list; --runner: exit 2 naming each missing kernel
     if not result.report.partitions and not args.allow_cpu_only:
-        raise UserError("no node was delegated to the Neutron NPU", "see 'On the CPU' above for the reasons; "
+        raise UserError(f"no node was delegated to the {result.report.npu_family} NPU", "see 'On the CPU' above "
+                        "for the reasons; "
                         "--allow-cpu-only accepts a CPU-only .pte", EXIT_NOT_DELEGATED)
     return EXIT_OK
 
@@ -182,17 +201,9 @@ def _pte_inputs(args, outputs: list, reads: list = ()) -> list:
     """The --input files of `run` / `profile`, checked against the .pte's method inputs (or random ones), after
     checking that none of the command's `outputs` (label, path; a callable of the method's output count for
     --save-outputs) is one of its inputs (the .pte, --input files and `reads`)."""
+    method = _inspect(args.pte).methods[0]
     import torch
 
-    from .pte import PteError, inspect_pte
-
-    if Path(args.pte).is_dir():
-        raise UserError(f"{args.pte} is a directory, not a .pte file", "pass a .pte written by `executorch-neutron "
-                                                                      "compile`")
-    try:
-        method = inspect_pte(args.pte).methods[0]
-    except PteError as exc:
-        raise UserError(str(exc), "pass a .pte written by `executorch-neutron compile`") from None
     _check_paths(args, [o for entry in outputs for o in (entry(len(method.outputs)) if callable(entry) else [entry])],
                  reads)
     if getattr(args, "random_input", False) and not args.input:
@@ -205,7 +216,10 @@ def _pte_inputs(args, outputs: list, reads: list = ()) -> list:
         x = load_tensor(Path(file))
         x = x[0] if isinstance(x, tuple) else x
         want = method.inputs[i].dtype if i < len(method.inputs) else None
-        if want == "float" and x.dtype != torch.float32:
+        if want == "float" and not x.is_floating_point():
+            raise UserError(f"--input {file} holds {str(x.dtype).removeprefix('torch.')} values, but input {i} of "
+                            f"the program is float32", "save the input as float32 (numpy: x.astype(np.float32))")
+        if want == "float" and x.dtype != torch.float32:  # float64/float16 samples: the same numbers as float32
             x = x.float()
         inputs.append(x)
     if len(inputs) != len(method.inputs):
@@ -215,16 +229,32 @@ def _pte_inputs(args, outputs: list, reads: list = ()) -> list:
     return inputs
 
 
-def _run(args) -> int:
-    import numpy as np
+def _inspect(pte: Path):
+    """The .pte's summary (pte.inspect_pte); a missing file or a directory is refused before torch is imported."""
+    if Path(pte).is_dir():
+        raise UserError(f"{pte} is a directory, not a .pte file", "pass a .pte written by `executorch-neutron compile`")
+    if not Path(pte).is_file():
+        raise UserError(f"no .pte file at {pte}", "pass a .pte written by `executorch-neutron compile`")
+    _import_torch()
+    from .pte import PteError, inspect_pte
 
+    try:
+        return inspect_pte(pte)
+    except PteError as exc:
+        raise UserError(str(exc), "pass a .pte written by `executorch-neutron compile`") from None
+
+
+def _run(args) -> int:
     from .board.cli_support import check_run_flags, run_on_device
-    from .runtime import run
 
     check_run_flags(args)
     save = Path(args.save_outputs) if args.save_outputs else None
     inputs = _pte_inputs(args, [("--etdump", args.etdump), lambda n: [
         ("--save-outputs", save / f"output_{j}.npy") for j in range(n if save else 0)]])
+    import numpy as np
+
+    from .runtime import run
+
     outputs = run_on_device(args, inputs)  # None without --device
     if outputs is None:
         with _runtime_logs():  # a NeutronRuntimeError gets its hint in main()
@@ -249,18 +279,19 @@ def _run(args) -> int:
 
 
 def _profile(args) -> int:
-    from .profiling import profile
-
     if args.runs < 1:
         raise UserError(f"--runs {args.runs}: at least one run is needed", "pass --runs 10")
     if args.etrecord and not Path(args.etrecord).is_file():
         raise UserError(f"no ETRecord at {args.etrecord}", "write one with `executorch-neutron compile ... --etrecord "
                                                           "FILE`")
-    inputs = _pte_inputs(args, [("--etdump", args.etdump), ("--trace", args.trace)], [("--etrecord", args.etrecord)])
+    trace = Path(args.trace) if args.trace else Path(args.etdump or args.pte).with_suffix(".trace.json")
+    inputs = _pte_inputs(args, [("--etdump", args.etdump), ("--trace", trace)], [("--etrecord", args.etrecord)])
+    from .profiling import profile
+
     with _runtime_logs():  # a NeutronRuntimeError gets its hint in main()
         prof = profile(args.pte, inputs, runs=args.runs, etrecord=args.etrecord, etdump_path=args.etdump)
     print(prof)
-    trace = prof.save_trace(args.trace or prof.etdump_path.with_suffix(".trace.json"))
+    trace = prof.save_trace(trace)
     print(f"wrote {trace} (Chrome trace: open it in Perfetto or chrome://tracing)")
     return EXIT_OK
 
@@ -268,12 +299,7 @@ def _profile(args) -> int:
 def _report(args) -> int:
     import json
 
-    from .pte import PteError, inspect_pte
-
-    try:
-        summary = inspect_pte(args.pte)
-    except PteError as exc:
-        raise UserError(str(exc), "pass a .pte written by `executorch-neutron compile`") from None
+    summary = _inspect(args.pte)
     from .report.memory import memory_section
 
     memory = memory_section(args.pte)
@@ -302,11 +328,12 @@ def _model_explorer(pte, directory, estimates=None, file=None) -> None:
 
 
 def _compare(args) -> int:
-    from .numerics import compare
-
     if args.max_samples < 1:
         raise UserError(f"--max-samples {args.max_samples}: at least one sample is compared", "pass --max-samples 8")
-    result, model, inputs, calib = _lower(args)
+    with _dropping_log("produced a host-reference .pte"):  # compare writes no .pte
+        result, model, inputs, calib = _lower(args)
+    from .numerics import compare
+
     samples = load_samples(Path(args.samples), inputs) if args.samples else None
     cmp = compare(model if not args.qat else None, inputs, calib, result=result, samples=samples,
                   max_samples=args.max_samples)
@@ -350,6 +377,8 @@ def _targets(args) -> int:
 
 
 def _ops(args) -> int:
+    _import_torch()
+    from . import backends  # noqa: F401 - every back end registers its own limits (Vela's) with the registry
     from .target import get_target
 
     target = get_target(args.target) if args.target else None
@@ -358,16 +387,25 @@ def _ops(args) -> int:
 
         print(render_markdown(target), end="")
         return EXIT_OK
-    from .ops.registry import ALL_BACKENDS, ALL_PROFILES, NEUTRON, entries, fill_limits
+    from .ops.registry import ALL_BACKENDS, ALL_PROFILES, NPU_NAMES, PROFILED_BACKENDS, entries, fill_limits
 
-    def tag(profiles, backends=ALL_BACKENDS) -> str:
-        return ("" if profiles == ALL_PROFILES else f" [{' and '.join(sorted(profiles))} only]") + (
-            " [Neutron only]" if backends == NEUTRON else "")
-
-    print(f"operators of the Neutron table; constraint profiles: {', '.join(sorted(ALL_PROFILES))} "
-          "(a [profile only] tag marks what one profile alone has; [Neutron only]: not applied for Ethos-U targets, "
-          "which are listed without those)")
     kind = target.kind if target is not None else None
+    profiled = kind is None or kind in PROFILED_BACKENDS  # the profiles are some back ends' operator tables
+
+    def tag(profiles, kinds=ALL_BACKENDS) -> str:
+        only = ([] if profiles == ALL_PROFILES or not profiled else [" and ".join(sorted(profiles))]) + (
+            [" and ".join(NPU_NAMES[k] for k in sorted(kinds))] if kinds != ALL_BACKENDS and kind is None else [])
+        return "".join(f" [{t} only]" for t in only)
+
+    if kind is None:
+        print(f"operators and their constraints for every target ({', '.join(NPU_NAMES.values())}); constraint "
+              f"profiles: {', '.join(sorted(ALL_PROFILES))} (a [profile only] tag marks what one profile alone has; "
+              "a [<NPU> only] tag, a limit only that NPU's targets apply); --target T lists one target's")
+    else:
+        profiles = (f"; constraint profiles: {', '.join(sorted(ALL_PROFILES))} (a [profile only] tag marks what one "
+                    "profile alone has)" if profiled else "; the constraint profiles do not apply to it")
+        print(f"operators and their constraints for {target.name} ({NPU_NAMES[kind]} NPU), limits filled with its "
+              f"values{profiles}")
     for e in entries():
         print(e.name + tag(e.profiles) + (f": {e.doc.splitlines()[0]}" if e.doc else ""))
         for c in e.constraints:
@@ -378,9 +416,14 @@ def _ops(args) -> int:
 
 
 def _demo(args) -> int:
+    _import_torch()
     from . import lower, zoo
     from .numerics import compare
 
+    if args.model not in zoo.MODELS:
+        close = difflib.get_close_matches(args.model, zoo.MODELS, n=1)
+        raise UserError(f"no bundled model {args.model!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
+                        f"the bundled models are {', '.join(sorted(zoo.MODELS))}")
     model, inputs = zoo.MODELS[args.model]()
     calib = zoo.calibration(inputs, 16)
     print(f"Lowering the bundled {args.model} for {args.target} ...")
@@ -446,19 +489,26 @@ def _add_pte_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", action="append", metavar="FILE", help="one .npy/.pt per model input, in order")
 
 
+def _add_global_options(p: argparse.ArgumentParser, default) -> None:
+    p.add_argument("--verbose", action="store_true", default=default, help="show tracebacks and debug logs")
+    p.add_argument("--quiet", action="store_true", default=default, help="no progress bars (they are off anyway "
+                                                                          "when stderr is not a terminal)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .board import cli_support as board
     from .target import all_target_names
-    from .zoo import MODELS
 
     p = argparse.ArgumentParser(prog="executorch-neutron", description="ExecuTorch backend for NXP eIQ Neutron NPUs")
-    p.add_argument("--verbose", action="store_true", help="show tracebacks and debug logs")
-    p.add_argument("--quiet", action="store_true", help="no progress bars (they are off anyway when stderr is not a "
-                                                         "terminal)")
+    _add_global_options(p, default=False)
+    common = argparse.ArgumentParser(add_help=False)  # the same options after the command (`compile ... --verbose`)
+    _add_global_options(common, default=argparse.SUPPRESS)  # given there, it overrides; absent, it leaves p's
     sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser = functools.partial(sub.add_parser, parents=[common])
 
     d = sub.add_parser("demo", help="lower a bundled example model, run the .pte on the host, print the report")
-    d.add_argument("--model", choices=sorted(MODELS), default="cifarnet")
+    d.add_argument("--model", default="cifarnet", help="a bundled example network of zoo.py (default cifarnet; a "
+                                                        "wrong name lists them)")
     d.add_argument("--target", choices=all_target_names(), default="imxrt700")
     d.add_argument("-o", "--output", type=Path, default=Path("out/demo.pte"))
     d.set_defaults(func=_demo)
@@ -490,9 +540,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--random-input", action="store_true", help="random inputs of the program's shapes (warns)")
     f.add_argument("--runs", type=int, default=10, help="executions to profile (default 10)")
     f.add_argument("--etrecord", metavar="FILE", help="ETRecord from `compile --etrecord`: names the model's ops")
-    f.add_argument("--etdump", metavar="FILE", help="keep the ETDump here (default: a temporary directory)")
+    f.add_argument("--etdump", metavar="FILE", help="keep the ETDump here (default: not kept)")
     f.add_argument("--trace", metavar="FILE", help="write the runs as a Chrome trace JSON here, for Perfetto or "
-                                                   "chrome://tracing (default: beside the ETDump, .trace.json)")
+                                                   "chrome://tracing (default: beside the ETDump if --etdump is "
+                                                   "given, else beside the .pte: MODEL.trace.json)")
     f.set_defaults(func=_profile)
 
     s = sub.add_parser("report", help="what is inside a .pte: methods, CPU kernels, delegates and payloads")
@@ -527,6 +578,8 @@ _HINTS = (
     ("PathCollision", "give every output its own path, apart from the command's inputs", EXIT_BAD_INPUT),
     ("FileNotFoundError", "check the path", EXIT_BAD_INPUT),
     ("HostBuildError", "the host runtime library could not be built or loaded: see the message", EXIT_FAIL),
+    ("MissingKernel", "the .pte is sound; keep that operator off the model's CPU part (see the compile warning), or "
+                      "run it on a runtime built with a kernel library that registers it", EXIT_FAIL),
     ("InvalidProgram", "the .pte is damaged: compile it again (`executorch-neutron compile ... -o FILE.pte`)",
      EXIT_BAD_INPUT),
     ("NeutronRuntimeError", "check the input files against `executorch-neutron report MODEL.pte`", EXIT_BAD_INPUT),
@@ -544,8 +597,22 @@ def _hint_for(exc: Exception) -> tuple[str | None, int]:
     return "--verbose shows the traceback", EXIT_FAIL
 
 
+def _import_torch() -> None:
+    """Import torch and ExecuTorch with Ctrl-C held: these imports run Python callbacks from C++, where a
+    KeyboardInterrupt aborts the process ("terminate called after throwing ... KeyboardInterrupt"); a Ctrl-C during
+    them is raised once they are done (a second or two later), as a KeyboardInterrupt main() reports. Each command
+    calls it after the checks of its arguments that need no torch."""
+    with sigint_held():
+        import executorch.exir  # noqa: F401 - imports torch
+        import torchao.quantization.pt2e  # noqa: F401
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the command starts
+        print("error: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(message)s")
     logging.getLogger("torchao").setLevel(logging.ERROR)
     try:

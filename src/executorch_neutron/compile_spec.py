@@ -12,9 +12,10 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from executorch.exir.backend.compile_spec_schema import CompileSpec
+if TYPE_CHECKING:  # imported where built: the CLI parses its arguments before torch is imported
+    from executorch.exir.backend.compile_spec_schema import CompileSpec
 
 from .target import ETHOS_U, NEUTRON, TRANSPOSE_FORMS, AnyTarget, get_target
 
@@ -129,6 +130,8 @@ class NeutronCompileSpec:
 
     def to_compile_specs(self) -> list[CompileSpec]:
         """Encode as ExecuTorch compile specs: one entry per field, JSON value, in field order."""
+        from executorch.exir.backend.compile_spec_schema import CompileSpec
+
         out = []
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)

@@ -43,13 +43,28 @@ def _check_is_file(path: Path, what: str, hint: str) -> None:
         raise UserError(f"no such file: {path}", hint)
 
 
-def load_model(spec: str):
-    """(module, example_inputs, calibration or None) from 'file.py:factory' or a torch.export .pt2 file."""
-    import torch
-
+def check_model_spec(spec: str) -> Path:
+    """The model file of a spec ('file.py:factory' or a .pt2 file), after the checks that need no torch (the CLI
+    refuses a wrong path before importing torch)."""
     path = model_file(spec)
     if path.suffix == ".pt2" and str(path) == spec:
         _check_is_file(path, "a .pt2 file", MODEL_HELP)
+        return path
+    file, sep, _ = spec.rpartition(":")
+    if not sep or not file.endswith(".py"):
+        if path.is_dir():
+            raise UserError(f"{path} is a directory, not a model file", f"MODEL is {MODEL_HELP}")
+        raise UserError(f"cannot read the model spec {spec!r}", f"MODEL is {MODEL_HELP}")
+    _check_is_file(path, "a Python file", f"MODEL is {MODEL_HELP}")
+    return path
+
+
+def load_model(spec: str):
+    """(module, example_inputs, calibration or None) from 'file.py:factory' or a torch.export .pt2 file."""
+    path = check_model_spec(spec)
+    import torch
+
+    if path.suffix == ".pt2" and str(path) == spec:
         try:
             with _quiet_loading():
                 ep = torch.export.load(str(path))
@@ -61,12 +76,7 @@ def load_model(spec: str):
         if not args:
             raise UserError(f"{path} holds no example inputs", "export with example inputs and torch.export.save")
         return ep.module(), tuple(args), None
-    file, sep, name = spec.rpartition(":")
-    if not sep or not file.endswith(".py"):
-        if path.is_dir():
-            raise UserError(f"{path} is a directory, not a model file", f"MODEL is {MODEL_HELP}")
-        raise UserError(f"cannot read the model spec {spec!r}", f"MODEL is {MODEL_HELP}")
-    _check_is_file(path, "a Python file", f"MODEL is {MODEL_HELP}")
+    name = spec.rpartition(":")[2]
     mod_name = f"_neutron_user_{path.stem}"
     sys.path.insert(0, str(path.resolve().parent))
     try:
@@ -178,8 +188,8 @@ def load_tensor(path: Path):
     import numpy as np
     import torch
 
-    if not path.is_file():
-        raise UserError(f"no such file: {path}", "pass .npy, .npz or .pt files")
+    _check_is_file(path, "a tensor file", "pass .npy, .npz or .pt files (one --input FILE per model input; a "
+                                          "directory of samples goes to --calibration or --samples)")
     suffix = path.suffix.lower()
     if suffix not in (".npy", ".npz", ".pt"):
         raise UserError(f"{path}: unsupported file type {suffix!r}", "use .npy, .npz or .pt")

@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 import torch
 
 from .compile_spec import NeutronCompileSpec
+from .core._quiet import message_only_root_logging
 from .core.atomic import replacing, write_bytes
 from .core.messages import first_line
 from .core.progress import listening
@@ -26,6 +27,7 @@ from .loading import CALIBRATION_HINT, calibration_problem
 from .pipeline import LoweringError, assemble, resolve_spec
 from .report import DelegationReport
 from .report.memory import check_budget, memory_section, parse_size
+from .runtime.validate import op_name, unregistered_operators
 
 log = logging.getLogger("executorch_neutron")
 _LOWER_LOCK = threading.Lock()  # torch.export and the PT2E passes are not thread-safe: one lower() at a time
@@ -212,9 +214,18 @@ def _check_runnable(pte: bytes) -> None:
                             f"(operators_not_to_delegate), and report the model") from None
 
 
-def _warn_host_unrunnable(edge) -> None:
-    """Say at compile time what the .pte will fail to run on the host: a 3-D convolution left on the CPU (the
-    portable convolution kernel of ExecuTorch's runtime handles 1-D and 2-D only)."""
+def _warn_host_unrunnable(edge, program) -> None:
+    """Say at compile time what the .pte will fail to run on the host: an operator left on the CPU that ExecuTorch's
+    portable kernels (the host runtime's) do not register, and a 3-D convolution left on the CPU (the portable
+    convolution kernel handles 1-D and 2-D only)."""
+    from executorch.extension.pybindings import portable_lib
+
+    kernels = set(portable_lib._get_operator_names())
+    for plan in program.executorch_program.execution_plan:
+        for op in unregistered_operators(plan, kernels):
+            log.warning("warning: %s, left on the CPU, has no kernel in the host runtime (ExecuTorch's portable "
+                        "kernels): `run`, `compare` and `profile` fail on this .pte on the host, and a device "
+                        "runtime needs a kernel library that registers it", op_name(op))
     for node in edge.exported_program().graph.nodes:
         if node.op == "call_function" and "convolution" in str(node.target) and node.args:
             val = getattr(node.args[0], "meta", {}).get("val")
@@ -295,6 +306,7 @@ def lower(
     (LoweringError). Calls from several threads are serialized (torch.export is not thread-safe).
     """
     budgets = {k: None if v is None else parse_size(v) for k, v in (("sram", sram_budget), ("flash", flash_budget))}
+    message_only_root_logging()  # before ExecuTorch's own logging.debug() configures the root (core/_quiet.py)
     with _LOWER_LOCK:  # a bad size fails above, before any work
         result = _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_model, progress,
                         etrecord, spec_options)
@@ -363,7 +375,7 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
     stages.close()
 
     _check_runnable(program.buffer)
-    _warn_host_unrunnable(edge)
+    _warn_host_unrunnable(edge, program)
     report = DelegationReport.build(exported, edge, partitioner, spec, leftovers)
     report.pte_bytes = len(program.buffer)
     report.memory = memory_section(program.buffer, spec)

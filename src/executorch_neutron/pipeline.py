@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from .backends import partitioner_for
 from .compile_spec import NeutronCompileSpec
-from .core import return_types
 from .cortex_m.stage import (
     cortex_m_core,
     edge_compile_config,
@@ -89,7 +88,6 @@ def assemble(spec: NeutronCompileSpec, quantizer=None, **quantizer_options) -> P
     **quantizer_options)`: is_qat, per_channel, observer, modules_to_skip)."""
 
     partitioner = partitioner_for(spec)  # a ValueError names an option the target's back end cannot honour
-    return_types.install()  # a forward() returning torch.return_types.* (median, max, topk) can be emitted
     return Pipeline(
         spec=spec,
         quantizer=quantizer if quantizer is not None else quantizer_for(spec.target, constraints=spec.constraints,

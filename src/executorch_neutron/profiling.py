@@ -53,7 +53,7 @@ class Profile:
     runs: int
     rows: list[EventRow]
     load_ms: float
-    etdump_path: Path
+    etdump_path: Path | None  # None: the ETDump was read and not kept (profile(etdump_path=None))
     inspector: object  # executorch.devtools.Inspector
     delegates: list = field(default_factory=list)  # the method's pte.DelegateInfo, in instruction order
 
@@ -70,7 +70,8 @@ class Profile:
         return [r for r in self.rows if r.backend is not None]
 
     def __str__(self) -> str:
-        lines = [f"host profile: {self.runs} run(s), program load {self.load_ms:.3f} ms; ETDump {self.etdump_path}",
+        kept = f"ETDump {self.etdump_path}" if self.etdump_path else "ETDump not kept (etdump_path / --etdump)"
+        lines = [f"host profile: {self.runs} run(s), program load {self.load_ms:.3f} ms; {kept}",
                  f"{'event':<44} {'runs':>5} {'median ms':>10} {'min ms':>9} {'max ms':>9}"]
         for r in self.rows:
             lines.append(f"{r.name[:44]:<44} {r.runs:>5} {r.median_ms:>10.3f} {r.min_ms:>9.3f} {r.max_ms:>9.3f}")
@@ -78,8 +79,10 @@ class Profile:
                 lines.append(f"    {r.detail}")
             if r.op_types:
                 lines.append(f"    model ops: {', '.join(r.op_types)}")
-        lines.append("host timings: Neutron delegates run host-reference payloads in LiteRT's reference kernels "
-                     "on this machine; they are not NPU cycles")
+        npus = sorted({_DELEGATE_NAMES[d.backend_id] for d in self.delegates if d.backend_id in _DELEGATE_NAMES})
+        if npus:
+            lines.append(f"host timings: {' and '.join(npus)} delegates run host-reference payloads in LiteRT's "
+                         f"reference kernels on this machine; they are not NPU cycles")
         return "\n".join(lines)
 
 
@@ -106,14 +109,11 @@ def profile(
     program = load(pte, etdump=True)
     for _ in range(runs):
         program.execute(list(inputs), method)
-    if etdump_path is None:
-        etdump_path = Path(tempfile.mkdtemp(prefix="neutron_profile_")) / "program.etdp"
-    path = program.write_etdump(etdump_path)
-
     from executorch.devtools import Inspector
     from executorch.devtools.inspector import TimeScale
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(prefix="neutron_profile_") as tmp:  # the Inspector reads it all at once
+        path = program.write_etdump(etdump_path if etdump_path is not None else Path(tmp) / "program.etdp")
         if etrecord is not None and not isinstance(etrecord, (str, Path)):
             # the Inspector maps delegate calls to model ops only from a saved ETRecord, not the in-memory object
             saved = Path(tmp) / "etrecord.bin"
@@ -126,7 +126,8 @@ def profile(
                                   source_time_scale=TimeScale(_CLOCK), target_time_scale=TimeScale(_UNIT))
     summary = inspect_pte(pte)
     delegates = next((m.delegates for m in summary.methods if m.name == method), [])
-    return Profile(runs, *_rows(inspector, delegates), path, inspector, list(delegates))
+    return Profile(runs, *_rows(inspector, delegates), path if etdump_path is not None else None, inspector,
+                   list(delegates))
 
 
 def named_events(inspector, delegates):

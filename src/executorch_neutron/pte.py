@@ -12,6 +12,8 @@ and whether memory planning placed them, the constant data, the named data and, 
 from __future__ import annotations
 
 import json
+import logging
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -155,6 +157,18 @@ def _delegate(index: int, delegate, blob: bytes, named: dict[str, bytes], pte=No
     return info
 
 
+def identifier_problem(data: bytes) -> str | None:
+    """What is wrong with a .pte's file identifier (bytes 4-7: b'ET' and two digits), or None."""
+    identifier = bytes(data[4:8])
+    if len(data) >= 8 and re.fullmatch(rb"ET\d\d", identifier):
+        return None
+    if identifier == b"TFL3":
+        return ("it is a TFLite model (file identifier b'TFL3'), not a .pte: compile the PyTorch model with "
+                "`executorch-neutron compile`")
+    return (f"its file identifier is {identifier!r} (bytes 4-7; an ExecuTorch program has b'ET' and two digits, "
+            f"e.g. b'ET12')")
+
+
 def inspect_pte(pte: str | Path | bytes, memory: bool = False) -> PteSummary:
     """Summarize a .pte given as a path or bytes; raises PteError when it cannot be parsed. `memory`: also read
     what the memory section needs (each delegate's back end may compile its partition again to ask its compiler)."""
@@ -165,12 +179,17 @@ def inspect_pte(pte: str | Path | bytes, memory: bool = False) -> PteSummary:
             raise PteError(f"no .pte file at {path}")
         pte = Path(path).read_bytes()
     data = bytes(pte)
+    problem = identifier_problem(data)
+    if problem:
+        raise PteError(f"{path or 'the data'} is not an ExecuTorch program: {problem}")
     from executorch.exir._serialize._program import deserialize_pte_binary
 
     try:
         pte_file = deserialize_pte_binary(data)
     except Exception as exc:  # noqa: BLE001 - flatbuffer errors come in many types
-        raise PteError(f"not a valid .pte file ({type(exc).__name__}: {exc})") from None
+        logging.getLogger(__name__).debug("deserialize_pte_binary: %s: %s", type(exc).__name__, exc)
+        raise PteError(f"{path or 'the data'} is not a valid .pte: ExecuTorch cannot parse it (the file is truncated "
+                       f"or damaged)") from None
     program = pte_file.program
     try:
         named = named_data(pte_file)

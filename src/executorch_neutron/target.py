@@ -9,6 +9,8 @@ target name is accepted.
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass, field, replace
 
 #: The back-end kinds (`target.kind`): which back end lowers for a target; every other module takes them from here.
@@ -293,8 +295,13 @@ class UnknownTargetError(ValueError):
 AnyTarget = NeutronTarget | EthosUTarget
 
 
+def _natural(name: str) -> list:
+    """Sort key reading the numbers in a name as numbers: ethos-u85-128 before ethos-u85-1024."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
 def all_target_names() -> list[str]:
-    return sorted(TARGETS) + sorted(ETHOS_U_TARGETS)
+    return sorted(TARGETS, key=_natural) + sorted(ETHOS_U_TARGETS, key=_natural)
 
 
 def get_target(target: str | AnyTarget) -> AnyTarget:
@@ -304,7 +311,7 @@ def get_target(target: str | AnyTarget) -> AnyTarget:
     key = str(target).strip().lower()
     found = TARGETS.get(key) or ETHOS_U_TARGETS.get(key)
     if found is None:
-        raise UnknownTargetError(
-            f"unknown target {target!r}: valid targets are {', '.join(all_target_names())}"
-        )
+        close = difflib.get_close_matches(key, all_target_names(), n=1)
+        raise UnknownTargetError(f"unknown target {target!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                                 + f": valid targets are {', '.join(all_target_names())}")
     return found

@@ -132,7 +132,9 @@ class Transformer(nn.Module):
 
 
 def _warm(model, *inputs):
-    return warm_up_batch_norm(model, inputs).eval(), inputs
+    """Batch norms warmed up on batches of 2 (a 1 x 1 map of one image has no batch statistics); inputs of 1."""
+    warm_up_batch_norm(model, tuple(torch.randn(2, *x.shape[1:]) for x in inputs))
+    return model.eval(), inputs
 
 
 MODELS = {

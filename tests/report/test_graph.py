@@ -157,3 +157,119 @@ def test_a_neutron_estimate_shades_the_nodes_its_tflite_layers_end_at(three):
         assert sum(costed) + p.unattributed_cost == expected[p.tag]  # every layer counted once
     assert graph.cost_unit == "cycles (estimate)"
     assert "data-cost" in report.to_html()
+
+
+class _CpuMultiOutput(nn.Module):
+    """A convolution on the NPU, then a CPU op with two outputs (`sort`/`topk`: values and indices, written by
+    to_executorch into `alloc` buffers given as keyword arguments)."""
+
+    def __init__(self, op):
+        super().__init__()
+        self.conv, self.op = nn.Conv2d(3, 8, 3), op
+
+    def forward(self, x):
+        values, _ = self.op(self.conv(x).flatten(1))
+        return values
+
+
+@pytest.mark.parametrize("op", [lambda y: torch.sort(y, dim=1), lambda y: torch.topk(y, 5, dim=1)],
+                         ids=["sort", "topk"])
+def test_multi_output_cpu_op_is_drawn(op):
+    torch.manual_seed(0)
+    result = _lowered(_CpuMultiOutput(op).eval(), (torch.randn(1, 3, 10, 12),))
+    cpu = [r.node for r in result.report.rejections]
+    assert cpu, str(result.report)
+    graph = result.report.graph
+    assert all(e.src in graph.vertices and e.dst in graph.vertices for e in graph.edges)
+    nodes = _nodes(_svgs(result.report.to_html()))
+    assert all(len(nodes[n]) == 1 for n in cpu)
+    assert not any(n.startswith("alloc") for n in nodes)  # out-variant buffers are no vertices
+
+
+def test_a_top_level_node_named_like_a_partition_node(three):
+    """to_executorch names the top-level graph's new nodes afresh, so a CPU node can bear the name of a node
+    inside a partition: both are drawn, each where it runs, and every partition's graph renders."""
+    import copy
+
+    from executorch_neutron.report.graph import program_graph
+    from executorch_neutron.report.graph_svg import overview_svg, partition_svg
+
+    program = copy.deepcopy(three.edge_program.exported_program())
+    inner = next(iter(lowered_modules(program.graph_module).values())).original_module
+    taken = next(n.name for n in inner.graph.nodes if n.op == "call_function" and "convolution" in n.name)
+    cpu = next(n for n in program.graph_module.graph.nodes if n.name == three.report.rejections[0].node)
+    cpu._rename(taken)
+    assert cpu.name == taken
+    graph = program_graph(program, three.report.rejections)
+    places = sorted(v.place for v in graph.vertices.values() if v.id.split("/")[-1] == taken)
+    assert places == sorted(["cpu", three.report.partitions[0].tag]), places
+    assert all(e.src in graph.vertices and e.dst in graph.vertices for e in graph.edges)
+    overview_svg(graph)
+    for p in graph.partitions:
+        partition_svg(graph, p.tag)
+
+
+@pytest.mark.parametrize("target", ["imxrt700", "imx93"])
+def test_report_words_name_layers_and_formats(target):
+    """A fused convolution is named after the convolution with its relu beside it (and its cycles shade the
+    convolution, not the relu); the converter's boundary transposes are named as such; formats are words."""
+    import re
+
+    from executorch_neutron import zoo
+
+    result = _lowered(*zoo.cifarnet(), target=target)
+    report = result.report
+    graph = report.graph
+    convs = [v for v in graph.vertices.values() if v.op == "aten.convolution.default"]
+    relus = [v for v in graph.vertices.values() if v.op == "aten.relu.default"]
+    assert convs and relus
+    assert all(v.cost for v in convs) and not any(v.cost for v in relus)
+    texts = {"text": str(report), "markdown": report.to_markdown(), "html": report.to_html()}
+    for kind, text in texts.items():
+        assert not re.search(r"\bt\d+_(natural|channels_last|rank\d)", text), kind  # tensor names of the converter
+        assert "formats [" not in text and "as given" in text, kind
+        if kind != "text" or target == "imxrt700":  # the text report lists the Neutron estimate's top layers only
+            assert f"{convs[0].id} + relu" in text, kind
+    assert "inserted transpose to" in texts["markdown"]
+    assert "aten_relu_default " not in texts["text"]
+
+
+def _texts(g) -> list[str]:
+    return [t.text for t in g.iter(f"{SVG}text")]
+
+
+def test_nodes_show_shapes_and_cpu_reasons_and_crossings_their_bytes():
+    """Shapes on every compute node, the CPU node's reason on the node itself (not only in its tooltip), and each
+    crossing labelled with the int8 bytes it hands over (the reference: the tensor's shape in the lowered
+    program)."""
+    import math
+
+    from executorch_neutron.report.render import human_bytes
+
+    torch.manual_seed(0)
+    result = _lowered(_CpuMultiOutput(lambda y: torch.sort(y, dim=1)).eval(), (torch.randn(1, 3, 10, 12),))
+    report = result.report
+    svgs = _svgs(report.to_html())
+    nodes = _nodes(svgs)
+    graph = report.graph
+    for vid, v in graph.vertices.items():
+        if v.shape is not None:
+            assert "[" + ", ".join(map(str, v.shape)) + "]" in _texts(nodes[vid][0]), vid
+    (r,) = report.rejections
+    on_node = " ".join(_texts(nodes[r.node][0]))
+    assert r.reason.split()[0] in on_node and len(on_node) > len(r.op.split(".")[1]) + 10, on_node
+    crossings = [e for e in graph.edges if e.crossing]
+    labels = [t.text for svg in svgs for t in svg.iter(f"{SVG}text") if t.get("class") == "xlabel"]
+    for e in crossings:
+        assert any(label.endswith(human_bytes(math.prod(e.shape))) for label in labels), (e, labels)
+
+
+def test_a_deep_partition_is_laid_out_in_columns():
+    from executorch_neutron.report.graph_svg import _COLUMN_H
+
+    torch.manual_seed(0)
+    layers = [m for _ in range(40) for m in (nn.Conv2d(4, 4, 1), nn.Sigmoid())]
+    result = _lowered(nn.Sequential(*layers).eval(), (torch.randn(1, 4, 6, 5),))
+    (part,) = _svgs(result.report.to_html())[1:]
+    assert float(part.get("height")) <= _COLUMN_H + 100, part.get("height")
+    assert float(part.get("width")) > 2 * max(float(r.get("width")) for r in part.iter(f"{SVG}rect"))

@@ -24,7 +24,7 @@ def test_inspect_lowered_cifarnet():
 def test_inspect_rejects_garbage(tmp_path):
     bad = tmp_path / "bad.pte"
     bad.write_bytes(b"not a program" * 8)
-    with pytest.raises(PteError, match="not a valid .pte"):
+    with pytest.raises(PteError, match="is not an ExecuTorch program: its file identifier is"):
         inspect_pte(bad)
     with pytest.raises(PteError, match="no .pte file"):
         inspect_pte(tmp_path / "missing.pte")

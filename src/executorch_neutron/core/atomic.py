@@ -33,7 +33,7 @@ class PathCollision(ValueError):
 
 
 @contextlib.contextmanager
-def _sigint_held() -> Iterator[Callable[[], bool]]:
+def sigint_held() -> Iterator[Callable[[], bool]]:
     """Hold Ctrl-C (SIGINT) for the block; yields `interrupted()`. The held signal is delivered at the end."""
     if threading.current_thread() is not threading.main_thread():  # only the main thread gets KeyboardInterrupt
         yield lambda: False
@@ -66,7 +66,7 @@ def replacing(path: str | Path, mkdir: bool = True) -> Iterator[Path]:
         mode = stat.S_IMODE(target.stat().st_mode)  # an existing file keeps its permissions
     except OSError:
         mode = 0o644
-    with _sigint_held() as interrupted:  # a Ctrl-C between creating the temporary file and owning it would orphan it
+    with sigint_held() as interrupted:  # a Ctrl-C between creating the temporary file and owning it would orphan it
         fd, name = tempfile.mkstemp(prefix=f".{target.name[:_PREFIX_CHARS]}.", suffix=".tmp", dir=target.parent)
         os.close(fd)
         if interrupted():
@@ -74,7 +74,7 @@ def replacing(path: str | Path, mkdir: bool = True) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
-        with _sigint_held() as interrupted:
+        with sigint_held() as interrupted:
             with open(tmp, "rb+") as f:  # the bytes reach the disk before the rename makes them visible
                 os.fsync(f.fileno())
             os.chmod(tmp, mode)

@@ -6,6 +6,7 @@ sums them per place.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 
 #: the places a line can live in; the budgets check SRAM and flash
@@ -24,3 +25,29 @@ class Block:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+_UNITS = {"": 1, "b": 1, "k": 1024, "kib": 1024, "kb": 1000, "m": 1024 ** 2, "mib": 1024 ** 2, "mb": 1000 ** 2,
+          "g": 1024 ** 3, "gib": 1024 ** 3, "gb": 1000 ** 3}
+SIZE_HELP = ("a size in bytes: 65536, 64KiB / 64K (x 1024), 64KB (x 1000), 2MiB / 2M (x 1024^2), 2MB (x 1000^2); "
+             "case-insensitive")
+
+
+class BudgetError(ValueError):
+    """A size that cannot be read, or a program that exceeds a memory budget."""
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes of a size such as 65536, '64KiB', '64K', '512KB', '2MB', '1.5MiB' (see SIZE_HELP)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text < 0:
+            raise BudgetError(f"size {text}: a size cannot be negative")
+        return text
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _UNITS:
+        raise BudgetError(f"size {text!r} is not a size: give {SIZE_HELP}")
+    value = float(match.group(1)) * _UNITS[unit]
+    if value != int(value):
+        raise BudgetError(f"size {text!r} is not a whole number of bytes")
+    return int(value)

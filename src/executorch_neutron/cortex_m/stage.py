@@ -17,6 +17,7 @@ ExecuTorch debug handle, which the Cortex-M passes carry over) or that it stayed
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 from dataclasses import dataclass, field
@@ -76,12 +77,31 @@ class CortexMLeftoversPass(ExportedProgramPassBase):
             CortexMPassManager,
         )
 
-        out = CortexMPassManager(exported_program, target_config=self.target_config).transform()
+        with _without_pass_manager_deprecation():
+            out = CortexMPassManager(exported_program, target_config=self.target_config).transform()
         _restore_delegate_input_order(out.graph_module)
         return ExportedProgramPassResult(out, True)
 
     def __repr__(self) -> str:
         return f"CortexMLeftoversPass({self.core!r})"
+
+
+class _DropPassManagerDeprecation(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("PassManager is deprecated")
+
+
+@contextlib.contextmanager
+def _without_pass_manager_deprecation():
+    """ExecuTorch's Cortex-M pass manager builds its passes on the deprecated `exir.PassManager`, which logs "PassManager
+    is deprecated. Please use ExportedProgramPassManager instead." at every construction: a note to ExecuTorch's
+    own code, none to our users. Only that record of that logger is dropped, and only during this call."""
+    logger, drop = logging.getLogger("executorch.exir.pass_manager"), _DropPassManagerDeprecation()
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
 
 
 def _restore_delegate_input_order(gm) -> None:

@@ -32,7 +32,7 @@ from torch.fx import Node
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
-from ..core import qdq
+from ..core import qdq, return_types
 from ..compile_spec import NeutronCompileSpec
 from ..ops import registry
 from ..ops.args import NodeArgs
@@ -40,6 +40,10 @@ from ..ops.fusion import result_node
 from ..ops.registry import CheckContext
 from ..core.progress import emit
 from .support import Rejection, decide, decide_aten, is_compute, resolve_excluded
+
+# to_executorch of a program whose forward() returns torch.return_types.* (median, max, topk) needs their pytree
+# names, whatever flow built it (lower(), the recipes, to_edge_transform_and_lower with this partitioner): idempotent
+return_types.install()
 
 log = logging.getLogger("executorch_neutron")
 

@@ -14,15 +14,18 @@ conversion it costs (quantize, dequantize, transpose) in its title and as a shor
 
 from __future__ import annotations
 
+import math
+import textwrap
 from html import escape
 
 from .graph import CPU, Edge, ProgramGraph
-from .render import human_macs
+from .render import human_bytes, human_macs
 
 _HUES = (145, 210, 265, 185, 320, 95, 235, 290, 160, 250)  # one per partition, none near the CPU's red
 _CHAR_W = 7.0  # mean advance of a 12 px system-ui character, for box widths
 _H = 28
-_MAX_LABEL = 32
+_MAX_LABEL = 40
+_COLUMN_H = 1500  # a partition graph taller than this is laid out in columns (_fold)
 _SHORT = {"quantize": "Q", "dequantize": "DQ", "transpose": "T"}
 
 CSS = """
@@ -74,7 +77,7 @@ def _layout(boxes: list[_Box], links: list[tuple[str, str, object]]) -> tuple[fl
 
     class Path:
         def __init__(self):
-            self.points = []
+            self.points, self.folded = [], False
 
         def setpath(self, pts):
             self.points = list(pts)
@@ -96,6 +99,7 @@ def _layout(boxes: list[_Box], links: list[tuple[str, str, object]]) -> tuple[fl
         layout.xspace, layout.yspace = 24, 34
         layout.init_all()
         layout.draw()
+        _fold(component)
         xs = [v.view.xy[0] - v.view.w / 2 for v in component.sV] + [
             p[0] for e in component.sE for p in e.view.points]
         xmin = min(xs)
@@ -113,7 +117,7 @@ def _layout(boxes: list[_Box], links: list[tuple[str, str, object]]) -> tuple[fl
     for e in gedges:
         (src, _), (dst, _) = by_key[e.v[0].data], by_key[e.v[1].data]
         pts = e.view.points or [src.view.xy, dst.view.xy]
-        if pts[0][1] > pts[-1][1]:  # an edge the layout inverted to break a cycle
+        if pts[0][1] > pts[-1][1] and not e.view.folded:  # an edge the layout inverted to break a cycle
             pts = pts[::-1]
         pts[0] = (pts[0][0], src.view.xy[1] + src.view.h / 2)
         pts[-1] = (pts[-1][0], dst.view.xy[1] - dst.view.h / 2)
@@ -121,6 +125,45 @@ def _layout(boxes: list[_Box], links: list[tuple[str, str, object]]) -> tuple[fl
     for v, b in by_key.values():
         b.xy = v.view.xy
     return width, height, routed
+
+
+def _fold(component) -> None:
+    """Lay a tall layered layout out in columns: its layers cut into bands of at most _COLUMN_H, each band set to
+    the right of the one before (a deep partition reads across the page instead of down 5000 px). An edge between
+    two bands becomes a straight line from its source to its target (`folded`)."""
+    top = min((v.view.xy[1] for v in component.sV), default=0)
+    if max((v.view.xy[1] for v in component.sV), default=0) - top <= _COLUMN_H:
+        return
+
+    def band(y: float) -> int:
+        return int((y - top) // _COLUMN_H)
+
+    spans: dict[int, list[float]] = {}  # band -> [left, right, first y]
+    for v in component.sV:
+        b = band(v.view.xy[1])
+        left, right = v.view.xy[0] - v.view.w / 2, v.view.xy[0] + v.view.w / 2
+        span = spans.setdefault(b, [left, right, v.view.xy[1] - v.view.h / 2])
+        span[0], span[1], span[2] = min(span[0], left), max(span[1], right), min(span[2], v.view.xy[1] - v.view.h / 2)
+    shift, x = {}, 0.0
+    for b in sorted(spans):
+        left, right, first = spans[b]
+        shift[b] = (x - left, top - first)
+        x += right - left + 48
+
+    def moved(point, b):
+        return point[0] + shift[b][0], point[1] + shift[b][1]
+
+    for e in component.sE:
+        bands = {band(y) for _, y in e.view.points} | {band(e.v[0].view.xy[1]), band(e.v[1].view.xy[1])}
+        if len(bands) == 1:
+            (b,) = bands
+            e.view.points = [moved(p, b) for p in e.view.points]
+        else:
+            e.view.points = [moved(e.v[0].view.xy, band(e.v[0].view.xy[1])),
+                             moved(e.v[1].view.xy, band(e.v[1].view.xy[1]))]
+            e.view.folded = True
+    for v in component.sV:
+        v.view.xy = moved(v.view.xy, band(v.view.xy[1]))
 
 
 def _components(by_key: dict, edges: list, graph_core) -> list:
@@ -144,12 +187,19 @@ def _components(by_key: dict, edges: list, graph_core) -> list:
     return [graph_core(vs, es) for vs, es in groups.values()]
 
 
+def _int8_bytes(e: Edge) -> int | None:
+    """The bytes of the int8 tensor an edge hands over at a partition boundary (None: shape unknown)."""
+    return None if e.shape is None else math.prod(e.shape)
+
+
 def _edge_title(e: Edge) -> str:
     text = f"{e.src} -> {e.dst} {_fmt_shape(e.shape)}"
     if e.crossing:
         ports = ", ".join(p.replace(":in:", " input ").replace(":out:", " output ") for p in e.ports)
         cost = ", ".join(e.conversions) or "int8 handed over as is"
-        text += f"\ncrosses a partition boundary ({ports}): {cost}"
+        size = _int8_bytes(e)
+        text += f"\ncrosses a partition boundary ({ports}"
+        text += f", {human_bytes(size)} of int8): {cost}" if size is not None else f"): {cost}"
         if "quantize" in e.conversions or "dequantize" in e.conversions:
             text += " on the CPU"
     return text
@@ -170,6 +220,8 @@ def _svg(boxes: list[_Box], links: list[tuple[str, str, Edge]], label: str, uid:
         if e.crossing:
             (x1, y1), (x2, y2) = pts[len(pts) // 2 - 1], pts[len(pts) // 2]
             text = "+".join(_SHORT[c] for c in e.conversions) or "int8"
+            size = _int8_bytes(e)
+            text += f" {human_bytes(size)}" if size is not None else ""
             out.append(f'<text class="xlabel" x="{(x1 + x2) / 2 + 5:.1f}" y="{(y1 + y2) / 2 + 3:.1f}">'
                        f'{escape(text)}</text>')
     for b in boxes:
@@ -193,8 +245,9 @@ def _svg(boxes: list[_Box], links: list[tuple[str, str, Edge]], label: str, uid:
 def _vertex_box(graph: ProgramGraph, vid: str, max_cost: float) -> _Box:
     v = graph.vertices[vid]
     shape = _fmt_shape(v.shape)
+    lines = [v.label] + ([shape] if shape else [])
     if v.place == "io":
-        return _Box(vid, [v.label], ["node", "io"], "#eef1f5", "#5a6474", f"model {v.op} {vid} {shape}",
+        return _Box(vid, lines, ["node", "io"], "#eef1f5", "#5a6474", f"model {v.op} {vid} {shape}",
                     data={"node": vid})
     if v.place == CPU:
         title = f"{v.op} ({vid}) {shape}\non the CPU" + (f" as the int8 kernel {v.kernel}" if v.kernel else
@@ -202,7 +255,9 @@ def _vertex_box(graph: ProgramGraph, vid: str, max_cost: float) -> _Box:
         title += f"\nreason: {v.reason}" if v.reason else ""
         title += f"\nhint: {v.hint}" if v.hint else ""
         fill, stroke = ("#fbe7c0", "#a86b00") if v.kernel else ("#f8d7d3", "#b3362d")
-        return _Box(vid, [v.label], ["node", "cpu"] + (["cortex-m"] if v.kernel else []), fill, stroke, title,
+        if v.reason:  # on the node itself, two lines at most (the whole reason and the hint: the tooltip)
+            lines += textwrap.wrap(v.reason, _MAX_LABEL, max_lines=2, placeholder=" \u2026")
+        return _Box(vid, lines, ["node", "cpu"] + (["cortex-m"] if v.kernel else []), fill, stroke, title,
                     data={"node": vid})
     h = hue(graph, v.place)
     title = f"{v.op} ({vid}) {shape}\non the NPU, partition {v.place}"
@@ -214,7 +269,7 @@ def _vertex_box(graph: ProgramGraph, vid: str, max_cost: float) -> _Box:
         text = "#ffffff" if light < 62 else text
         title += f"\n{v.cost:,.0f} {graph.cost_unit}, layer(s) {', '.join(v.layers)}"
     classes = ["node", "npu", f"part-{v.place}"] + (["costed"] if v.cost is not None else [])
-    return _Box(vid, [v.label], classes, f"hsl({h},45%,{light}%)", f"hsl({h},45%,32%)", title, text,
+    return _Box(vid, lines, classes, f"hsl({h},45%,{light}%)", f"hsl({h},45%,32%)", title, text,
                 data={"node": vid, "cost": f"{v.cost:g}"} if v.cost is not None else {"node": vid})
 
 
@@ -300,8 +355,9 @@ def section(graph: ProgramGraph | None) -> list[str]:
     crossings = len(graph.boundary_tensors)
     out = ["<h2 id='graph'>Graph</h2>", legend(graph),
            f"<p class='note'>Each coloured box is a partition on the NPU (click it, or open it below, to see its "
-           f"nodes); red nodes stay on the CPU (hover for the reason). {crossings} tensor(s) cross a partition "
-           f"boundary.</p>", f"<div class='graph-wrap'>{overview_svg(graph)}</div>"]
+           f"nodes); red nodes stay on the CPU, with the reason on the node (hover for all of it and the hint). "
+           f"{crossings} tensor(s) cross a partition boundary, each labelled with what it costs and the bytes of "
+           f"int8 it hands over.</p>", f"<div class='graph-wrap'>{overview_svg(graph)}</div>"]
     for p in graph.partitions:
         opened = " open" if len(p.nodes) <= OPEN_UP_TO else ""
         out.append(f"<details class='part' id='part-{escape(p.tag)}'{opened}><summary><code>{escape(p.tag)}</code>: "

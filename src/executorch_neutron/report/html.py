@@ -12,9 +12,10 @@ from __future__ import annotations
 from html import escape
 
 from . import graph_svg
+from .graph import layer_label
 from .macs import MAC_FORMULA
 from .notes import REQUANTIZE_NOTE
-from .render import (FORMATS, estimate_notes, ethos_u_lines, human_bytes, human_macs, layer_tables, memory_lines,
+from .render import (FORMAT_WORDS, estimate_notes, ethos_u_lines, human_bytes, human_macs, layer_tables, memory_lines,
                      neutron_estimate_lines, op_rows)
 
 _CSS = """
@@ -44,11 +45,12 @@ def _vela_layers(report) -> list[str]:
         est = p.vela["estimate"]
         total = max(sum(la["cycles"] for la in est["layers"]), 1)
         out.append(f"<p><code>{escape(p.tag)}</code>: {est['cycles']:,} cycles, "
-                   f"{1e3 * est['inference_seconds']:.3f} ms</p><table><tr><th>layer (output tensor)</th>"
+                   f"{1e3 * est['inference_seconds']:.3f} ms</p><table><tr><th>layer</th>"
                    "<th>Vela operator</th><th>cycles</th><th>share of the cycles</th><th>MACs</th></tr>")
         for la in est["layers"]:
             share = la["cycles"] / total
-            out.append(f"<tr><td><code>{escape(la['name'])}</code></td><td>{escape(la['op'])}</td>"
+            out.append(f"<tr><td><code>{escape(layer_label(report.graph, p.tag, la['name'], la['op']))}</code></td>"
+                       f"<td>{escape(la['op'])}</td>"
                        f"<td class=n>{la['cycles']:,}</td><td><span class=bar><i style='width:{100 * share:.1f}%'>"
                        f"</i></span> {100 * share:.1f}%</td><td class=n>{escape(human_macs(la['macs']))}</td></tr>")
         out.append("</table>")
@@ -62,11 +64,12 @@ def _neutron_layers(report) -> list[str]:
         return []
     out = [f"<h2>Neutron estimate per layer</h2><p class='note'>{escape(lines[0])}</p>"]
     for tag, layers, total in layer_tables(report):
-        out.append(f"<p><code>{escape(tag)}</code>: {total:,} cycles</p><table><tr><th>layer (output tensor)</th>"
+        out.append(f"<p><code>{escape(tag)}</code>: {total:,} cycles</p><table><tr><th>layer</th>"
                    "<th>operator</th><th>cycles</th><th>share of the cycles</th><th>MACs</th><th>bound by</th></tr>")
         for la in layers:
             share = la["cycles"] / max(total, 1)
-            out.append(f"<tr><td><code>{escape(la['name'])}</code></td><td>{escape(la['op'])}</td>"
+            out.append(f"<tr><td><code>{escape(layer_label(report.graph, tag, la['name'], la['op']))}</code></td>"
+                       f"<td>{escape(la['op'])}</td>"
                        f"<td class=n>{la['cycles']:,}</td><td><span class=bar><i style='width:{100 * share:.1f}%'>"
                        f"</i></span> {100 * share:.1f}%</td><td class=n>{escape(human_macs(la['macs']))}</td>"
                        f"<td>{escape(la.get('bound', ''))}</td></tr>")
@@ -106,7 +109,7 @@ def _card(value: str, label: str) -> str:
 
 
 def _io(shapes, formats) -> str:
-    return "<br>".join(f"<code>{escape(str(list(s)))}</code> {escape(FORMATS.get(f, str(f)))}"
+    return "<br>".join(f"<code>{escape(str(list(s)))}</code> {escape(FORMAT_WORDS.get(f, str(f)))}"
                        for s, f in zip(shapes, formats))
 
 

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from ..target import get_target
+from .graph import layer_label
 from .macs import MAC_FORMULA
 from .notes import (
     FORMAT_NOTE,
@@ -20,7 +21,13 @@ from .notes import (
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 SCHEMA_VERSION = 4
-FORMATS = {0: "none", 1: "channels_last"}
+FORMATS = {0: "none", 1: "channels_last"}  # a partition boundary's format flag in the JSON (schema.json)
+FORMAT_WORDS = {0: "as given", 1: "channels-last (NHWC)"}  # the same in the text, Markdown and HTML reports
+
+
+def io_words(shapes, formats) -> str:
+    """A partition's inputs or outputs for a reader: "[1, 3, 6, 5] as given, [1, 240] channels-last (NHWC)"."""
+    return ", ".join(f"{list(s)} {FORMAT_WORDS.get(f, f)}" for s, f in zip(shapes, formats))
 
 
 def load_schema() -> dict:
@@ -182,9 +189,9 @@ def _layer_table_markdown(report) -> list[str]:
         return []
     by = "Vela's estimate" if report.npu_family == "Ethos-U" else "Neutron estimate"
     out = ["", f"## Per layer ({by}), most cycles first", "",
-           "| partition | layer (output tensor) | operator | cycles | share | MACs |", "|---|---|---|---:|---:|---:|"]
+           "| partition | layer | operator | cycles | share | MACs |", "|---|---|---|---:|---:|---:|"]
     for tag, layers, total in tables:
-        out += [f"| {tag} | `{la['name']}` | {la['op']} | {la['cycles']:,} | "
+        out += [f"| {tag} | `{layer_label(report.graph, tag, la['name'], la['op'])}` | {la['op']} | {la['cycles']:,} | "
                 f"{100 * la['cycles'] / max(total, 1):.1f}% | {la['macs']:,} |" for la in layers]
     return out
 
@@ -231,8 +238,8 @@ def to_text(report) -> str:
         ops = ", ".join(f"{op} x{c}" for op, c in sorted(p.ops.items()))
         lines.append(f"[{p.tag}] {len(p.nodes)} nodes, {human_macs(p.macs)}, payload {p.kind} {p.payload_bytes} bytes"
                      + (f"; compiled by {p.compiled_by}" if p.compiled_by else ""))
-        lines.append(f"    inputs {p.input_shapes} formats {list(p.input_formats)}; "
-                     f"outputs {p.output_shapes} formats {list(p.output_formats)}")
+        lines.append(f"    inputs {io_words(p.input_shapes, p.input_formats)}; "
+                     f"outputs {io_words(p.output_shapes, p.output_formats)}")
         lines.append(f"    weights {human_bytes(p.weight_bytes)}, largest activation "
                      f"{human_bytes(p.largest_activation_bytes)}")
         lines.append(f"    ops: {ops}")
@@ -241,7 +248,8 @@ def to_text(report) -> str:
             lines.append(f"    Vela's estimate: {e['cycles']:,} cycles = {1e3 * e['inference_seconds']:.3f} ms")
         if p.neutron_estimate:
             e = p.neutron_estimate
-            top = ", ".join(f"{la['name']} {la['op']} {100 * la['cycles'] / max(e['cycles'], 1):.0f}%"
+            top = ", ".join(f"{layer_label(report.graph, p.tag, la['name'], la['op'])} {la['op']} "
+                            f"{100 * la['cycles'] / max(e['cycles'], 1):.0f}%"
                             for la in sorted(e["layers"], key=lambda la: -la["cycles"])[:3])
             lines.append(f"    Neutron estimate: {e['cycles']:,} cycles = {1e3 * e['inference_seconds']:.3f} ms; "
                          f"most cycles: {top}")
@@ -293,8 +301,7 @@ def to_markdown(report) -> str:
             "| partition | nodes | MACs | inputs | outputs | weights | largest activation | payload |",
             "|---|---:|---:|---|---|---:|---:|---|"]
     for p in report.partitions:
-        ins = "; ".join(f"{list(s)} {FORMATS.get(f, f)}" for s, f in zip(p.input_shapes, p.input_formats))
-        outs = "; ".join(f"{list(s)} {FORMATS.get(f, f)}" for s, f in zip(p.output_shapes, p.output_formats))
+        ins, outs = io_words(p.input_shapes, p.input_formats), io_words(p.output_shapes, p.output_formats)
         out.append(f"| {p.tag} | {len(p.nodes)} | {p.macs} | {ins} | {outs} | {p.weight_bytes} | "
                    f"{p.largest_activation_bytes} | {p.kind}, {p.payload_bytes} B |")
     out += _layer_table_markdown(report)

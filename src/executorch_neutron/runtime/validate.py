@@ -20,10 +20,10 @@ It costs a parse of the program (tens of milliseconds for a small .pte).
 from __future__ import annotations
 
 import math
-import re
 
 from executorch.exir.scalar_type import ScalarType
 
+from ..pte import identifier_problem
 from .dtypes import FLOAT_CODES, QUANT_RANGES
 from .errors import NeutronRuntimeError
 
@@ -40,6 +40,10 @@ class InvalidProgram(NeutronRuntimeError):
     """The .pte is damaged or not a .pte; the message names what is wrong."""
 
 
+class MissingKernel(NeutronRuntimeError):
+    """The .pte is sound, but it calls a CPU operator the runtime has no kernel for."""
+
+
 def _fail(message: str) -> InvalidProgram:
     return InvalidProgram(f"invalid .pte: {message}; the file is damaged: re-export it (lower(...).save or "
                           f"`executorch-neutron compile`)")
@@ -52,11 +56,10 @@ def check_program(data: bytes, backends=None, kernels=None):
 
     from executorch.exir._serialize._program import deserialize_pte_binary
 
-    identifier = bytes(data[4:8])
-    if len(data) < 8 or not re.fullmatch(rb"ET\d\d", identifier):
-        raise InvalidProgram(f"invalid .pte: not an ExecuTorch program: its file identifier is {identifier!r} "
-                             f"(bytes 4-7; an ExecuTorch program has b'ET' and two digits, e.g. b'ET12'); pass a "
-                             f".pte written by lower(...).save or `executorch-neutron compile`")
+    problem = identifier_problem(data)
+    if problem:
+        raise InvalidProgram(f"invalid .pte: not an ExecuTorch program: {problem}; pass a .pte written by "
+                             f"lower(...).save or `executorch-neutron compile`")
     try:
         program = deserialize_pte_binary(bytes(data)).program
     except Exception as exc:  # noqa: BLE001 - flatbuffer/flatc/UTF-8 errors come in many types
@@ -79,14 +82,26 @@ def _check_registered(program, backends, kernels) -> None:
                         f"invalid .pte: delegate {k} of method {plan.name!r} is for backend {delegate.id!r}, which is "
                         f"not registered in this runtime (registered: {', '.join(sorted(backends))}); run it where "
                         f"that backend is registered, or re-export the .pte if the name was damaged")
-        if kernels is not None:
-            for op in plan.operators:
-                name = f"{op.name}.{op.overload}" if op.overload else op.name
-                if name not in kernels and not op.name.startswith("cortex_m::"):  # cortex_m: host.py names them
-                    raise InvalidProgram(
-                        f"invalid .pte: operator {name!r} of method {plan.name!r} has no registered kernel in this "
-                        f"runtime; re-export the .pte if the name was damaged, or load the kernel library that "
-                        f"registers it")
+        for op in unregistered_operators(plan, kernels) if kernels is not None else ():
+            name = op_name(op)
+            if _schema(op) is None:  # no operator PyTorch knows: the name itself was damaged
+                raise InvalidProgram(
+                    f"invalid .pte: operator {name!r} of method {plan.name!r} has no registered kernel in this "
+                    f"runtime, and PyTorch knows no such operator; re-export the .pte")
+            raise MissingKernel(
+                f"operator {name!r} of method {plan.name!r} has no kernel in this runtime (ExecuTorch's portable "
+                f"kernels): the model leaves it on the CPU, and the host runtime cannot run it")
+
+
+def op_name(op) -> str:
+    """An operator of an execution plan as kernels are registered: 'ns::op.overload'."""
+    return f"{op.name}.{op.overload}" if op.overload else op.name
+
+
+def unregistered_operators(plan, kernels) -> list:
+    """The operators of an execution plan that `kernels` (the runtime's registered kernel names) lacks; cortex_m::*
+    are left out: host.py names those itself."""
+    return [op for op in plan.operators if op_name(op) not in kernels and not op.name.startswith("cortex_m::")]
 
 
 def _check_plans(program) -> None:
