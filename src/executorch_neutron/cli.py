@@ -415,15 +415,26 @@ def _ops(args) -> int:
     return EXIT_OK
 
 
+def _bundled_models() -> list[str]:
+    """The names of zoo.MODELS, read from zoo.py's source so that a wrong --model is refused before torch loads."""
+    import ast
+
+    tree = ast.parse(Path(__file__).with_name("zoo.py").read_text())
+    table = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                 and any(getattr(t, "id", None) == "MODELS" for t in node.targets))
+    return [key.value for key in table.keys]
+
+
 def _demo(args) -> int:
+    names = _bundled_models()
+    if args.model not in names:
+        close = difflib.get_close_matches(args.model, names, n=1)
+        raise UserError(f"no bundled model {args.model!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
+                        f"the bundled models are {', '.join(sorted(names))}")
     _import_torch()
     from . import lower, zoo
     from .numerics import compare
 
-    if args.model not in zoo.MODELS:
-        close = difflib.get_close_matches(args.model, zoo.MODELS, n=1)
-        raise UserError(f"no bundled model {args.model!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
-                        f"the bundled models are {', '.join(sorted(zoo.MODELS))}")
     model, inputs = zoo.MODELS[args.model]()
     calib = zoo.calibration(inputs, 16)
     print(f"Lowering the bundled {args.model} for {args.target} ...")

@@ -25,7 +25,7 @@ for argv in (["--help"], ["compile", "--help"], ["compile", "--bogus"], ["demo",
         parser.parse_args(argv)
     except SystemExit:
         pass
-for argv in (["compile", "nope.py:factory", "-o", "x.pte"], ["compile", "m.py:f", "--target", "imx9", "-o", "x.pte"],
+for argv in (["demo", "--model", "cifarnett"], ["compile", "nope.py:factory", "-o", "x.pte"], ["compile", "m.py:f", "--target", "imx9", "-o", "x.pte"],
              ["run", "nope.pte"], ["report", "nope.pte"], ["profile", "nope.pte"], ["compare", "nope.py:f"]):
     assert cli.main(argv) == 2, argv  # refused on its arguments
 try:
@@ -65,3 +65,11 @@ def test_ctrl_c_in_the_first_seconds_is_a_clean_exit(delay, tmp_path):
     assert proc.returncode == 130, err[-3000:]
     assert err.strip().splitlines()[-1] == "error: interrupted", err[-3000:]
     assert "Traceback" not in err and "terminate called" not in err, err[-3000:]
+
+
+@pytest.mark.fast
+def test_the_bundled_model_names_read_without_torch_are_zoos():
+    from executorch_neutron import zoo
+    from executorch_neutron.cli import _bundled_models
+
+    assert _bundled_models() == list(zoo.MODELS)
