@@ -100,9 +100,22 @@ CASES = {
 }
 
 
+#: cases an ATen pass rewrites into table ops (so the constraint never meets them): checked without that pass
+WITHOUT_PASS = {"add_alpha": "add_alpha_to_mul", "adaptive_overlap": "adaptive_pool_to_linear"}
+
+
+def _without_rewrite(case, monkeypatch) -> None:
+    name = next(n for n, c in CASES.items() if c is case)
+    if name in WITHOUT_PASS:
+        from executorch_neutron.passes import pipeline
+
+        monkeypatch.setattr(pipeline, "PIPELINE", tuple(s for s in pipeline.PIPELINE if s.name != WITHOUT_PASS[name]))
+
+
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
-def test_constraint_keeps_node_on_cpu(case):
+def test_constraint_keeps_node_on_cpu(case, monkeypatch):
     make, inputs, op, needle = case
+    _without_rewrite(case, monkeypatch)
     r, rej = rejections(make, inputs, constraints="documented")
     mine = [j for j in rej if j.op == op]
     assert mine, f"{op} not rejected:\n{r.report}"
@@ -120,8 +133,9 @@ RELAXED_IN_SDK_CURRENT = {"add_broadcast", "clamp_bounds", "hardtanh_range", "mu
 
 
 @pytest.mark.parametrize("name", sorted(set(CASES) - RELAXED_IN_SDK_CURRENT))
-def test_constraint_also_holds_in_the_default_profile(name):
+def test_constraint_also_holds_in_the_default_profile(name, monkeypatch):
     make, inputs, op, needle = CASES[name]
+    _without_rewrite(CASES[name], monkeypatch)
     r, rej = rejections(make, inputs)
     assert any(j.op == op for j in rej), f"{op} not rejected under sdk-current:\n{r.report}"
     assert op not in r.report.delegated_ops
