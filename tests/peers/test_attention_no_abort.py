@@ -10,6 +10,9 @@ tensor."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from torch import nn
@@ -18,6 +21,9 @@ from executorch_neutron import lower
 from executorch_neutron.runtime import run
 from executorch_neutron.runtime.validate import InvalidProgram, check_program
 from harness import pte_steps
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peer_models import Transformer  # noqa: E402
 
 TARGETS = ("imxrt700", "imx93")
 
@@ -31,19 +37,9 @@ class CrossAttention(nn.Module):
         return self.mha(q, kv, kv, need_weights=False)[0]
 
 
-class TinyTransformer(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.t = nn.Transformer(d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=32,
-                                dropout=0.0)
-
-    def forward(self, src, tgt):
-        return self.t(src, tgt)
-
-
 CASES = {
     "cross_attention": lambda: (CrossAttention(), (torch.randn(4, 1, 16), torch.randn(5, 1, 16))),
-    "transformer": lambda: (TinyTransformer(), (torch.randn(5, 1, 16), torch.randn(4, 1, 16))),
+    "transformer": lambda: (Transformer(), (torch.randn(5, 1, 16), torch.randn(4, 1, 16))),
 }
 #: whole attention blocks: softmax, two matmuls and the projections each round once; a transformer adds layer
 #: norms (mean, rsqrt) and a feed-forward: within a few output steps of PyTorch's quantized model
