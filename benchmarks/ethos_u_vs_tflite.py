@@ -58,8 +58,8 @@ def _lowered(model, inputs, target: str, channels_last: bool, out_dir: Path, **o
 
 
 def _figures(report) -> dict:
-    est = report.vela_estimate
-    layers = [la for p in report.partitions if p.vela for la in p.vela["estimate"]["layers"]]
+    est = report.estimate
+    layers = [la for p in report.partitions if p.estimate for la in p.estimate["layers"]]
     transpose = sum(la["cycles"] for la in layers if la["op"] == "Transpose")
     return {"partitions": len(report.partitions), "cpu": len(report.rejections), "cycles": est["cycles"],
             "transpose": transpose, "sram": est["sram_bytes"], "off_chip": est["off_chip_bytes"]}

@@ -59,8 +59,8 @@ def measure(model_name: str, target: str, tmp: Path) -> tuple[list[str], str]:
     scratch = [b for d in mem.delegates for b in d if "scratch" in b.what or "arena" in b.what]
     scratch_text = ", ".join(f"{b.bytes:,} B{' (est.)' * b.estimated}" for b in scratch) or "none"
     vela = [b for d in mem.delegates for b in d if b.what.startswith("Vela's SRAM")]
-    printed = [vela_printed_sram(inter / f"{p.tag}.tflite", [f for f in result.report.vela_flags],
-                                 tmp / f"vela_{model_name}_{p.tag}") for p in result.report.partitions if p.vela]
+    printed = [vela_printed_sram(inter / f"{p.tag}.tflite", [f for f in result.report.partitions[0].backend["vela_flags"]],
+                                 tmp / f"vela_{model_name}_{p.tag}") for p in result.report.partitions if p.backend.get("vela_flags")]
     totals = {t["where"]: t for t in mem.totals()}
     sram, flash = totals.get("SRAM"), totals.get("flash")
     row = [model_name, target, f"{mem.pte_bytes:,}", f"{planned:,}", f"{sum(plan['non_const_buffer_sizes'][1:]):,}",

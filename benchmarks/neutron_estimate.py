@@ -94,7 +94,7 @@ def published(layers: int) -> None:
         dw_o, fixed_o = _fit({n: r for n, r in reports.items() if n != name}, base)
         loo = _measured_part(report, dataclasses.replace(base, depthwise_macs_per_pipe=dw_o, layer_cycles=fixed_o))
         worst = max(worst, abs(seconds / loo - 1))
-        total = report.neutron_estimate["inference_seconds"]
+        total = report.estimate["inference_seconds"]
         print(f"| {what} | {1e6 * seconds:,.0f} us | {1e6 * ours:,.0f} us | {seconds / ours:.2f} | {1e6 * loo:,.0f} us | "
               f"{seconds / loo:.2f} | {1e6 * total:,.0f} us |", flush=True)
     print("")
@@ -105,8 +105,8 @@ def published(layers: int) -> None:
 
 
 def _dominant(name: str, target: str, report, layers: int) -> None:
-    est = report.neutron_estimate
-    rows = sorted((la for p in report.partitions for la in p.neutron_estimate["layers"]), key=lambda la: -la["cycles"])
+    est = report.estimate
+    rows = sorted((la for p in report.partitions for la in p.estimate["layers"]), key=lambda la: -la["cycles"])
     print("")
     print(f"{name} on {target}, the {layers} layers with the most cycles:")
     print("")
@@ -139,8 +139,8 @@ def main(argv=None) -> int:
             for target in args.targets:
                 report = _lower(name, target)
                 figures[target] = estimate_figures(report)
-                est = report.neutron_estimate
-                layers = [la for p in report.partitions for la in p.neutron_estimate["layers"]]
+                est = report.estimate
+                layers = [la for p in report.partitions for la in p.estimate["layers"]]
                 data = sum(la["cycles"] for la in layers if la["bound"] == "data")
                 print(f"| {name} | {target} | {len(report.partitions)} | {est['macs']:,} | {est['cycles']:,} | "
                       f"{1e3 * est['npu_seconds']:.3f} ms | {1e3 * est['cpu_seconds']:.3f} ms | "

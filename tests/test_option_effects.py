@@ -161,8 +161,8 @@ def _vela_config_option(option, value):
     def check(env):
         inputs = (torch.randn(1, 3, 6, 10),)
         value_ = value(env) if callable(value) else value
-        flags = lower(conv_relu(), inputs, [inputs], target="ethos-u85-256", **{option: value_}).report.vela_flags
-        default = lower(conv_relu(), inputs, [inputs], target="ethos-u85-256").report.vela_flags
+        flags = lower(conv_relu(), inputs, [inputs], target="ethos-u85-256", **{option: value_}).report.partitions[0].backend["vela_flags"]
+        default = lower(conv_relu(), inputs, [inputs], target="ethos-u85-256").report.partitions[0].backend["vela_flags"]
         assert flags != default and any(str(value_) in f for f in flags), flags
         with pytest.raises(ValueError, match=option):
             NeutronCompileSpec(target="imxrt700", **{option: value_})

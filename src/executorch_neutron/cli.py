@@ -84,22 +84,16 @@ def _calibration(args, inputs, bundled):
 
 
 def _spec_options(args) -> dict:
+    from .compile_spec import cli_options
+
     ops = [o for entry in args.operators_not_to_delegate or [] for o in entry.split(",") if o.strip()]
     return dict(
         extra_flags=args.extra_flags,
         operators_not_to_delegate=tuple(o.strip() for o in ops),
         use_neutron_for_format_conversion=not args.no_neutron_format_conversion,
-        fetch_constants_to_sram=args.fetch_constants_to_sram,
-        dump_kernel_selection_code=args.dump_kernel_selection_code,
         intermediates_dir=args.intermediates,
-        use_profiling=args.use_profiling,
-        reference=args.reference,
         constraints=args.constraints,
-        embed_reference=not args.device_only,
-        system_config=args.system_config,
-        memory_mode=args.memory_mode,
-        config_ini=args.config_ini,
-        transpose_form=args.transpose_form,
+        **{o.name: getattr(args, o.name) for o in cli_options()},  # each back end's own options
     )
 
 
@@ -181,7 +175,7 @@ def _compile(args) -> int:
                         {p.tag: found for p in result.report.partitions if (found := layer_costs(p))})
     board.after_compile(args, path)  # the selective-build list; --runner: exit 2 naming each missing kernel
     if not result.report.partitions and not args.allow_cpu_only:
-        raise UserError(f"no node was delegated to the {result.report.npu_family} NPU", "see 'On the CPU' above "
+        raise UserError(f"no node was delegated to the {result.report.npu} NPU", "see 'On the CPU' above "
                         "for the reasons; "
                         "--allow-cpu-only accepts a CPU-only .pte", EXIT_NOT_DELEGATED)
     return EXIT_OK
@@ -350,27 +344,17 @@ def _targets(args) -> int:
     import dataclasses
     import json
 
-    from .target import ETHOS_U_TARGETS, TARGETS
+    from .target import all_targets
 
     if args.json:
-        print(json.dumps({k: {**dataclasses.asdict(t), "kind": t.kind}
-                          for k, t in {**TARGETS, **ETHOS_U_TARGETS}.items()}, indent=2))
+        print(json.dumps({t.name: {**dataclasses.asdict(t), "kind": t.kind} for t in all_targets()}, indent=2))
         return EXIT_OK
     from .compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
 
     print("constraint profiles (--constraints): " + "; ".join(
         f"{name}{' (default)' if name == DEFAULT_PROFILE else ''}: {text}" for name, text in CONSTRAINT_PROFILES.items()))
-    for t in TARGETS.values():
-        print(f"{t.name}: {t.soc}; NPU {t.npu} ({'Neutron-S subsystem' if t.subsystem else 'Neutron-C'}, "
-              f"{t.hw_version}); {t.num_units} unit(s) x {t.num_pipes} pipes x {t.num_macs} MACs = "
-              f"{t.macs_per_cycle} MACs/cycle; SRAM {t.sram_bytes // 1024} KiB; CPU {t.cpu}; "
-              f"{'upstream' if t.upstream_supported else 'preview'}"
-              + (f"; leftovers as int8 {t.cortex_m} kernels (ExecuTorch Cortex-M backend)" if t.cortex_m else ""))
-        for note in t.notes:
-            print(f"    - {note}")
-    for t in ETHOS_U_TARGETS.values():
-        print(f"{t.name}: {t.soc}; NPU {t.npu} (Arm Ethos-U, compiled by Vela); Vela config {t.accelerator}, "
-              f"system {t.system_config} at {t.core_clock_hz / 1e6:.0f} MHz, memory mode {t.memory_mode}; CPU {t.cpu}")
+    for t in all_targets():
+        print(t.describe())
         for note in t.notes:
             print(f"    - {note}")
     return EXIT_OK
@@ -378,8 +362,10 @@ def _targets(args) -> int:
 
 def _ops(args) -> int:
     _import_torch()
-    from . import backends  # noqa: F401 - every back end registers its own limits (Vela's) with the registry
-    from .target import get_target
+    from .backends import register_limits
+    from .target import KIND_NAMES, get_target
+
+    register_limits()  # every back end's own limits join the registry
 
     target = get_target(args.target) if args.target else None
     if args.markdown:
@@ -387,24 +373,24 @@ def _ops(args) -> int:
 
         print(render_markdown(target), end="")
         return EXIT_OK
-    from .ops.registry import ALL_BACKENDS, ALL_PROFILES, NPU_NAMES, PROFILED_BACKENDS, entries, fill_limits
+    from .ops.registry import ALL_BACKENDS, ALL_PROFILES, PROFILED_BACKENDS, entries, fill_limits
 
     kind = target.kind if target is not None else None
     profiled = kind is None or kind in PROFILED_BACKENDS  # the profiles are some back ends' operator tables
 
     def tag(profiles, kinds=ALL_BACKENDS) -> str:
         only = ([] if profiles == ALL_PROFILES or not profiled else [" and ".join(sorted(profiles))]) + (
-            [" and ".join(NPU_NAMES[k] for k in sorted(kinds))] if kinds != ALL_BACKENDS and kind is None else [])
+            [" and ".join(KIND_NAMES[k] for k in sorted(kinds))] if kinds != ALL_BACKENDS and kind is None else [])
         return "".join(f" [{t} only]" for t in only)
 
     if kind is None:
-        print(f"operators and their constraints for every target ({', '.join(NPU_NAMES.values())}); constraint "
+        print(f"operators and their constraints for every target ({', '.join(KIND_NAMES.values())}); constraint "
               f"profiles: {', '.join(sorted(ALL_PROFILES))} (a [profile only] tag marks what one profile alone has; "
               "a [<NPU> only] tag, a limit only that NPU's targets apply); --target T lists one target's")
     else:
         profiles = (f"; constraint profiles: {', '.join(sorted(ALL_PROFILES))} (a [profile only] tag marks what one "
                     "profile alone has)" if profiled else "; the constraint profiles do not apply to it")
-        print(f"operators and their constraints for {target.name} ({NPU_NAMES[kind]} NPU), limits filled with its "
+        print(f"operators and their constraints for {target.name} ({KIND_NAMES[kind]} NPU), limits filled with its "
               f"values{profiles}")
     for e in entries():
         print(e.name + tag(e.profiles) + (f": {e.doc.splitlines()[0]}" if e.doc else ""))
@@ -443,7 +429,7 @@ def _demo(args) -> int:
     print(result.report)
     print(f"\nwrote {path} ({len(result.pte)} bytes); stage seconds: "
           + ", ".join(f"{k} {v:.2f}" for k, v in result.timings.items()))
-    print("\nhost run of the .pte (ExecuTorch runtime + host NeutronBackend) vs the float and quantized PyTorch "
+    print("\nhost run of the .pte (ExecuTorch runtime + our host back end) vs the float and quantized PyTorch "
           "models:")
     print(compare(model, result=result, samples=calib[:8]))
     return EXIT_OK
@@ -452,46 +438,31 @@ def _demo(args) -> int:
 # --- parser --------------------------------------------------------------------------------------------------
 
 def _add_lowering_options(p: argparse.ArgumentParser) -> None:
-    from .compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
-    from .target import TRANSPOSE_FORMS
+    from .compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE, cli_options
 
     p.add_argument("model", help=MODEL_HELP)
-    p.add_argument("--target", default="imxrt700", help="Neutron target, or Ethos-U target (imx93, ethos-u55-128, "
-                   "ethos-u55-256, ethos-u65-256, ethos-u85-128 ... ethos-u85-2048: lowered through Vela); see "
-                   "`targets`; default imxrt700")
+    p.add_argument("--target", default="imxrt700", help="the target to lower for (the `targets` command lists them "
+                                                         "with their NPU); default imxrt700")
     p.add_argument("--calibration", metavar="DIR", help="directory of calibration samples (.npy/.npz/.pt)")
     p.add_argument("--random-calibration", action="store_true", help="calibrate on random data (warns)")
     p.add_argument("--qat", "--quantized", dest="qat", action="store_true",
                    help="the factory returns an already quantized model (QAT: prepare_qat_pt2e, train, convert_pt2e); "
                         "skip PTQ (quantize_model=False)")
     g = p.add_argument_group("NeutronCompileSpec options")
-    g.add_argument("--extra-flags", default="", help="extra flags passed verbatim to the eIQ Neutron converter (or "
-                                                      "to Vela for an Ethos-U target)")
+    g.add_argument("--extra-flags", default="", help="extra flags passed verbatim to the target's NPU compiler")
     g.add_argument("--operators-not-to-delegate", nargs="+", metavar="OP",
                    help="operators kept on the CPU, e.g. aten.convolution.default (comma or space separated)")
     g.add_argument("--no-neutron-format-conversion", action="store_true",
                    help="use_neutron_for_format_conversion=False: partitions take channels-last inputs/outputs and "
                         "the runtime transposes on the CPU (default: Transpose ops inside the partition, on the NPU)")
-    g.add_argument("--fetch-constants-to-sram", action="store_true", help="prefetch weights to SRAM")
-    g.add_argument("--dump-kernel-selection-code", action="store_true", help="keep the kernel-selection code")
     g.add_argument("--intermediates", metavar="DIR", help="write each partition's int8 TFLite (<tag>.tflite) here")
-    g.add_argument("--use-profiling", action="store_true", help="profiling microcode (eIQ SDK)")
-    g.add_argument("--reference", action="store_true", help="host-reference payloads even with the eIQ SDK")
-    g.add_argument("--device-only", action="store_true",
-                   help="Ethos-U targets: leave the partitions' reference TFLite out of the .pte (embed_reference="
-                        "False): smaller, runs only on the device")
-    for flag, what in (("--system-config", "system config"), ("--memory-mode", "memory mode"),
-                       ("--config-ini", "configuration file (default: Vela's bundled Arm/vela.ini)")):
-        g.add_argument(flag, metavar="NAME" if flag != "--config-ini" else "FILE",
-                       help=f"Ethos-U targets: Vela's {what}, as Arm's ethosu_compile_spec names it; "
-                            "replaces the target's own")
-    g.add_argument("--transpose-form", choices=TRANSPOSE_FORMS,
-                   help="Ethos-U targets: NCHW<->NHWC transposes as one rank-4 TRANSPOSE (4d) or collapsed to rank 3 "
-                        "between reshapes (collapsed); default: the target's (collapsed on ethos-u55-*, where Vela "
-                        "runs it in one pass; see docs/ethos_u_vs_tflite.md)")
     g.add_argument("--constraints", choices=sorted(CONSTRAINT_PROFILES), default=DEFAULT_PROFILE,
-                   help="operator table the partitioner follows: sdk-current (default: what NXP's current SDK "
-                        "delegates) or documented (NXP's documented table); see SUPPORTED_OPS.md")
+                   help="operator table the partitioner follows: " + "; ".join(
+                       f"{name}: {text.split(' (')[0]}" for name, text in CONSTRAINT_PROFILES.items())
+                   + f" (default {DEFAULT_PROFILE}); see SUPPORTED_OPS.md")
+    b = p.add_argument_group("options of one back end (given for another's target, they are refused)")
+    for option in cli_options():
+        option.add_to(b)
 
 
 def _add_pte_inputs(p: argparse.ArgumentParser) -> None:
@@ -510,7 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .board import cli_support as board
     from .target import all_target_names
 
-    p = argparse.ArgumentParser(prog="executorch-neutron", description="ExecuTorch backend for NXP eIQ Neutron NPUs")
+    p = argparse.ArgumentParser(prog="executorch-neutron", description="lower PyTorch models for NPU targets with ExecuTorch, run and check the .pte (`targets` lists the targets)")
     _add_global_options(p, default=False)
     common = argparse.ArgumentParser(add_help=False)  # the same options after the command (`compile ... --verbose`)
     _add_global_options(common, default=argparse.SUPPRESS)  # given there, it overrides; absent, it leaves p's
@@ -571,7 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=_compare)
 
-    t = sub.add_parser("targets", help="the Neutron and Ethos-U targets and their facts")
+    t = sub.add_parser("targets", help="the targets, their NPUs and their facts")
     t.add_argument("--json", action="store_true")
     t.set_defaults(func=_targets)
 

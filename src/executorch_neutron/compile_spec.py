@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Sequence
 if TYPE_CHECKING:  # imported where built: the CLI parses its arguments before torch is imported
     from executorch.exir.backend.compile_spec_schema import CompileSpec
 
-from .target import ETHOS_U, NEUTRON, TRANSPOSE_FORMS, AnyTarget, get_target
+from .target import ETHOS_U, KIND_NAMES, NEUTRON, TRANSPOSE_FORMS, AnyTarget, get_target
 
 _KEY_PREFIX = "neutron."
 
@@ -30,13 +30,50 @@ CONSTRAINT_PROFILES: dict[str, str] = {
                     "exp, log, rsqrt, padding of any dim and reflection padding"),
 }
 DEFAULT_PROFILE = "sdk-current"
-_KIND_NAMES = {NEUTRON: "Neutron", ETHOS_U: "Ethos-U"}
 
 
-def _option(default, kind: str | None = None, target_field: bool = False):
+def _option(default, kind: str | None = None, target_field: bool = False, cli: str = "", help: str = "",
+            flag: str | None = None, metavar: str | None = None, choices: tuple = ()):
     """A spec field: `kind` is the back-end kind whose view reads it (None: the front end); `target_field` marks a
-    field that, when given, replaces the target's field of the same name (`target_info`)."""
-    return field(default=default, metadata={"kind": kind, "target_field": target_field})
+    field that, when given, replaces the target's field of the same name (`target_info`). A back end's option also
+    says how the CLI offers it (`help`; `flag`, default --<name>; a bool whose default is True is offered as a flag
+    that sets it False), so the CLI lists every back end's options without naming any (`cli_options`)."""
+    return field(default=default, metadata={"kind": kind, "target_field": target_field, "help": help,
+                                            "flag": flag, "metavar": metavar, "choices": choices})
+
+
+@dataclass(frozen=True)
+class CliOption:
+    """How the CLI offers a back end's option: `argparse` keywords for `flag`, and the field it sets."""
+
+    name: str
+    flag: str
+    kind: str
+    help: str
+    metavar: str | None
+    choices: tuple
+    default: object
+
+    @property
+    def switch(self) -> bool:
+        return isinstance(self.default, bool)
+
+    def add_to(self, group) -> None:
+        """Add the option to an argparse group (or parser); its value lands in `args.<name>`."""
+        words = f"{KIND_NAMES.get(self.kind, self.kind)} targets: {self.help}"
+        if self.switch:
+            group.add_argument(self.flag, dest=self.name, default=self.default, help=words,
+                               action="store_false" if self.default else "store_true")
+        else:
+            group.add_argument(self.flag, dest=self.name, default=self.default, help=words, metavar=self.metavar,
+                               choices=self.choices or None)
+
+
+def cli_options() -> list[CliOption]:
+    """The back ends' own options (fields with a `kind`), in field order, as the CLI offers them."""
+    return [CliOption(f.name, f.metadata["flag"] or "--" + f.name.replace("_", "-"), f.metadata["kind"],
+                      f.metadata["help"], f.metadata["metavar"], tuple(f.metadata["choices"]), f.default)
+            for f in dataclasses.fields(NeutronCompileSpec) if f.metadata.get("kind")]
 
 
 @dataclass(frozen=True)
@@ -80,28 +117,40 @@ class NeutronCompileSpec:
     extra_flags: str = ""
     operators_not_to_delegate: tuple[str, ...] = ()
     use_neutron_for_format_conversion: bool = True
-    fetch_constants_to_sram: bool = _option(False, NEUTRON)
-    dump_kernel_selection_code: bool = _option(False, NEUTRON)
+    fetch_constants_to_sram: bool = _option(False, NEUTRON, help="prefetch weights to SRAM")
+    dump_kernel_selection_code: bool = _option(False, NEUTRON, help="keep the kernel-selection code")
     intermediates_dir: str | None = None
-    use_profiling: bool = _option(False, NEUTRON)
-    reference: bool = _option(False, NEUTRON)
+    use_profiling: bool = _option(False, NEUTRON, help="profiling microcode (eIQ SDK)")
+    reference: bool = _option(False, NEUTRON, help="host-reference payloads even with the eIQ SDK")
     custom_delegation_options: tuple[str, ...] = ()
     constraints: str = DEFAULT_PROFILE
-    embed_reference: bool = _option(True, ETHOS_U)
-    system_config: str | None = _option(None, ETHOS_U, target_field=True)
-    memory_mode: str | None = _option(None, ETHOS_U, target_field=True)
-    config_ini: str | None = _option(None, ETHOS_U, target_field=True)
-    transpose_form: str | None = _option(None, ETHOS_U, target_field=True)
+    embed_reference: bool = _option(True, ETHOS_U, flag="--device-only",
+                                    help="leave the partitions' reference TFLite out of the .pte (embed_reference="
+                                         "False): smaller, runs only on the device")
+    system_config: str | None = _option(None, ETHOS_U, target_field=True, metavar="NAME",
+                                        help="Vela's system config, as Arm's ethosu_compile_spec names it; replaces "
+                                             "the target's own")
+    memory_mode: str | None = _option(None, ETHOS_U, target_field=True, metavar="NAME",
+                                      help="Vela's memory mode, as Arm's ethosu_compile_spec names it; replaces the "
+                                           "target's own")
+    config_ini: str | None = _option(None, ETHOS_U, target_field=True, metavar="FILE",
+                                     help="Vela's configuration file (default: Vela's bundled Arm/vela.ini), as Arm's "
+                                          "ethosu_compile_spec names it; replaces the target's own")
+    transpose_form: str | None = _option(None, ETHOS_U, target_field=True, choices=TRANSPOSE_FORMS,
+                                         help="NCHW<->NHWC transposes as one rank-4 TRANSPOSE (4d) or collapsed to "
+                                              "rank 3 between reshapes (collapsed); default: the target's (collapsed "
+                                              "on ethos-u55-*, where Vela runs it in one pass; see "
+                                              "docs/ethos_u_vs_tflite.md)")
 
     def __post_init__(self) -> None:
         tgt = get_target(self.target)  # validates the name, raises with the valid list
         object.__setattr__(self, "target", tgt.name)
-        for kind in sorted(_KIND_NAMES.keys() - {tgt.kind}):
+        for kind in sorted(KIND_NAMES.keys() - {tgt.kind}):
             given = [f.name for f in dataclasses.fields(self)
                      if f.metadata.get("kind") == kind and getattr(self, f.name) != f.default]
             if given:
-                raise ValueError(f"{', '.join(given)} apply to {_KIND_NAMES[kind]} targets only; target {tgt.name!r} "
-                                 f"is {_KIND_NAMES[tgt.kind]}: drop them or pick a {_KIND_NAMES[kind]} target")
+                raise ValueError(f"{', '.join(given)} apply to {KIND_NAMES[kind]} targets only; target {tgt.name!r} "
+                                 f"is {KIND_NAMES[tgt.kind]}: drop them or pick a {KIND_NAMES[kind]} target")
         if self.transpose_form not in (None, *TRANSPOSE_FORMS):
             raise ValueError(f"unknown transpose_form {self.transpose_form!r}: use one of {', '.join(TRANSPOSE_FORMS)}")
         for name in ("operators_not_to_delegate", "custom_delegation_options"):

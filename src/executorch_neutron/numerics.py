@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import torch
 
-from .backends import host_payload
+from .backends import for_id, host_payload
 from .core.exported import lowered_modules
 from .core.payload import unpack
 from .core.qdq import per_tensor_kind
@@ -290,13 +290,10 @@ def partition_stats(result, samples: list[tuple]) -> list[PartitionStats]:
     stats = []
     for (ins, outs), module, tag in zip(bounds, lowered, result.report.partitions):
         blob = host_payload(module)
-        if blob is None:
-            stats.append(PartitionStats(tag.tag, 0, 0.0, None, "device-only Ethos-U payload: cannot run on the host"))
+        if blob is None:  # a device-only payload: its back end says why and what to do
+            stats.append(PartitionStats(tag.tag, 0, 0.0, None, for_id(module.backend_id).device_only))
             continue
         payload = unpack(blob)
-        if not payload.is_reference:
-            stats.append(PartitionStats(tag.tag, 0, 0.0, None, "device microcode: cannot run on the host"))
-            continue
         if any(k is None or k not in captured[0] for k in ins + outs):
             stats.append(PartitionStats(tag.tag, 0, 0.0, None, "boundary not found in the quantized model"))
             continue

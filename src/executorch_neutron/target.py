@@ -16,7 +16,9 @@ from dataclasses import dataclass, field, replace
 #: The back-end kinds (`target.kind`): which back end lowers for a target; every other module takes them from here.
 NEUTRON = "neutron"
 ETHOS_U = "ethos-u"
-BACKEND_KINDS = (NEUTRON, ETHOS_U)
+#: each kind's NPU as reports, reasons and errors name it (the one owner of that name); `register_target` adds one
+KIND_NAMES: dict[str, str] = {NEUTRON: "Neutron", ETHOS_U: "Ethos-U"}
+BACKEND_KINDS = (NEUTRON, ETHOS_U)  # the built-in kinds, in the order their limits are registered
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,14 @@ class NeutronTarget:
     def converter_target(self) -> str:
         """The name passed to the eIQ Neutron converter (`getNeutronTarget`)."""
         return self.converter_name or self.name
+
+    def describe(self) -> str:
+        """One line for `executorch-neutron targets`."""
+        return (f"{self.name}: {self.soc}; NPU {self.npu} ({'Neutron-S subsystem' if self.subsystem else 'Neutron-C'}, "
+                f"{self.hw_version}); {self.num_units} unit(s) x {self.num_pipes} pipes x {self.num_macs} MACs = "
+                f"{self.macs_per_cycle} MACs/cycle; SRAM {self.sram_bytes // 1024} KiB; CPU {self.cpu}; "
+                f"{'upstream' if self.upstream_supported else 'preview'}"
+                + (f"; leftovers as int8 {self.cortex_m} kernels (ExecuTorch Cortex-M backend)" if self.cortex_m else ""))
 
 
 #: Fitted by benchmarks/neutron_estimate.py (least squares on the log of published / estimate) on NXP's published
@@ -241,6 +251,12 @@ class EthosUTarget:
     kind = ETHOS_U
     # no `num_macs`: the registry's `% num_macs` constraints are Neutron's (backends=NEUTRON), never checked here
 
+    def describe(self) -> str:
+        """One line for `executorch-neutron targets`."""
+        return (f"{self.name}: {self.soc}; NPU {self.npu} (Arm Ethos-U, compiled by Vela); Vela config "
+                f"{self.accelerator}, system {self.system_config} at {self.core_clock_hz / 1e6:.0f} MHz, memory mode "
+                f"{self.memory_mode}; CPU {self.cpu}")
+
     @property
     def vela_flags(self) -> tuple[str, ...]:
         """The Vela arguments that select this configuration (without output dir and input path)."""
@@ -293,6 +309,27 @@ class UnknownTargetError(ValueError):
 
 
 AnyTarget = NeutronTarget | EthosUTarget
+#: targets of back ends registered through the plugin API (`register_target`), by name
+REGISTERED: dict[str, object] = {}
+
+
+def register_target(target, npu: str) -> None:
+    """Make a target of another back end known by name (the plugin API: a back end outside this package gives its
+    targets here and its row to `backends.register`). `target` is any frozen object with at least `name`, `kind`,
+    `soc`, `npu`, `cpu`, `sram_bytes`, `notes` and `describe()`; `npu` is how reports and reasons name its kind's
+    NPU. A name already taken is an error."""
+    name = str(target.name).lower()
+    if name in TARGETS or name in ETHOS_U_TARGETS or REGISTERED.get(name, target) is not target:
+        raise ValueError(f"target name {name!r} is taken: pick another name for the target of kind {target.kind!r}")
+    if KIND_NAMES.get(target.kind, npu) != npu:
+        raise ValueError(f"target kind {target.kind!r} is already named {KIND_NAMES[target.kind]!r}, not {npu!r}")
+    KIND_NAMES[target.kind] = npu
+    REGISTERED[name] = target
+
+
+def all_targets() -> list:
+    """Every target (built-in and registered), in `all_target_names` order."""
+    return [get_target(name) for name in all_target_names()]
 
 
 def _natural(name: str) -> list:
@@ -301,15 +338,15 @@ def _natural(name: str) -> list:
 
 
 def all_target_names() -> list[str]:
-    return sorted(TARGETS, key=_natural) + sorted(ETHOS_U_TARGETS, key=_natural)
+    return sorted(TARGETS, key=_natural) + sorted(ETHOS_U_TARGETS, key=_natural) + sorted(REGISTERED, key=_natural)
 
 
 def get_target(target: str | AnyTarget) -> AnyTarget:
     """Return the target for a name (case-insensitive) or pass a `NeutronTarget` / `EthosUTarget` through."""
-    if isinstance(target, (NeutronTarget, EthosUTarget)):
+    if isinstance(target, (NeutronTarget, EthosUTarget)) or (not isinstance(target, str) and hasattr(target, "kind")):
         return target
     key = str(target).strip().lower()
-    found = TARGETS.get(key) or ETHOS_U_TARGETS.get(key)
+    found = TARGETS.get(key) or ETHOS_U_TARGETS.get(key) or REGISTERED.get(key)
     if found is None:
         close = difflib.get_close_matches(key, all_target_names(), n=1)
         raise UnknownTargetError(f"unknown target {target!r}" + (f" (did you mean {close[0]!r}?)" if close else "")

@@ -60,7 +60,7 @@ def test_payload_bytes_equal_executorch_arm_vela(name, target, tmp_path):
     part = report.partitions[0]
     tflite = (tmp_path / f"{part.tag}.tflite").read_bytes()
     with contextlib.redirect_stdout(io.StringIO()):
-        expected = vela_compile(tflite, list(report.vela_flags)).processed_bytes
+        expected = vela_compile(tflite, list(report.partitions[0].backend["vela_flags"])).processed_bytes
     assert part.blob == expected
     assert part.blob[:16] == b"vela_bin_stream\0" and part.blob[64:68] == b"COP1"  # cmd_data after 2 headers
     from executorch_neutron.ethos_u.payload import unpack
@@ -128,7 +128,7 @@ def test_report_has_vela_estimate_and_flags():
     result, _ = _lower("cifarnet", "ethos-u55-128")
     data = result.report.to_dict()
     jsonschema.validate(data, load_schema())
-    ethos = data["ethos_u"]
+    ethos = data["estimate"]
     assert ethos["vela_flags"][0] == "--accelerator-config=ethos-u55-128"
     assert not any(f.startswith("--output-dir") or f.endswith(".tflite") for f in ethos["vela_flags"])
     assert isinstance(ethos["cycles"], int) and ethos["cycles"] > 0
@@ -192,7 +192,7 @@ def test_cli_compile_and_run_for_imx93(tmp_path):
     assert "on the Ethos-U NPU (Vela)" in compiled.stdout and (tmp_path / "ethos_u_0.tflite").is_file()
     import json
 
-    assert json.loads((tmp_path / "c.json").read_text())["ethos_u"]["cycles"] > 0
+    assert json.loads((tmp_path / "c.json").read_text())["estimate"]["cycles"] > 0
     ran = cli("run", tmp_path / "c.pte", "--input", x)
     assert ran.returncode == 0, ran.stderr
     assert "reference int8 TFLite" in ran.stderr  # the host run says what it executed
@@ -263,7 +263,7 @@ def test_vela_config_options_of_the_spec(tmp_path):
         vela_flags(spec))
     result, _ = _lower("ds_cnn", "ethos-u85-256", tmp_path, **options)
     part = result.report.partitions[0]
-    assert result.report.vela_flags == vela_flags(spec)
+    assert result.report.partitions[0].backend["vela_flags"] == vela_flags(spec)
     assert all(f in str(result.report) for f in vela_flags(spec))  # the report lists the flags used
     with contextlib.redirect_stdout(io.StringIO()):
         expected = vela_compile((tmp_path / f"{part.tag}.tflite").read_bytes(), list(vela_flags(spec)))
@@ -311,7 +311,7 @@ def test_two_partitions_around_a_cpu_node_run_on_the_host():
     report = result.report
     assert [p.tag for p in report.partitions] == ["ethos_u_0", "ethos_u_1"], str(report)
     assert {r.op for r in report.rejections} == {"aten.convolution.default", "aten.relu.default"}
-    est = report.to_dict()["ethos_u"]
+    est = report.to_dict()["estimate"]
     assert est["cycles"] == sum(p["cycles"] for p in est["partitions"]) and len(est["partitions"]) == 2
     host = run(result.pte, inputs)[0].numpy()
     with torch.no_grad():

@@ -52,7 +52,7 @@ def _assert_on_vela_within_one_step(case, tmp_path):
     assert not [r for r in report.rejections if r.op == case.op], str(report)
     _assert_no_neutron_reason(report)
     assert report.partitions and all(
-        _vela_accepts((tmp_path / f"{p.tag}.tflite").read_bytes(), report.vela_flags) for p in report.partitions)
+        _vela_accepts((tmp_path / f"{p.tag}.tflite").read_bytes(), report.partitions[0].backend["vela_flags"]) for p in report.partitions)
     host = run(result.pte, inputs)[0].numpy()
     with torch.no_grad():
         ref = result.quantized_model(*inputs).numpy()

@@ -76,7 +76,7 @@ def test_both_forms_give_the_same_numbers_and_arm_vela_payload(tmp_path):
         tflite = (tmp_path / form / f"{part.tag}.tflite").read_bytes()
         assert _transpose_ranks(tflite) == ([3, 3] if form == "collapsed" else [4, 4])
         with contextlib.redirect_stdout(io.StringIO()):
-            assert part.blob == vela_compile(tflite, list(result.report.vela_flags)).processed_bytes
+            assert part.blob == vela_compile(tflite, list(result.report.partitions[0].backend["vela_flags"])).processed_bytes
         host = run(result.pte, inputs)[0].numpy()
         with torch.no_grad():
             ref = result.quantized_model(*inputs).numpy()

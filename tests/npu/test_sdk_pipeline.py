@@ -14,7 +14,8 @@ import fake_neutron_sdk as fake  # noqa: E402
 
 from executorch_neutron import lower  # noqa: E402
 from executorch_neutron.core.payload import unpack  # noqa: E402
-from executorch_neutron.runtime import MICROCODE_REFUSAL, NeutronRuntimeError, run  # noqa: E402
+from executorch_neutron.neutron.plugin import DEVICE_ONLY as MICROCODE_REFUSAL  # noqa: E402
+from executorch_neutron.runtime import NeutronRuntimeError, run  # noqa: E402
 
 
 class ConvRelu(nn.Module):

@@ -103,7 +103,7 @@ def test_vela_cycles_shade_the_nodes():
     result = _lowered(*three_partitions(), target="ethos-u55-128")
     nodes = _nodes(_svgs(result.report.to_html()))
     for p in result.report.partitions:
-        layer_cycles = sum(la["cycles"] for la in p.vela["estimate"]["layers"])
+        layer_cycles = sum(la["cycles"] for la in p.estimate["layers"])
         costs = {n: float(nodes[n][0].get("data-cost")) for n in p.nodes if nodes[n][0].get("data-cost")}
         assert costs, f"no node of {p.tag} carries Vela's cycles"
         assert 0 < sum(costs.values()) <= layer_cycles
@@ -144,7 +144,7 @@ def test_a_neutron_estimate_shades_the_nodes_its_tflite_layers_end_at(three):
         layers = [{"name": tensor_name(sub, op.outputs[0]), "op": op_name(model, op), "cycles": 100 + i, "macs": 0}
                   for i, op in enumerate(sub.operators)]
         expected[p.tag] = sum(la["cycles"] for la in layers)
-        p.neutron_estimate = {**p.neutron_estimate, "layers": layers, "cycles": expected[p.tag]}
+        p.estimate = {**p.estimate, "layers": layers, "cycles": expected[p.tag]}
     graph = report.graph  # the report's graph carries its own Neutron estimate already: start from no costs
     for v in graph.vertices.values():
         v.cost, v.layers = None, []
@@ -155,7 +155,7 @@ def test_a_neutron_estimate_shades_the_nodes_its_tflite_layers_end_at(three):
         costed = [graph.vertices[n].cost for n in p.nodes if graph.vertices[n].cost is not None]
         assert costed, f"no node of {p.tag} got a layer"
         assert sum(costed) + p.unattributed_cost == expected[p.tag]  # every layer counted once
-    assert graph.cost_unit == "cycles (estimate)"
+    assert graph.cost_unit == "cycles (Neutron estimate)"
     assert "data-cost" in report.to_html()
 
 

@@ -145,7 +145,7 @@ def test_ethos_u_figures_are_velas(lowered):
     (arena, sram) = mem.delegates[0]
     assert arena.bytes == struct.unpack("<I", _vela_blocks(blob)["scratch_size"])[0]
     assert arena.where == "DRAM"  # Dedicated_Sram: Vela's arena on AXI1, the DRAM port of Ethos_U65_High_End
-    assert sram.bytes == result.report.vela_estimate["sram_bytes"]  # Vela's own figure from the lowering's run
+    assert sram.bytes == result.report.estimate["sram_bytes"]  # Vela's own figure from the lowering's run
     assert mem.required("SRAM") == sram.bytes and mem.sram_bytes == 384 * 1024
     text = str(result.report)
     assert "memory (estimate)" not in text and text.count("SRAM usage") == 1

@@ -60,7 +60,7 @@ def test_overlays_match_the_explorer_graph(target, tmp_path, capsys):
         want = {}
         # the estimate at lowering time: Vela's (a separate Vela run), or the Neutron estimate of the TFLite the
         # compile step was given; the overlay is computed again from the partition's TFLite in the .pte
-        layers = p.vela["estimate"]["layers"] if p.vela else p.neutron_estimate["layers"]
+        layers = p.estimate["layers"]
         for layer in layers:
             if layer["name"] in tensors:
                 want[layer["name"]] = want.get(layer["name"], 0) + layer["cycles"]

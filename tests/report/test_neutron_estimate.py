@@ -60,7 +60,7 @@ def test_layer_cycles_computed_by_hand(ds_cnn):
     assert (target.num_pipes, target.num_macs, target.activation_bytes_per_cycle, target.weight_bytes_per_cycle) == (
         8, 8, 16, 16)
     fixed, dw_rate = round(target.layer_cycles), 8 * target.depthwise_macs_per_pipe
-    layers = ds_cnn.report.partitions[0].neutron_estimate["layers"]
+    layers = ds_cnn.report.partitions[0].estimate["layers"]
     convs = [la for la in layers if la["op"] == "CONV_2D"]
     dws = [la for la in layers if la["op"] == "DEPTHWISE_CONV_2D"]
     # stem: 10x4 stride-2 conv of the 49x10 input padded (5, 1) -> 25x5 positions, 64 out channels, 1 input
@@ -81,7 +81,7 @@ def test_macs_equal_vela_and_the_partition_sums_its_layers(ds_cnn):
     from executorch_neutron.ethos_u.vela_call import compile_tflite
 
     part = ds_cnn.report.partitions[0]
-    layers = {la["name"]: la for la in part.neutron_estimate["layers"]}
+    layers = {la["name"]: la for la in part.estimate["layers"]}
     litert = _litert_layers(part.tflite)
     vela = {}  # Vela splits a fused activation into a row of its own under the same name: sum per name
     for la in compile_tflite(part.tflite, get_target("ethos-u55-128").vela_flags, "ds_cnn").estimate.layers:
@@ -95,9 +95,9 @@ def test_macs_equal_vela_and_the_partition_sums_its_layers(ds_cnn):
             assert vela[name] == la["macs"], name
             checked += 1
     assert checked == 10  # 9 convolutions + the classifier
-    assert part.neutron_estimate["cycles"] == sum(la["cycles"] for la in layers.values())
-    total = ds_cnn.report.neutron_estimate
-    assert total["npu_seconds"] == pytest.approx(part.neutron_estimate["cycles"] / 324e6)  # NXP: 324 MHz
+    assert part.estimate["cycles"] == sum(la["cycles"] for la in layers.values())
+    total = ds_cnn.report.estimate
+    assert total["npu_seconds"] == pytest.approx(part.estimate["cycles"] / 324e6)  # NXP: 324 MHz
     assert total["inference_seconds"] == pytest.approx(total["npu_seconds"] + total["cpu_seconds"])
 
 
@@ -117,9 +117,9 @@ def test_estimate_within_the_expected_error_of_the_published_latency(name):
     report = lower(model, inputs, [inputs] + zoo.calibration(inputs, 2), target="imxrt700").report
     assert len(report.partitions) == 1 and not report.rejections, str(report)
     assert report.npu_macs == macs
-    ratio = seconds / report.neutron_estimate["npu_seconds"]
+    ratio = seconds / report.estimate["npu_seconds"]
     assert abs(ratio - 1) <= min(0.25, estimate.EXPECTED_ERROR), f"published / estimate = {ratio:.2f}"
-    io = report.neutron_estimate["cpu_nodes"]
+    io = report.estimate["cpu_nodes"]
     assert io == 2, "a quantize of the input and a dequantize of the output"
 
 
@@ -131,13 +131,14 @@ def test_every_report_format_shows_the_estimate_as_an_estimate(ds_cnn):
     report = ds_cnn.report
     data = report.to_dict()
     jsonschema.validate(data, load_schema())
-    block = data["neutron_estimate"]
+    block = data["estimate"]
     assert block["source"] == "estimate" and "max(compute, data)" in block["formula"]
-    assert any("assumed" in f for f in block["figures"]) and "0.797 ms" in block["calibration"]
+    assert block["by"] == "Neutron estimate" and block["notes"][0].startswith("Neutron estimate: a model")
+    assert any("assumed" in n for n in block["notes"]) and any("0.797 ms" in n for n in block["notes"])
     layers = block["partitions"][0]["layers"]
     md, html, text = report.to_markdown(), report.to_html(), str(report)
     assert "## Per layer (Neutron estimate), most cycles first" in md and "Neutron estimate per layer" in html
-    assert "Neutron estimate (see notes)" in text and "assumed" in md + html + text
+    assert "Neutron estimate: " in text and "(see the notes)" in text and "assumed" in md + html + text
     table = [line for line in md.splitlines() if line.startswith("| neutron_0 | `")]
     cycles = [int(line.split("|")[4].strip().replace(",", "")) for line in table]
     assert cycles == sorted(cycles, reverse=True) and len(table) == len(layers)  # the dominant layers first
@@ -174,7 +175,7 @@ def test_a_user_overrides_an_assumed_figure(ds_cnn):
 def test_the_calibration_note_matches_the_fit_and_a_fresh_estimate_of_the_published_model():
     """The note's expected error is estimate.EXPECTED_ERROR; NXP: MLPerf Tiny's anomaly-detection autoencoder, 0.797 ms
     on the MCX N94x NPU (FACTS.md): the note's estimate and ratio must be what the estimate gives today."""
-    from executorch_neutron.report.notes import NEUTRON_CALIBRATION_NOTE
+    from executorch_neutron.neutron.plugin import CALIBRATION_NOTE as NEUTRON_CALIBRATION_NOTE
 
     assert f"expected error +-{100 * estimate.EXPECTED_ERROR:.0f}%" in NEUTRON_CALIBRATION_NOTE
     assert "lower bound" not in NEUTRON_CALIBRATION_NOTE
@@ -182,6 +183,6 @@ def test_the_calibration_note_matches_the_fit_and_a_fresh_estimate_of_the_publis
     result = lower(model, inputs, [inputs] + zoo.calibration(inputs, 2), target="mcxn94x")
     assert len(result.report.partitions) == 1 and not result.report.rejections
     assert result.report.npu_macs == 640 * 128 * 2 + 128 * 128 * 6 + 128 * 8 * 2  # the published network's MACs
-    ms = 1e3 * result.report.neutron_estimate["npu_seconds"]
+    ms = 1e3 * result.report.estimate["npu_seconds"]
     noted_ms, ratio = map(float, re.search(r"gives ([\d.]+) ms .* = ([\d.]+)", NEUTRON_CALIBRATION_NOTE).groups())
     assert round(ms, 3) == noted_ms and round(0.797 / ms, 2) == ratio

@@ -1,4 +1,4 @@
-"""Building the host NeutronBackend library: cached per build inputs, atomic, clear error without a compiler."""
+"""Building the host back-end library: cached per build inputs, atomic, clear error without a compiler."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_missing_compiler_says_how_to_install_one(cache, monkeypatch):
 
 def test_compile_failure_shows_the_compiler_output(cache, monkeypatch):
     monkeypatch.setattr(build, "CXX_FLAGS", build.CXX_FLAGS + ("-DNEUTRON_FORCE_ERROR=1", "-include", "missing.h"))
-    with pytest.raises(HostBuildError, match="(?s)compiling the host NeutronBackend library failed.*fatal error: missing.h"):
+    with pytest.raises(HostBuildError, match="(?s)compiling the host back-end library failed.*fatal error: missing.h"):
         build.library_path()
 
 

@@ -9,11 +9,11 @@ import pytest
 from tflite_fixtures import add_const_float, add_relu_int8, run_litert, two_in_two_out_float
 
 from executorch_neutron.core.payload import MICROCODE_MAGIC, Header, Payload, pack
+from executorch_neutron.neutron.plugin import DEVICE_ONLY as MICROCODE_REFUSAL
 from executorch_neutron.runtime.executor import (
     DELEGATE_INCOMPATIBLE,
     INVALID_ARGUMENT,
     INVALID_PROGRAM,
-    MICROCODE_REFUSAL,
     NOT_SUPPORTED,
     Arg,
     ExecutionError,
@@ -76,8 +76,8 @@ def test_argument_maps_pick_inputs_and_place_outputs():
     s = Storage()
     rng = np.random.default_rng(2)
     a, b = (rng.standard_normal((2, 3)).astype(np.float32) for _ in range(2))
-    # delegate args: [b, unused, a | out0, out1]; Neutron input 0 = arg 2 (a), input 1 = arg 0 (b);
-    # Neutron output 0 (a + b) goes to delegate output 1, output 1 (relu(a - b)) to delegate output 0
+    # delegate args: [b, unused, a | out0, out1]; payload input 0 = arg 2 (a), input 1 = arg 0 (b);
+    # payload output 0 (a + b) goes to delegate output 1, output 1 (relu(a - b)) to delegate output 0
     header = Header(3, (0, 0), (0, 0), (2, 0), (1, 0))
     args = [s.tensor(b), s.tensor(np.zeros(4, np.int32)), s.tensor(a), s.empty((2, 3)), s.empty((2, 3))]
     execute(pack(Payload.reference(header, two_in_two_out_float([2, 3]))), args)
@@ -139,11 +139,11 @@ BAD = {
                  "declares 2 inputs and 1 outputs but its TFLite has 1 and 1"),
     "too_few_args": (lambda s: (GOOD, [s.tensor(X)]), INVALID_PROGRAM, "needs 2 delegate arguments"),
     "wrong_shape": (lambda s: (GOOD, [s.tensor(np.zeros((1, 3, 5, 4), np.float32)), s.empty((1, 3, 4, 5))]),
-                    INVALID_ARGUMENT, r"Neutron input 0 .* float32\[1, 5, 4, 3\] .* expects float32\[1, 4, 5, 3\]"),
+                    INVALID_ARGUMENT, r"payload input 0 .* float32\[1, 5, 4, 3\] .* expects float32\[1, 4, 5, 3\]"),
     "wrong_dtype": (lambda s: (GOOD, [s.tensor(X.astype(np.int32)), s.empty((1, 3, 4, 5))]), INVALID_ARGUMENT,
                     "int32"),
     "wrong_output_shape": (lambda s: (GOOD, [s.tensor(X), s.empty((1, 3, 4, 6))]), INVALID_ARGUMENT,
-                           r"Neutron output 0 \(delegate argument 1\)"),
+                           r"payload output 0 \(delegate argument 1\)"),
     "wrong_output_dtype": (lambda s: (GOOD, [s.tensor(X), s.empty((1, 3, 4, 5), np.int8)]), INVALID_ARGUMENT,
                            "int8"),
     "byte_size": (lambda s: (GOOD, [Arg(True, s.tensor(X).data, 8, 6, (1, 3, 4, 5), NCHW),
@@ -183,7 +183,7 @@ def test_a_bad_second_output_prevents_every_write():
     s = Storage()
     a, b = np.ones((2, 3), np.float32), np.ones((2, 3), np.float32)
     args = [s.tensor(a), s.tensor(b), s.empty((2, 3)), s.empty((3, 2))]
-    with pytest.raises(ExecutionError, match="Neutron output 1"):
+    with pytest.raises(ExecutionError, match="payload output 1"):
         execute(pack(Payload.reference(Header(2, (0, 0), (0, 0), (0, 1), (0, 1)), two_in_two_out_float([2, 3]))),
                 args)
     assert (s.logical(args[2]) == -7).all()

@@ -16,7 +16,8 @@ from pte_tools import delegate_blobs, replace_blobs
 from tflite_fixtures import run_litert
 
 from executorch_neutron.core.payload import MICROCODE_MAGIC, Header, Payload, pack, unpack
-from executorch_neutron.runtime import MICROCODE_REFUSAL, NeutronRuntimeError, bridge, load, run
+from executorch_neutron.neutron.plugin import DEVICE_ONLY as MICROCODE_REFUSAL
+from executorch_neutron.runtime import NeutronRuntimeError, bridge, load, run
 
 SINGLE_PARTITION = ["add_bias", "add_bias_nchw", "two_in_two_out", "int8_add", "flat_2d", "channels_last_input"]
 

@@ -12,23 +12,53 @@ import importlib.util
 import struct
 from pathlib import Path
 
+from ..core.backend_row import Backend
 from ..core.memory import DRAM, FLASH, SRAM, Block
 from ..core.payload import unpack
+from ..target import ETHOS_U
 from . import host
 from . import payload as vela_payload
+from .backend import host_payload
 from .options import EthosUOptions
-from .payload import is_payload
+from .partitioner import EthosUPartitioner
+from .payload import BACKEND_ID, is_payload
 from .vela_call import compile_tflite
 
 DEVICE_ONLY = host.DEVICE_ONLY
+ESTIMATE_NOTE = ("Vela's estimate: Arm's Vela compiler models the Ethos-U and its memory system (the target's "
+                 "system config and memory mode); it is not a measurement on the device")
 
 
 def view(blob: bytes, meta: dict | None = None, reference: bytes | None = None) -> dict:
     """The delegate as reports show it: a Vela payload has no Neutron header (I/O as the TFLite has it, no format
     flags); `reference` is its host-reference payload when the caller found it (named data)."""
     return {"kind": "ethos-u-vela", "inputs": None, "outputs": None, "input_formats": None, "output_formats": None,
+            "summary": "Vela's command stream for the device (I/O as the partition's TFLite has them)",
             "tflite": (lambda: unpack(reference).tflite) if reference is not None else None,
             "meta": dict(meta or {}) or None}
+
+
+def partition_estimate(tflite: bytes | None, meta: dict, target) -> dict | None:
+    """Vela's estimate of a partition, made when it compiled it (the lowered module's metadata)."""
+    return {"by": "Vela's estimate", **meta["estimate"]} if meta.get("estimate") else None
+
+
+def estimate_total(estimates: list[dict], cpu_work, target) -> dict:
+    """Vela's estimates summed over the partitions (SRAM: the largest partition's, they run one at a time); Vela
+    estimates the NPU only."""
+    return {"by": "Vela's estimate", "cycles": sum(e["cycles"] for e in estimates),
+            "inference_seconds": sum(e["inference_seconds"] for e in estimates),
+            "core_clock_hz": estimates[0]["core_clock_hz"], "sram_bytes": max(e["sram_bytes"] for e in estimates),
+            "off_chip_bytes": sum(e["off_chip_bytes"] for e in estimates), "macs": sum(e["macs"] for e in estimates)}
+
+
+def estimate_notes(target, total: dict) -> list[str]:
+    return [f"{ESTIMATE_NOTE}; its memory figures are in the memory section"]
+
+
+def section(meta: dict) -> dict:
+    """The Vela arguments the partition was compiled with (without output dir and input path)."""
+    return {"vela_flags": list(meta["vela_flags"])} if meta.get("vela_flags") else {}
 
 
 def claims(blob: bytes) -> bool:
@@ -125,3 +155,10 @@ def memory(blob: bytes, spec, tflite: bytes | None, name: str) -> list[Block]:
                          f"Vela's 'Total SRAM used' for the reference TFLite the .pte embeds, with the delegate's "
                          f"flags; {inside}", per_call=True))
     return out
+
+
+ROW = Backend(ETHOS_U, BACKEND_ID, EthosUPartitioner, view, host_payload, claims, host_blob, on_load,
+              device_only=DEVICE_ONLY, title="Ethos-U NPU (Vela)", limits=lambda profile: "Vela's limits",
+              pte_tflite=pte_tflite, layer_estimate=layer_estimate, partition_estimate=partition_estimate,
+              estimate_total=estimate_total, estimate_notes=estimate_notes, section=section, memory=memory,
+              placement=placement)

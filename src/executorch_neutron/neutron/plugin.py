@@ -14,11 +14,30 @@ from __future__ import annotations
 
 import struct
 
+from ..core.backend_row import Backend
 from ..core.memory import SRAM, Block
-from ..core.payload import PayloadError, unpack
+from ..core.payload import MICROCODE_MAGIC, REFERENCE_MAGIC, PayloadError, unpack
+from ..target import NEUTRON
 from ..tflite.reader import read_model
 from . import estimate
-from .backend import compiled_by_key
+from .backend import BACKEND_ID, compiled_by_key
+from .partitioner import NeutronPartitioner
+
+#: why the host cannot run a microcode payload, and what to do (the host runtime's message)
+DEVICE_ONLY = ("this .pte holds Neutron microcode for the device; lower without the eIQ Neutron SDK, or with "
+               "`reference=True`, to run it on the host")
+
+ESTIMATE_NOTE = ("Neutron estimate: a model of this package, not NXP's and not a measurement (NXP publishes no "
+                 "cost model; with the eIQ Neutron SDK installed, the converter's own figures replace it)")
+
+#: the estimate held against NXP's published figures (benchmarks/neutron_estimate.py prints them; a test recomputes
+#: the expected error from estimate.py's EXPECTED_ERROR and the ratios from a fresh estimate)
+CALIBRATION_NOTE = ("held against NXP's published i.MX RT700 latencies (CifarNet 848 us, DS-CNN-S 576-595 us, "
+                    "MobileNetV1 0.25 128x128 2,759 us; its two fitted figures, depthwise MACs per cycle and "
+                    "the cost per kernel, come from them): expected error +-11% (the largest leave-one-out "
+                    "error of that fit) in total, per-layer shares unmeasured; on the MCX N94x (N1-16, figures not "
+                    "fitted) MLPerf Tiny's anomaly-detection autoencoder takes 0.797 ms where this estimate gives "
+                    "0.486 ms (published / estimate = 1.64): read N1 figures as optimistic")
 
 
 def view(blob: bytes, meta: dict | None = None, reference: bytes | None = None) -> dict:
@@ -28,6 +47,8 @@ def view(blob: bytes, meta: dict | None = None, reference: bytes | None = None) 
     h = payload.header
     return {"kind": payload.kind, "inputs": h.n_inputs, "outputs": h.n_outputs,
             "input_formats": tuple(h.input_formats), "output_formats": tuple(h.output_formats),
+            "summary": f"{h.n_inputs} input(s) formats {list(h.input_formats)}, {h.n_outputs} output(s) formats "
+                       f"{list(h.output_formats)}",
             "tflite": (lambda: payload.tflite) if payload.is_reference else None, "meta": None}
 
 
@@ -41,19 +62,24 @@ def compiled_by(blob: bytes, named: dict[str, bytes]) -> str | None:
     return "none (a host-reference payload, made without the eIQ Neutron SDK)" if unpack(blob).is_reference else None
 
 
-def reference(lowered) -> bytes:
-    """What the host runs for a lowered Neutron module: its blob."""
-    return bytes(lowered.processed_bytes)
+def reference(lowered) -> bytes | None:
+    """What the host runs for a lowered Neutron module: its blob when it is a host-reference payload; None for
+    device microcode."""
+    return host_blob(bytes(lowered.processed_bytes))
 
 
 def claims(blob: bytes) -> bool:
-    """Whether the host runtime's blob is this back end's (every blob no other back end claims is)."""
-    return True
+    """Whether a delegate blob is a Neutron payload: its header parses and section 2 starts with the microcode or
+    the host-reference magic."""
+    try:
+        return unpack(bytes(blob)).magic in (MICROCODE_MAGIC, REFERENCE_MAGIC)
+    except (PayloadError, ValueError, IndexError, struct.error):
+        return False
 
 
 def host_blob(blob: bytes) -> bytes | None:
-    """What the host executor runs for this blob: the blob (a host-reference payload, or microcode it refuses)."""
-    return blob
+    """What the host executor runs for this blob: a host-reference payload itself; None for device microcode."""
+    return None if unpack(blob).is_microcode else blob
 
 
 def on_load(pte: bytes) -> None:
@@ -70,13 +96,33 @@ def partition_estimate(tflite: bytes | None, meta: dict, target) -> dict | None:
     """A partition's per-layer estimate for the report: the converter's own figures when it stored them in the
     lowered module's metadata (`estimate.CONVERTER_KEY`), else estimate.py's model of its TFLite."""
     if meta.get(estimate.CONVERTER_KEY):
-        return estimate.from_converter(meta[estimate.CONVERTER_KEY], target).to_dict()
-    return estimate.estimate_tflite(tflite, target).to_dict() if tflite else None
+        found = estimate.from_converter(meta[estimate.CONVERTER_KEY], target).to_dict()
+    elif tflite:
+        found = estimate.estimate_tflite(tflite, target).to_dict()
+    else:
+        return None
+    return {"by": "NXP converter's figures" if found["source"] == "NXP converter" else "Neutron estimate", **found}
 
 
-def cpu_estimate(work: list[tuple[str, int, int]], target) -> dict:
-    """The CPU part of a .pte's time: (operator, output elements, MACs) per CPU node (estimate.cpu_estimate)."""
-    return estimate.cpu_estimate(work, target)
+def estimate_total(estimates: list[dict], cpu_work: list[tuple[str, int, int]], target) -> dict:
+    """The partitions' estimates summed (they run one after another) plus the CPU part of the .pte's time:
+    (operator, output elements, MACs) per CPU node (estimate.cpu_estimate)."""
+    cycles, npu = sum(e["cycles"] for e in estimates), sum(e["inference_seconds"] for e in estimates)
+    cpu = estimate.cpu_estimate(cpu_work, target)
+    return {"by": estimates[0]["by"], "source": estimates[0]["source"], "formula": estimates[0]["formula"],
+            "cycles": cycles, "npu_seconds": npu, **cpu, "inference_seconds": npu + cpu["cpu_seconds"],
+            "core_clock_hz": estimates[0]["core_clock_hz"], "macs": sum(e["macs"] for e in estimates)}
+
+
+def estimate_notes(target, total: dict) -> list[str]:
+    """What the estimate is, the target's figures it used with their sources, and how it was held against NXP's."""
+    return [f"{ESTIMATE_NOTE}: {total['formula']}", "figures: " + "; ".join(target.estimate_figures()),
+            CALIBRATION_NOTE]
+
+
+def section(meta: dict) -> dict:
+    """Nothing beside the estimate and `compiled_by`: a Neutron partition has no back-end section of its own."""
+    return {}
 
 
 def layer_estimate(tflite: bytes, spec) -> tuple[list[dict], str]:
@@ -172,5 +218,8 @@ def _tflite_bytes(tflite: bytes) -> tuple[int, int]:
     return peak, constants
 
 
-__all__ = ["PayloadError", "claims", "compiled_by", "cpu_estimate", "host_blob", "layer_estimate", "memory", "on_load",
-           "partition_estimate", "placement", "pte_tflite", "reference", "view"]
+ROW = Backend(NEUTRON, BACKEND_ID, NeutronPartitioner, view, reference, claims, host_blob, on_load,
+              device_only=DEVICE_ONLY, title="Neutron NPU", limits=lambda profile: f"constraints {profile}",
+              pte_tflite=pte_tflite, layer_estimate=layer_estimate, partition_estimate=partition_estimate,
+              estimate_total=estimate_total, estimate_notes=estimate_notes, section=section, memory=memory,
+              placement=placement, compiled_by=compiled_by)

@@ -20,6 +20,7 @@ from ..compile_spec import DEFAULT_PROFILE, NeutronCompileSpec
 from ..core import qdq
 from ..core.atomic import write_text
 from ..core.exported import constants, lowered_modules, partition_tag
+from ..core.payload import unpack
 from ..core.qdq import per_tensor_kind
 from ..ops.registry import op_name
 from ..partition.support import Rejection
@@ -48,17 +49,18 @@ class PartitionReport:
     weight_bytes: int = 0  # constants the partition computes with (int8 weights, int32 biases), not qparams
     largest_activation_bytes: int = 0  # largest single int8 tensor inside or at the boundary of the partition
     working_set_bytes: int = 0  # largest input+output activation bytes of one operator
-    vela: dict | None = None  # Ethos-U: {"vela_flags": [...], "estimate": Vela's estimate (vela_call.Estimate)}
-    neutron_estimate: dict | None = None  # Neutron: the per-layer estimate (estimate.PartitionEstimate.to_dict())
-    compiled_by: str = ""  # what compiled the payload when a device compiler did (e.g. the eIQ Neutron SDK's version)
+    #: its back end's estimate (`Backend.partition_estimate`): {"by", "cycles", "inference_seconds", "layers", ...}
+    estimate: dict | None = None
+    backend: dict = field(default_factory=dict)  # its back end's own section (`Backend.section`), e.g. compiler flags
+    compiled_by: str = ""  # what compiled the payload when a device compiler did (its tool and version)
+    reference: bytes | None = None  # what the host runs for it (its back end's host-reference payload), if any
 
     @property
     def tflite(self) -> bytes:
         """The partition's int8 TFLite as the host runs it (its back end's host-reference payload)."""
-        found = backends.for_blob(self.blob).view(self.blob)["tflite"]
-        if found is None:
-            raise ValueError(f"{self.tag}: its payload carries no TFLite (device microcode or a Vela payload)")
-        return found()
+        if self.reference is None:
+            raise ValueError(f"{self.tag}: its payload carries no TFLite the host runs (a device-only payload)")
+        return unpack(self.reference).tflite
 
     @property
     def payload_bytes(self) -> int:
@@ -80,8 +82,8 @@ class CpuNode:
 @dataclass(frozen=True)
 class Requantization:
     """A dequantize -> quantize pair left on the CPU: the quantized model changes an int8 tensor's parameters
-    there (e.g. a fixed-parameter softmax/tanh output feeding an op with shared parameters). Neutron has no
-    requantize operator in its table, so each one sits between two partitions (or at a model boundary)."""
+    there (e.g. a fixed-parameter softmax/tanh output feeding an op with shared parameters). The operator
+    registry has no requantize operator, so each one sits between two partitions (or at a model boundary)."""
 
     node: str  # the quantize node
     source: str  # what it requantizes (a delegate output, a model input, ...)
@@ -114,38 +116,28 @@ class DelegationReport:
     memory: MemorySection | None = None  # what the .pte needs on the target (memory.py; lower() sets it)
     cpu_work: list = field(default_factory=list)  # (op, output elements, MACs) per CPU node (the estimate's CPU part)
 
-    # --- Vela's estimate (Ethos-U targets) -------------------------------------------------------------------
+    # --- the estimate: one, from the target's back end ---------------------------------------------------
     @property
-    def vela_flags(self) -> list[str] | None:
-        """The Vela arguments the partitions were compiled with (None: not an Ethos-U target)."""
-        return next((list(p.vela["vela_flags"]) for p in self.partitions if p.vela), None)
+    def backend(self):
+        """The target's back end (its row of backends.BACKENDS)."""
+        return backends.BACKENDS[get_target(self.target).kind]
 
     @property
-    def vela_estimate(self) -> dict | None:
-        """Vela's estimate summed over the partitions (SRAM: the largest partition's, they run one at a time)."""
-        estimates = [p.vela["estimate"] for p in self.partitions if p.vela]
-        if not estimates:
+    def estimate(self) -> dict | None:
+        """The back end's estimate of the whole .pte (`Backend.estimate_total` of the partitions' estimates and the
+        CPU nodes): {"by": who estimates, "cycles", "inference_seconds", "core_clock_hz", "macs", ...}."""
+        estimates = [p.estimate for p in self.partitions if p.estimate]
+        if not estimates or self.backend.estimate_total is None:
             return None
-        return {"cycles": sum(e["cycles"] for e in estimates),
-                "inference_seconds": sum(e["inference_seconds"] for e in estimates),
-                "core_clock_hz": estimates[0]["core_clock_hz"],
-                "sram_bytes": max(e["sram_bytes"] for e in estimates),
-                "off_chip_bytes": sum(e["off_chip_bytes"] for e in estimates),
-                "macs": sum(e["macs"] for e in estimates)}
+        return self.backend.estimate_total(estimates, self.cpu_work, get_target(self.target))
 
-    # --- the per-layer estimate (Neutron targets) ----------------------------------------------------------
     @property
-    def neutron_estimate(self) -> dict | None:
-        """The Neutron estimate summed over the partitions (they run one after another)."""
-        estimates = [p.neutron_estimate for p in self.partitions if p.neutron_estimate]
-        if not estimates:
-            return None
-        cycles, npu = sum(e["cycles"] for e in estimates), sum(e["inference_seconds"] for e in estimates)
-        target = get_target(self.target)
-        cpu = backends.BACKENDS[target.kind].cpu_estimate(self.cpu_work, target)
-        return {"source": estimates[0]["source"], "formula": estimates[0]["formula"], "cycles": cycles,
-                "npu_seconds": npu, **cpu, "inference_seconds": npu + cpu["cpu_seconds"],
-                "core_clock_hz": estimates[0]["core_clock_hz"], "macs": sum(e["macs"] for e in estimates)}
+    def estimate_notes(self) -> list[str]:
+        """What the estimate is and which figures it used, as its back end says (`Backend.estimate_notes`)."""
+        total = self.estimate
+        if total is None or self.backend.estimate_notes is None:
+            return []
+        return self.backend.estimate_notes(get_target(self.target), total)
 
     # --- counts -------------------------------------------------------------------------------------------
     @property
@@ -170,7 +162,7 @@ class DelegationReport:
         return [r for r in self.rejections if r.node in self.cortex_m_kernels]
 
     def float_reason(self, r: Rejection) -> str:
-        """Why a CPU node computes in float: Neutron's reason, and on a Cortex-M target why that core did not."""
+        """Why a CPU node computes in float: the NPU's reason, and on a Cortex-M target why that core did not."""
         if self.cortex_m_core is None:
             return r.reason
         if r.node in self.cortex_m_refused:
@@ -227,20 +219,18 @@ class DelegationReport:
 
     # --- rendering ----------------------------------------------------------------------------------------
     @property
-    def npu_family(self) -> str:
-        """'Neutron' or 'Ethos-U': the NPU family of the report's target (its back end)."""
-        return backends.BACKENDS[get_target(self.target).kind].npu
+    def npu(self) -> str:
+        """How the report's target's back end names its NPU (target.KIND_NAMES)."""
+        return self.backend.npu
 
     @property
     def limits(self) -> str:
-        """What limited the partitioning: the constraint profile (a Neutron operator table), or for an Ethos-U
-        target Vela's limits (the profiles do not apply there)."""
-        return "Vela's limits" if self.npu_family == "Ethos-U" else f"constraints {self.constraints}"
+        """What limited the partitioning, as the back end says (`Backend.limits` of the constraint profile)."""
+        return self.backend.limits(self.constraints) if self.backend.limits else f"constraints {self.constraints}"
 
     def summary_line(self) -> str:
         n, total = self.num_delegated, self.num_compute
-        npu = "Ethos-U NPU (Vela)" if self.npu_family == "Ethos-U" else "Neutron NPU"
-        head = (f"{n} of {total} compute nodes ({100.0 * self.node_share:.1f}%) on the {npu} in "
+        head = (f"{n} of {total} compute nodes ({100.0 * self.node_share:.1f}%) on the {self.backend.headline} in "
                 f"{len(self.partitions)} partition(s); ")
         if self.cortex_m_core is None:
             return head + f"{len(self.rejections)} on the CPU"
@@ -341,13 +331,13 @@ def _partition(tag: str, lowered, compute_names: list[str], target) -> Partition
     consts = constants(original)
     placeholders = [n for n in graph.nodes if n.op == "placeholder" and n.name in original.graph_signature.user_inputs]
     outputs = next(n for n in graph.nodes if n.op == "output").args[0]
+    backend = backends.for_id(lowered.backend_id)
     view = backends.view(lowered)  # its back end's reading: kind, format flags (None: as the TFLite has it), meta
-    estimate_of = backends.BACKENDS[target.kind].partition_estimate
-    neutron_estimate = None
-    if estimate_of is not None:  # the TFLite the compile step was given (backend metadata, else the reference's)
-        info = dict(getattr(lowered, "meta", {}).get("_delegate_info_meta") or {})
+    info = dict(getattr(lowered, "meta", {}).get("_delegate_info_meta") or {})
+    estimate = None
+    if backend.partition_estimate is not None:  # the TFLite the compile step was given (metadata, else reference's)
         tflite = info.get("tflite") or (view["tflite"]() if view["tflite"] else None)
-        neutron_estimate = estimate_of(tflite, info, target)
+        estimate = backend.partition_estimate(tflite, info, target)
 
     def int8_bytes(node) -> int:  # activations inside the partition are int8: one byte per element
         dims = _macs.shape(node)
@@ -376,7 +366,7 @@ def _partition(tag: str, lowered, compute_names: list[str], target) -> Partition
         kind=view["kind"],
         input_shapes=[tuple(n.meta["val"].shape) for n in placeholders],
         output_shapes=[tuple(n.meta["val"].shape) for n in outputs],
-        # no flags (Ethos-U): the TFLite takes and gives the tensors as ExecuTorch stores them
+        # no flags in the payload: the TFLite takes and gives the tensors as ExecuTorch stores them
         input_formats=view["input_formats"] or tuple(int(stored_channels_last(n)) for n in placeholders),
         output_formats=view["output_formats"] or tuple(int(stored_channels_last(n)) for n in outputs),
         macs=sum(op_macs.values()),
@@ -384,9 +374,10 @@ def _partition(tag: str, lowered, compute_names: list[str], target) -> Partition
         weight_bytes=weights,
         largest_activation_bytes=max(acts, default=0),
         working_set_bytes=working,
-        vela=view["meta"],
-        neutron_estimate=neutron_estimate,
-        compiled_by=(getattr(lowered, "meta", {}).get("_delegate_info_meta") or {}).get("compiled_by") or "",
+        estimate=estimate,
+        backend=backend.section(info) if backend.section else {},
+        compiled_by=info.get("compiled_by") or "",
+        reference=backend.reference(lowered),
     )
 
 

@@ -4,11 +4,11 @@
 outputs, the nodes left on the CPU, one delegate call per partition) and each partition's own graph (its compute
 nodes). Quantize / dequantize nodes are not vertices: they are what an edge pays where a tensor crosses a
 partition boundary (`Edge.conversions`), together with a layout transpose when the partition's format flag asks
-the runtime for one. Every delegate input and output is one boundary tensor (`Edge.ports`, e.g. "neutron_0:in:0"),
+the runtime for one. Every delegate input and output is one boundary tensor (`Edge.ports`, e.g. "<tag>:in:0"),
 so the crossings a reader sees are exactly the partition boundary tensors of the lowered program.
 
-Per-node cost: a partition's per-layer estimate (`layer_costs`: Vela's cycles on Ethos-U targets; the Neutron
-estimate, `PartitionReport.neutron_estimate`, in the same shape) is mapped from each layer's TFLite output tensor,
+Per-node cost: a partition's per-layer estimate (`layer_costs`: its back end's estimate,
+`PartitionReport.estimate`) is mapped from each layer's TFLite output tensor,
 named after the edge node that computes it, back to that node.
 """
 
@@ -78,7 +78,7 @@ class ProgramGraph:
     vertices: dict[str, Vertex]
     edges: list[Edge]
     partitions: list[Partition]
-    cost_unit: str | None = None  # "cycles (Vela's estimate)", ...
+    cost_unit: str | None = None  # "cycles (<who estimates>)"
     boundary_tensors: set[str] = field(default_factory=set)  # every "<tag>:in:<k>" / "<tag>:out:<k>"
     # (partition tag, TFLite tensor name: a compute node's or its quantize node's) -> vertex id
     aliases: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -239,14 +239,11 @@ def program_graph(program, rejections=(), cortex_m_kernels=None, format_flags=No
 
 
 def layer_costs(partition) -> tuple[list[dict], str] | None:
-    """A partition's per-layer estimate, `[{"name": TFLite output tensor, "cycles": n, ...}]`, and its unit: Vela's
-    (Ethos-U targets, `PartitionReport.vela`), or the Neutron estimate in the same shape
-    (`PartitionReport.neutron_estimate`, where the report carries one)."""
-    if partition.vela:
-        return partition.vela["estimate"]["layers"], "cycles (Vela's estimate)"
-    estimate = getattr(partition, "neutron_estimate", None)
+    """A partition's per-layer estimate, `[{"name": TFLite output tensor, "cycles": n, ...}]`, and its unit, from
+    its back end's estimate (`PartitionReport.estimate`, where the report carries one)."""
+    estimate = getattr(partition, "estimate", None)
     if isinstance(estimate, dict) and estimate.get("layers"):
-        return estimate["layers"], "cycles (estimate)"
+        return estimate["layers"], f"cycles ({estimate['by']})"
     return None
 
 
@@ -284,7 +281,7 @@ def layer_vertex(graph: ProgramGraph, tag: str, name: str) -> str | None:
 
 
 def layer_label(graph: ProgramGraph | None, tag: str, name: str, op: str = "") -> str:
-    """How the report names a layer (TFLite operator `op`, or Vela's) of partition `tag` from its output tensor
+    """How the report names a layer (TFLite operator `op`, or its compiler's) of partition `tag` from its output tensor
     `name`: the model node it computes ("aten_convolution_default"), a fused layer after its main op with the
     activation beside it ("aten_convolution_default + relu"; the activation's own row, where the compiler lists
     one, "relu fused into aten_convolution_default"), a layout change the converter inserted at the partition's

@@ -2,8 +2,8 @@
 
 Sections: totals (node and MAC shares, model size), the memory section (memory.py: each line, where it lives,
 totals against the target's SRAM and flash as bars), the program drawn as a graph
-(graph_svg.py: partitions, CPU nodes and boundary crossings, inline SVG), a table of partitions, for
-Ethos-U targets Vela's estimate per layer (where the cycles go, as bars), a per-operator view (NPU vs CPU counts)
+(graph_svg.py: partitions, CPU nodes and boundary crossings, inline SVG), a table of partitions (with each one's back-end section),
+the back end's estimate per layer (where the cycles go, as bars), a per-operator view (NPU vs CPU counts)
 and every CPU node with its reason and hint.
 """
 
@@ -15,8 +15,8 @@ from . import graph_svg
 from .graph import layer_label
 from .macs import MAC_FORMULA
 from .notes import REQUANTIZE_NOTE
-from .render import (FORMAT_WORDS, estimate_notes, ethos_u_lines, human_bytes, human_macs, layer_tables, memory_lines,
-                     neutron_estimate_lines, op_rows)
+from .render import (FORMAT_WORDS, estimate_lines, human_bytes, human_macs, layer_tables, memory_lines, op_rows,
+                     section_words)
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2430;background:#fff}
@@ -33,48 +33,27 @@ display:inline-block;vertical-align:middle}.bar i{display:block;height:100%;back
 """
 
 
-def _vela_layers(report) -> list[str]:
-    """Ethos-U: Vela's estimate per layer of each partition, with each layer's share of the partition's cycles."""
-    lines = ethos_u_lines(report)
+def _layers(report) -> list[str]:
+    """The back end's estimate per layer of each partition, most cycles first, with each layer's share of the
+    partition's cycles (and what bounds it, where the estimate says)."""
+    lines = estimate_lines(report)
     if not lines:
         return []
-    out = [f"<h2>Vela's estimate per layer</h2><p class='note'>{escape(lines[0])}</p>"]
-    for p in report.partitions:
-        if not p.vela:
-            continue
-        est = p.vela["estimate"]
-        total = max(sum(la["cycles"] for la in est["layers"]), 1)
-        out.append(f"<p><code>{escape(p.tag)}</code>: {est['cycles']:,} cycles, "
-                   f"{1e3 * est['inference_seconds']:.3f} ms</p><table><tr><th>layer</th>"
-                   "<th>Vela operator</th><th>cycles</th><th>share of the cycles</th><th>MACs</th></tr>")
-        for la in est["layers"]:
-            share = la["cycles"] / total
-            out.append(f"<tr><td><code>{escape(layer_label(report.graph, p.tag, la['name'], la['op']))}</code></td>"
-                       f"<td>{escape(la['op'])}</td>"
-                       f"<td class=n>{la['cycles']:,}</td><td><span class=bar><i style='width:{100 * share:.1f}%'>"
-                       f"</i></span> {100 * share:.1f}%</td><td class=n>{escape(human_macs(la['macs']))}</td></tr>")
-        out.append("</table>")
-    return out
-
-
-def _neutron_layers(report) -> list[str]:
-    """Neutron: the per-layer estimate of each partition, most cycles first, in the shape of Vela's table."""
-    lines = neutron_estimate_lines(report)
-    if not lines:
-        return []
-    out = [f"<h2>Neutron estimate per layer</h2><p class='note'>{escape(lines[0])}</p>"]
+    out = [f"<h2>{escape(report.estimate['by'])} per layer</h2><p class='note'>{escape(lines[0])}</p>"]
     for tag, layers, total in layer_tables(report):
+        bound = any("bound" in la for la in layers)
         out.append(f"<p><code>{escape(tag)}</code>: {total:,} cycles</p><table><tr><th>layer</th>"
-                   "<th>operator</th><th>cycles</th><th>share of the cycles</th><th>MACs</th><th>bound by</th></tr>")
+                   "<th>operator</th><th>cycles</th><th>share of the cycles</th><th>MACs</th>"
+                   + ("<th>bound by</th>" if bound else "") + "</tr>")
         for la in layers:
             share = la["cycles"] / max(total, 1)
             out.append(f"<tr><td><code>{escape(layer_label(report.graph, tag, la['name'], la['op']))}</code></td>"
                        f"<td>{escape(la['op'])}</td>"
                        f"<td class=n>{la['cycles']:,}</td><td><span class=bar><i style='width:{100 * share:.1f}%'>"
                        f"</i></span> {100 * share:.1f}%</td><td class=n>{escape(human_macs(la['macs']))}</td>"
-                       f"<td>{escape(la.get('bound', ''))}</td></tr>")
+                       + (f"<td>{escape(la.get('bound', ''))}</td>" if bound else "") + "</tr>")
         out.append("</table>")
-    out += [f"<p class='note'>{escape(note)}.</p>" for note in estimate_notes(report)]
+    out += [f"<p class='note'>{escape(note)}.</p>" for note in report.estimate_notes]
     return out
 
 
@@ -117,9 +96,9 @@ def to_html(report) -> str:
     total_macs = max(report.total_macs, report.npu_macs)
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>{report.npu_family} delegation report: {escape(report.target)}</title><style>{_CSS}{graph_svg.CSS}"
+        f"<title>{report.npu} delegation report: {escape(report.target)}</title><style>{_CSS}{graph_svg.CSS}"
         "</style></head><body>",
-        f"<h1>{report.npu_family} delegation report</h1><div class='note'>target <code>{escape(report.target)}</code>, "
+        f"<h1>{report.npu} delegation report</h1><div class='note'>target <code>{escape(report.target)}</code>, "
         f"{escape(report.limits)}</div>",
         "<div class='cards'>",
         _card(f"{100 * report.node_share:.1f}%", f"compute nodes on the NPU ({report.num_delegated} of "
@@ -141,12 +120,13 @@ def to_html(report) -> str:
             f"{escape(human_macs(p.macs))}</td><td>{_io(p.input_shapes, p.input_formats)}</td>"
             f"<td>{_io(p.output_shapes, p.output_formats)}</td><td class=n>{escape(human_bytes(p.weight_bytes))}</td>"
             f"<td class=n>{escape(human_bytes(p.largest_activation_bytes))}</td><td>{escape(p.kind)}<br>"
-            f"{escape(human_bytes(p.payload_bytes))}</td><td>{ops}</td></tr>")
+            f"{escape(human_bytes(p.payload_bytes))}"
+            + "".join(f"<br><span class='note'>{escape(w)}</span>" for w in section_words(p.backend))
+            + f"</td><td>{ops}</td></tr>")
     if not report.partitions:
         parts.append("<tr><td colspan=9>nothing was delegated</td></tr>")
     parts.append("</table>")
-    parts += _vela_layers(report)
-    parts += _neutron_layers(report)
+    parts += _layers(report)
     parts.append("<h2>Operators</h2><table><tr><th>operator</th><th>on the NPU</th><th>on the CPU</th>"
                  "<th>NPU MACs</th></tr>")
     for op, n, c, m in op_rows(report):

@@ -3,8 +3,8 @@
 `memory_section(pte, spec=None)` reads the program through pte.py (ExecuTorch's own deserializer): the method's
 planned memory (`non_const_buffer_sizes`), its inputs and outputs (inside planned memory, or buffers the caller
 provides), the constant data, named data and delegate payloads inside the .pte, and what each delegate's payload
-needs beside it, as its back end states it (backends.py `memory`: Neutron's microcode words or an estimate from a
-host-reference TFLite, Vela's scratch_size block and "Total SRAM used"). Each line says where it lives (the back end's
+needs beside it, as its back end states it (backends.py `memory`: e.g. the words of device microcode that size its
+buffers, or its compiler's own figures). Each line says where it lives (the back end's
 `placement`: where the .pte is stored, where ExecuTorch's working memory is) and where its figure comes from.
 
 Totals per place: lines allocated per delegate call from the temp allocator count once, for the largest call

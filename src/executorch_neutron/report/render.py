@@ -12,15 +12,10 @@ from pathlib import Path
 from ..target import get_target
 from .graph import layer_label
 from .macs import MAC_FORMULA
-from .notes import (
-    FORMAT_NOTE,
-    NEUTRON_CALIBRATION_NOTE,
-    NEUTRON_ESTIMATE_NOTE,
-    REQUANTIZE_NOTE,
-)
+from .notes import FORMAT_NOTE, REQUANTIZE_NOTE
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 FORMATS = {0: "none", 1: "channels_last"}  # a partition boundary's format flag in the JSON (schema.json)
 FORMAT_WORDS = {0: "as given", 1: "channels-last (NHWC)"}  # the same in the text, Markdown and HTML reports
 
@@ -89,6 +84,7 @@ def to_dict(report) -> dict:
                 "working_set_bytes": p.working_set_bytes,
                 "payload": {"kind": p.kind, "bytes": p.payload_bytes,
                             **({"compiled_by": p.compiled_by} if p.compiled_by else {})},
+                "backend": dict(p.backend),
             }
             for p in report.partitions
         ],
@@ -114,72 +110,45 @@ def to_dict(report) -> dict:
         ],
         "ops": [{"op": op, "npu": npu, "cpu": cpu, "npu_macs": m} for op, npu, cpu, m in op_rows(report)],
         "memory": report.memory.to_dict() if report.memory is not None else None,
-        **({"ethos_u": ethos} if (ethos := ethos_u_dict(report)) else {}),
-        **({"neutron_estimate": neutron} if (neutron := neutron_estimate_dict(report)) else {}),
+        **({"estimate": estimate} if (estimate := estimate_dict(report)) else {}),
     }
 
 
-VELA_NOTE = ("Vela's estimate: Arm's Vela compiler models the Ethos-U and its memory system (the target's "
-             "system config and memory mode); it is not a measurement on the device")
-
-
-def ethos_u_dict(report) -> dict | None:
-    """The Ethos-U block of the JSON report: Vela's flags and its estimate, in total and per partition."""
-    total = report.vela_estimate
+def estimate_dict(report) -> dict | None:
+    """The estimate block of the JSON report: who estimates, what it is, the total and each partition's."""
+    total = report.estimate
     if total is None:
         return None
-    return {
-        "estimate_by": VELA_NOTE,
-        "vela_flags": report.vela_flags,
-        **total,
-        "partitions": [{"tag": p.tag, **{k: v for k, v in p.vela["estimate"].items()}}
-                       for p in report.partitions if p.vela],
-    }
+    return {"notes": report.estimate_notes, **total,
+            "partitions": [{"tag": p.tag, **p.estimate} for p in report.partitions if p.estimate]}
 
 
-def ethos_u_lines(report) -> list[str]:
-    total = report.vela_estimate
-    if total is None:
+def estimate_lines(report) -> list[str]:
+    """The estimate's line in the totals: NPU cycles and time, and the CPU part where the back end estimates it."""
+    e = report.estimate
+    if e is None:
         return []
-    return [f"Vela's estimate: {total['cycles']:,} cycles = {1e3 * total['inference_seconds']:.3f} ms at "
-            f"{total['core_clock_hz'] / 1e6:.0f} MHz, {human_macs(total['macs'])} (flags: "
-            f"{' '.join(report.vela_flags)}; its memory figures are in the memory section)"]
+    npu = e.get("npu_seconds", e["inference_seconds"])
+    line = (f"{e['by']}: {1e3 * e['inference_seconds']:.3f} ms = NPU {e['cycles']:,} cycles = {1e3 * npu:.3f} ms at "
+            f"{e['core_clock_hz'] / 1e6:g} MHz, {human_macs(e['macs'])}")
+    if "cpu_seconds" in e:
+        line += f" + CPU {1e3 * e['cpu_seconds']:.3f} ms ({e['cpu_nodes']} nodes)"
+    return [line + " (see the notes)"]
 
 
-def estimate_figures(report) -> list[str]:
-    """The target's figures the Neutron estimate used, each with its source."""
-    return get_target(report.target).estimate_figures()
-
-
-def neutron_estimate_dict(report) -> dict | None:
-    """The Neutron block of the JSON report: the estimate, its formula and figures, in total and per partition."""
-    total = report.neutron_estimate
-    if total is None:
-        return None
-    return {"estimate_by": NEUTRON_ESTIMATE_NOTE, "figures": estimate_figures(report),
-            "calibration": NEUTRON_CALIBRATION_NOTE, **total,
-            "partitions": [{"tag": p.tag, **p.neutron_estimate} for p in report.partitions if p.neutron_estimate]}
-
-
-def neutron_estimate_lines(report) -> list[str]:
-    total = report.neutron_estimate
-    if total is None:
-        return []
-    label = "NXP converter's figures" if total["source"] == "NXP converter" else "Neutron estimate (see notes)"
-    return [f"{label}: {1e3 * total['inference_seconds']:.3f} ms = NPU {total['cycles']:,} cycles = "
-            f"{1e3 * total['npu_seconds']:.3f} ms at {total['core_clock_hz'] / 1e6:g} MHz, {human_macs(total['macs'])} "
-            f"+ CPU {1e3 * total['cpu_seconds']:.3f} ms ({total['cpu_nodes']} nodes)"]
+def section_words(section: dict) -> list[str]:
+    """A partition's back-end section for a reader, one "key words: value" line per entry."""
+    return [f"{key.replace('_', ' ')}: {' '.join(map(str, v)) if isinstance(v, (list, tuple)) else v}"
+            for key, v in section.items()]
 
 
 def layer_tables(report) -> list[tuple[str, list[dict], int]]:
-    """Per partition: (tag, its layers with the most cycles first, its cycles), from Vela's estimate (Ethos-U) or
-    the Neutron estimate: the same table for both families."""
+    """Per partition: (tag, its layers with the most cycles first, its cycles), from its back end's estimate."""
     out = []
     for p in report.partitions:
-        est = p.vela["estimate"] if p.vela else p.neutron_estimate
-        if est:
-            layers = sorted(est["layers"], key=lambda la: -la["cycles"])
-            out.append((p.tag, layers, est["cycles"]))
+        if p.estimate and p.estimate.get("layers") is not None:
+            layers = sorted(p.estimate["layers"], key=lambda la: -la["cycles"])
+            out.append((p.tag, layers, p.estimate["cycles"]))
     return out
 
 
@@ -187,20 +156,12 @@ def _layer_table_markdown(report) -> list[str]:
     tables = layer_tables(report)
     if not tables:
         return []
-    by = "Vela's estimate" if report.npu_family == "Ethos-U" else "Neutron estimate"
-    out = ["", f"## Per layer ({by}), most cycles first", "",
+    out = ["", f"## Per layer ({report.estimate['by']}), most cycles first", "",
            "| partition | layer | operator | cycles | share | MACs |", "|---|---|---|---:|---:|---:|"]
     for tag, layers, total in tables:
         out += [f"| {tag} | `{layer_label(report.graph, tag, la['name'], la['op'])}` | {la['op']} | {la['cycles']:,} | "
                 f"{100 * la['cycles'] / max(total, 1):.1f}% | {la['macs']:,} |" for la in layers]
     return out
-
-
-def estimate_notes(report) -> list[str]:
-    if report.neutron_estimate is None:
-        return []
-    return [f"{NEUTRON_ESTIMATE_NOTE}: {report.neutron_estimate['formula']}", "figures: " + "; ".join(estimate_figures(report)),
-            NEUTRON_CALIBRATION_NOTE]
 
 
 def op_rows(report) -> list[tuple[str, int, int, int]]:
@@ -228,11 +189,11 @@ def _totals_lines(report) -> list[str]:
         f"MACs on the NPU: {human_macs(report.npu_macs)} of {human_macs(total)} ({100 * report.mac_share:.1f}%)",
         f"model size: {human_bytes(report.model_bytes)}" + ("" if report.pte_bytes is not None else
                                                             " (delegate payloads + CPU constants)"),
-    ] + ethos_u_lines(report) + neutron_estimate_lines(report)
+    ] + estimate_lines(report)
 
 
 def to_text(report) -> str:
-    lines = [f"{report.npu_family} delegation report (target {report.target}, {report.limits})",
+    lines = [f"{report.npu} delegation report (target {report.target}, {report.limits})",
              *_totals_lines(report), *memory_lines(report), ""]
     for p in report.partitions:
         ops = ", ".join(f"{op} x{c}" for op, c in sorted(p.ops.items()))
@@ -243,16 +204,14 @@ def to_text(report) -> str:
         lines.append(f"    weights {human_bytes(p.weight_bytes)}, largest activation "
                      f"{human_bytes(p.largest_activation_bytes)}")
         lines.append(f"    ops: {ops}")
-        if p.vela:
-            e = p.vela["estimate"]
-            lines.append(f"    Vela's estimate: {e['cycles']:,} cycles = {1e3 * e['inference_seconds']:.3f} ms")
-        if p.neutron_estimate:
-            e = p.neutron_estimate
+        lines += [f"    {words}" for words in section_words(p.backend)]
+        if p.estimate:
+            e = p.estimate
             top = ", ".join(f"{layer_label(report.graph, p.tag, la['name'], la['op'])} {la['op']} "
                             f"{100 * la['cycles'] / max(e['cycles'], 1):.0f}%"
-                            for la in sorted(e["layers"], key=lambda la: -la["cycles"])[:3])
-            lines.append(f"    Neutron estimate: {e['cycles']:,} cycles = {1e3 * e['inference_seconds']:.3f} ms; "
-                         f"most cycles: {top}")
+                            for la in sorted(e.get("layers") or [], key=lambda la: -la["cycles"])[:3])
+            lines.append(f"    {e['by']}: {e['cycles']:,} cycles = {1e3 * e['inference_seconds']:.3f} ms"
+                         + (f"; most cycles: {top}" if top else ""))
     if report.requantizations:
         lines += ["", "Requantized on the CPU, between partitions (dequantize -> quantize with new parameters, as in "
                       "the quantized model):"]
@@ -270,7 +229,7 @@ def to_text(report) -> str:
             for n in nodes:
                 r = n.rejection
                 lines.append(f"    {r.node}: {report.float_reason(r)}" + (f" (hint: {r.hint})" if r.hint else ""))
-    notes = estimate_notes(report)
+    notes = report.estimate_notes
     return "\n".join(lines + ([""] + notes if notes else []))
 
 
@@ -293,7 +252,7 @@ def _memory_markdown(report) -> list[str]:
 
 
 def to_markdown(report) -> str:
-    out = [f"# {report.npu_family} delegation report (target `{report.target}`, {report.limits})",
+    out = [f"# {report.npu} delegation report (target `{report.target}`, {report.limits})",
            ""]
     out += [f"- {_md_escape(line)}" for line in _totals_lines(report)]
     out += _memory_markdown(report)
@@ -304,6 +263,8 @@ def to_markdown(report) -> str:
         ins, outs = io_words(p.input_shapes, p.input_formats), io_words(p.output_shapes, p.output_formats)
         out.append(f"| {p.tag} | {len(p.nodes)} | {p.macs} | {ins} | {outs} | {p.weight_bytes} | "
                    f"{p.largest_activation_bytes} | {p.kind}, {p.payload_bytes} B |")
+    sections = [f"- {p.tag}: {_md_escape(words)}" for p in report.partitions for words in section_words(p.backend)]
+    out += ["", "Back end:", ""] + sections if sections else []
     out += _layer_table_markdown(report)
     out += ["", "## Operators", "", "| operator | on the NPU | on the CPU | NPU MACs |", "|---|---:|---:|---:|"]
     out += [f"| `{op}` | {n} | {c} | {m} |" for op, n, c, m in op_rows(report)]
@@ -325,5 +286,5 @@ def to_markdown(report) -> str:
         out += ["", "## Requantized on the CPU", "", f"{REQUANTIZE_NOTE}.", ""]
         out += [f"- {_md_escape(r.describe())}" for r in report.requantizations]
     out += ["", f"MACs: {MAC_FORMULA}.", "", f"Formats: {FORMAT_NOTE}."]
-    out += [x for note in estimate_notes(report) for x in ("", f"{_md_escape(note)}.")]
+    out += [x for note in report.estimate_notes for x in ("", f"{_md_escape(note)}.")]
     return "\n".join(out) + "\n"

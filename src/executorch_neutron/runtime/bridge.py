@@ -1,6 +1,6 @@
-"""Load the host NeutronBackend library, register it with ExecuTorch once per process, and serve its callbacks.
+"""Load the host back-end library, register it with ExecuTorch once per process, and serve its callbacks.
 
-The C++ library (neutron_host_backend.cpp) calls `_on_execute` for every Neutron delegate call with the blob
+The C++ library (neutron_host_backend.cpp) calls `_on_execute` for every delegate call of ours with the blob
 and a description of each argument; `_on_execute` hands them to the `Executor` and turns any failure into an
 ExecuTorch error code plus a message (which the library keeps as its last error). Nothing raised here may
 cross into C++: every exception becomes an error code.
@@ -22,7 +22,7 @@ ABI_VERSION = 2
 
 
 class HostTensor(ctypes.Structure):
-    """Mirror of `NeutronHostTensor` in neutron_host_backend.cpp."""
+    """Mirror of the host tensor struct in neutron_host_backend.cpp."""
 
     _fields_ = [("data", ctypes.c_void_p), ("nbytes", ctypes.c_uint64), ("is_tensor", ctypes.c_int32),
                 ("dtype", ctypes.c_int32), ("ndim", ctypes.c_int32), ("reserved", ctypes.c_int32),
@@ -62,7 +62,7 @@ def _on_execute(handle_id, blob, blob_len, tensors, n_tensors, err, err_len) -> 
         _write_message(err, err_len, exc.message)
         return exc.code
     except BaseException as exc:  # noqa: BLE001 - must not unwind into C++
-        _write_message(err, err_len, f"NeutronBackend: internal error of the host executor: "
+        _write_message(err, err_len, f"host executor: internal error: "
                                      f"{type(exc).__name__}: {exc}")
         return INTERNAL
 
@@ -88,16 +88,32 @@ def _open(path) -> ctypes.CDLL:
     lib.neutron_host_last_error.argtypes = [ctypes.c_char_p, ctypes.c_uint64]
     lib.neutron_host_last_error.restype = ctypes.c_uint64
     if lib.neutron_host_abi_version() != ABI_VERSION or lib.neutron_host_tensor_struct_size() != ctypes.sizeof(HostTensor):
-        raise HostBuildError(f"the host NeutronBackend library at {path} does not match this Python package; delete "
+        raise HostBuildError(f"the host back-end library at {path} does not match this Python package; delete "
                              f"it (or the cache directory {build.cache_root()}) to rebuild")
     return lib
 
 
+_registered_ids: set[str] = set()
+
+
+def _register_ids(lib: ctypes.CDLL) -> None:
+    for backend_id in backend_ids():
+        if backend_id in _registered_ids:
+            continue
+        code = lib.neutron_host_register(backend_id.encode())
+        if code != 0:
+            raise HostBuildError(f"ExecuTorch refused to register backend {backend_id!r} (error 0x{code:02x}); "
+                                 f"another library in this process already registered that backend id")
+        _registered_ids.add(backend_id)
+
+
 def ensure_registered() -> ctypes.CDLL:
-    """Build (first time), load and register the host NeutronBackend; idempotent and thread-safe."""
+    """Build (first time), load and register the host back end under every delegate id of the back-end table;
+    idempotent and thread-safe. A back end registered since the last call (`backends.register`) is added."""
     global _library
     with _lock:
         if _library is not None:
+            _register_ids(_library)
             return _library
         import executorch.extension.pybindings.portable_lib  # noqa: F401 - loads the libexecutorch.so we extend
 
@@ -106,11 +122,7 @@ def ensure_registered() -> ctypes.CDLL:
             lib = _open(path)
         except OSError:  # not loadable for another reason (e.g. built against another libexecutorch): rebuild once
             lib = _open(build.library_path(force=True))
-        for backend_id in backend_ids():
-            code = lib.neutron_host_register(backend_id.encode())
-            if code != 0:
-                raise HostBuildError(f"ExecuTorch refused to register backend {backend_id!r} (error 0x{code:02x}); "
-                                     f"another library in this process already registered that backend id")
+        _register_ids(lib)
         lib.neutron_host_set_callbacks(_EXECUTE_CALLBACK, _RELEASE_CALLBACK)
         _register_cortex_m_kernels(lib)
         atexit.register(_detach, lib)

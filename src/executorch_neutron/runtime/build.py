@@ -1,4 +1,4 @@
-"""Build the host NeutronBackend library (neutron_host_backend.cpp) on first use, cached per build inputs.
+"""Build the host back-end library (neutron_host_backend.cpp) on first use, cached per build inputs.
 
 The library links the `libexecutorch.so` of the installed executorch wheel, so it is compiled on the user's
 machine with its g++ (or `$CXX`). The cache directory is `$EXECUTORCH_NEUTRON_CACHE_DIR`, else
@@ -45,7 +45,7 @@ def find_compiler() -> str:
     path = shutil.which(name)
     if path is None:
         raise HostBuildError(
-            f"no C++ compiler found (looked for {name!r}): the host NeutronBackend library is compiled on first use. "
+            f"no C++ compiler found (looked for {name!r}): the host back-end library is compiled on first use. "
             f"Install g++ (e.g. `apt-get install g++`) or point $CXX at a C++17 compiler"
         )
     return path
@@ -148,7 +148,7 @@ def _compile(compiler: str, et_dir: Path, output: Path) -> None:
         first = next((line for line in lines if "error" in line.lower()), lines[0] if lines else "no output")
         tail = "\n".join(lines[-20:])
         raise HostBuildError(
-            f"compiling the host NeutronBackend library failed (exit code {proc.returncode}): {first.strip()} "
+            f"compiling the host back-end library failed (exit code {proc.returncode}): {first.strip()} "
             f"(cache directory {output.parent}, set by $EXECUTORCH_NEUTRON_CACHE_DIR; check that g++ supports "
             f"C++17 and that executorch is installed intact)\ncommand: {' '.join(cmd)}\n{tail}"
         )

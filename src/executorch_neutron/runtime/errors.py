@@ -8,4 +8,4 @@ class NeutronRuntimeError(RuntimeError):
 
 
 class HostBuildError(NeutronRuntimeError):
-    """The host NeutronBackend library could not be built or loaded."""
+    """The host back-end library could not be built or loaded."""

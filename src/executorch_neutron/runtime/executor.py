@@ -1,12 +1,12 @@
-"""Execute one Neutron delegate call on the host: a host-reference payload run in LiteRT (reference kernels).
+"""Execute one delegate call on the host: a host-reference payload (core/payload.py) run in LiteRT (reference kernels).
 
 It honours the payload header exactly as the device runtime does:
-- Neutron input i reads delegate argument `input_args[i]`; when `input_formats[i] == 1` and the tensor is 4-D in
+- payload input i reads delegate argument `input_args[i]`; when `input_formats[i] == 1` and the tensor is 4-D in
   NCHW (contiguous) order it is transposed to NHWC; a tensor whose dim order is already channels-last is passed
   straight through; an unflagged tensor must be contiguous;
-- Neutron output j is written to argument `n_args + output_args[j]`, transposed NHWC -> NCHW when
+- payload output j is written to argument `n_args + output_args[j]`, transposed NHWC -> NCHW when
   `output_formats[j] == 1` (written straight into a channels-last destination);
-- the TFLite subgraph's inputs/outputs are the Neutron inputs/outputs, in order.
+- the TFLite subgraph's inputs/outputs are the payload's inputs/outputs, in order.
 Every size, dtype and byte count is checked before any byte is written; a mismatch raises `ExecutionError`
 with an ExecuTorch error code and a message, never an out-of-bounds access.
 """
@@ -24,17 +24,13 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..core.payload import Header, PayloadError, unpack
-from ..backends import for_blob
+from ..backends import UnknownPayloadError, for_blob
 from ..tflite.layout import NCHW_TO_NHWC, NHWC_TO_NCHW, from_channels_last, to_channels_last
 from .dtypes import NUMPY_DTYPES
 
 # ExecuTorch error codes (runtime/core/error.h)
 INTERNAL, NOT_SUPPORTED, INVALID_ARGUMENT, INVALID_PROGRAM, DELEGATE_INCOMPATIBLE = 0x01, 0x10, 0x12, 0x23, 0x30
 
-MICROCODE_REFUSAL = (
-    "this .pte holds Neutron microcode for the device; lower without the eIQ Neutron SDK, or with "
-    "`reference=True`, to run it on the host"
-)
 NCHW, NHWC = (0, 1, 2, 3), NCHW_TO_NHWC  # dim orders
 
 
@@ -93,8 +89,12 @@ class _Program:
 
 
 def _host_blob(blob: bytes) -> bytes:
-    """What the host runs for a delegate blob, as its back end says (a Vela payload: its stored reference)."""
-    backend = for_blob(blob)
+    """What the host runs for a delegate blob, as its back end says (e.g. a reference stored beside the payload);
+    a blob no back end claims, or one its back end cannot run on the host, is refused with the back end's words."""
+    try:
+        backend = for_blob(blob)
+    except UnknownPayloadError as exc:
+        raise ExecutionError(INVALID_PROGRAM, f"host executor: {exc}") from None
     found = backend.host_blob(blob)
     if found is None:
         raise ExecutionError(DELEGATE_INCOMPATIBLE, backend.device_only)
@@ -102,18 +102,19 @@ def _host_blob(blob: bytes) -> bytes:
 
 
 def _load_program(blob: bytes, preserve_all_tensors: bool = False) -> _Program:
-    blob = _host_blob(blob)
+    """A host-reference payload (what `_host_blob` resolved) loaded into a LiteRT interpreter."""
     try:
         payload = unpack(blob)
     except PayloadError as exc:
-        raise ExecutionError(INVALID_PROGRAM, f"NeutronBackend: invalid delegate payload: {exc}; re-export the "
+        raise ExecutionError(INVALID_PROGRAM, f"host executor: invalid delegate payload: {exc}; re-export the "
                                               f".pte with executorch_neutron") from None
-    if payload.is_microcode:
-        raise ExecutionError(DELEGATE_INCOMPATIBLE, MICROCODE_REFUSAL)
+    if not payload.is_reference:
+        raise ExecutionError(DELEGATE_INCOMPATIBLE, "host executor: the payload is not a host-reference payload (it "
+                                                    "is for the device): re-export the .pte for the host")
     try:
         tflite = payload.tflite
     except PayloadError as exc:
-        raise ExecutionError(INVALID_PROGRAM, f"NeutronBackend: invalid host-reference payload: {exc}") from None
+        raise ExecutionError(INVALID_PROGRAM, f"host executor: invalid host-reference payload: {exc}") from None
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     try:
@@ -122,11 +123,11 @@ def _load_program(blob: bytes, preserve_all_tensors: bool = False) -> _Program:
         interpreter.allocate_tensors()
         inputs, outputs = interpreter.get_input_details(), interpreter.get_output_details()
     except Exception as exc:  # noqa: BLE001 - LiteRT reports malformed models with several exception types
-        raise ExecutionError(INVALID_PROGRAM, f"NeutronBackend: LiteRT cannot load the payload's TFLite: "
+        raise ExecutionError(INVALID_PROGRAM, f"host executor: LiteRT cannot load the payload's TFLite: "
                                               f"{str(exc).strip()}; re-export the .pte") from None
     header = payload.header
     if len(inputs) != header.n_inputs or len(outputs) != header.n_outputs:
-        raise ExecutionError(INVALID_PROGRAM, f"NeutronBackend: the payload header declares {header.n_inputs} "
+        raise ExecutionError(INVALID_PROGRAM, f"host executor: the payload header declares {header.n_inputs} "
                                               f"inputs and {header.n_outputs} outputs but its TFLite has "
                                               f"{len(inputs)} and {len(outputs)}")
     return _Program(header, interpreter, inputs, outputs)
@@ -175,12 +176,12 @@ def run_program(program: _Program, args: Sequence[Arg]) -> None:
     header, interp = program.header, program.interpreter
     needed = max(header.n_args, header.n_args + max(header.output_args) + 1)
     if len(args) < needed:
-        raise ExecutionError(INVALID_PROGRAM, f"NeutronBackend: the payload header needs {needed} delegate "
+        raise ExecutionError(INVALID_PROGRAM, f"host executor: the payload header needs {needed} delegate "
                                               f"arguments ({header.n_args} inputs, outputs at "
                                               f"{list(header.output_args)}) but the call has {len(args)}")
     for i, detail in enumerate(program.inputs):
         k = header.input_args[i]
-        what = f"Neutron input {i} (delegate argument {k})"
+        what = f"payload input {i} (delegate argument {k})"
         value = _to_tflite_layout(args[k], header.input_formats[i], what)
         expected = tuple(int(s) for s in detail["shape"])
         if value.shape != expected or value.dtype != np.dtype(detail["dtype"]):
@@ -191,11 +192,11 @@ def run_program(program: _Program, args: Sequence[Arg]) -> None:
     try:
         interp.invoke()
     except Exception as exc:  # noqa: BLE001
-        raise ExecutionError(INTERNAL, f"NeutronBackend: LiteRT failed to run the partition: {exc}") from None
+        raise ExecutionError(INTERNAL, f"host executor: LiteRT failed to run the partition: {exc}") from None
     writes = []
     for j, detail in enumerate(program.outputs):
         k = header.n_args + header.output_args[j]
-        what = f"Neutron output {j} (delegate argument {k})"
+        what = f"payload output {j} (delegate argument {k})"
         writes.append(_from_tflite_layout(args[k], header.output_formats[j], interp.get_tensor(detail["index"]), what))
     for dest, src in writes:  # all checked: now write
         np.copyto(dest, src)
@@ -222,7 +223,7 @@ class Executor:
     def _program(self, handle_id: int, get_blob: Callable[[], bytes]) -> _Program:
         digest = self._by_handle.get(handle_id)
         if digest is None or digest not in self._by_digest:
-            blob = _host_blob(get_blob())  # per handle: an Ethos-U payload resolves as its program said
+            blob = _host_blob(get_blob())  # per handle: a payload resolves as its program said
             digest = hashlib.sha256(blob).hexdigest()
             if digest not in self._by_digest:
                 self._by_digest[digest] = _load_program(blob)
@@ -234,7 +235,7 @@ class Executor:
 
 
 def run_reference_payload(blob: bytes, inputs: Sequence[np.ndarray], keep_intermediates: bool = False):
-    """Run a host-reference payload once on int8 arrays in PyTorch (logical) layout, one per Neutron input in
+    """Run a host-reference payload once on int8 arrays in PyTorch (logical) layout, one per payload input in
     header order (numerics' per-partition and per-op comparisons). Returns its outputs in logical layout, and with
     `keep_intermediates` also the LiteRT interpreter, whose every tensor can then be read (`get_tensor(index)`)."""
     program = _load_program(blob, preserve_all_tensors=keep_intermediates)

@@ -1,8 +1,8 @@
-"""Run a .pte on a Linux host: the stock ExecuTorch runtime plus the host NeutronBackend.
+"""Run a .pte on a Linux host: the stock ExecuTorch runtime plus our host back end.
 
 Non-delegated int8 kernels (quantize/dequantize, ...) come from `executorch.kernels.quantized`, imported before
-any program is loaded; the host NeutronBackend is registered before the program is loaded, so every Neutron
-delegate call in the file executes (host-reference payloads in LiteRT). A failing delegate call surfaces as a
+any program is loaded; the host back end is registered under every delegate id of backends.BACKENDS before the
+program is loaded, so every delegate call of ours in the file executes (host-reference payloads in LiteRT). A failing delegate call surfaces as a
 `NeutronRuntimeError` carrying the backend's message.
 
 Calls into ExecuTorch's Python bindings are serialized by one process-wide lock: the bindings swap the C++
@@ -70,7 +70,7 @@ class HostProgram:
                                 kernels=set(portable_lib._get_operator_names()))
         self._dim_orders = {plan.name: [tuple(getattr(plan.values[i].val, "dim_order", None) or ()) for i in plan.inputs]
                             for plan in program.execution_plan}
-        for backend in BACKENDS.values():  # e.g. Ethos-U delegates record the reference TFLite they run on the host
+        for backend in BACKENDS.values():  # a back end may record what its payloads run on the host
             backend.on_load(data)
         bridge.clear_error()
         try:
