@@ -32,7 +32,7 @@ from ..compile_spec import DEFAULT_PROFILE, NeutronCompileSpec
 from ..core.exported import constant_names, op_name
 from ..core.messages import first_line
 from ..core.qdq import is_dq, is_q
-from ..target import BACKEND_KINDS, NeutronTarget
+from ..target import BACKEND_KINDS, KIND_NAMES, NeutronTarget
 from ..target import ETHOS_U as ETHOS_U_KIND
 from ..target import NEUTRON as NEUTRON_KIND
 from .args import NodeArgs
@@ -75,7 +75,7 @@ class CheckContext:
     @property
     def npu(self) -> str:
         """The NPU's name in a reason a user reads."""
-        return NPU_NAMES[self.backend]
+        return KIND_NAMES[self.backend]
 
     def allows(self, option: str) -> bool:
         """Whether the model author enabled the custom delegation option `option` (see DELEGATION_OPTIONS)."""
@@ -117,8 +117,6 @@ NEUTRON = frozenset({NEUTRON_KIND})
 ETHOS_U = frozenset({ETHOS_U_KIND})
 #: The back ends whose operator tables the constraint profiles are: for the others a profile selects nothing.
 PROFILED_BACKENDS = frozenset({NEUTRON_KIND})
-#: How a rejection names the NPU of each back end.
-NPU_NAMES = {NEUTRON_KIND: "Neutron", ETHOS_U_KIND: "Ethos-U"}
 
 
 def in_profile(profiles: frozenset[str], backend: str, profile: str) -> bool:
@@ -161,7 +159,8 @@ class Constraint:
 
     def applies(self, backend: str, profile: str) -> bool:
         """Whether a target of kind `backend`, with constraint profile `profile`, checks this constraint."""
-        return backend in self.backends and in_profile(self.profiles, backend, profile)
+        every = self.backends == ALL_BACKENDS  # a structural fact of the converter or quantizer: any back end's
+        return (every or backend in self.backends) and in_profile(self.profiles, backend, profile)
 
     def describe(self, target: NeutronTarget | None = None) -> str:
         return fill_limits(self.text, target)

@@ -16,7 +16,7 @@ from ..ops import registry
 from ..ops.fusion import SUPPORTED_BOUNDS_TEXT
 from ..passes import PIPELINE
 from ..passes.fold_constants import FOLD_MAX_ELEMENTS
-from ..target import TARGETS, NeutronTarget, get_target
+from ..target import KIND_NAMES, TARGETS, NeutronTarget, get_target
 
 _GENERIC = (
     "Every input is int8 (a dequantize node or a constant), every output is quantized to int8 by a quantize node "
@@ -54,7 +54,7 @@ def passes() -> list[tuple[str, str]]:
 def _profile_tag(profiles, backends=registry.ALL_BACKENDS) -> str:
     tags = [] if profiles == registry.ALL_PROFILES else [" and ".join(sorted(profiles)) + " only"]
     if backends != registry.ALL_BACKENDS:
-        tags.append(" and ".join(registry.NPU_NAMES[b] for b in sorted(backends)) + " only")
+        tags.append(" and ".join(KIND_NAMES[b] for b in sorted(backends)) + " only")
     return " *(" + "; ".join(tags) + ")*" if tags else ""
 
 
@@ -99,7 +99,7 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
         text = " ".join(cons) if cons else "None beyond int8."
         lines.append(f"| {ops} | int8 | {text.replace('|', '/')} |")
     lines += ["", "## Operators without a kernel, and why", ""]
-    lines += [f"- `{registry.op_name(op)}`: " + "; ".join(f"{registry.NPU_NAMES[k]}: {why}" for k, why in reasons.items())
+    lines += [f"- `{registry.op_name(op)}`: " + "; ".join(f"{KIND_NAMES[k]}: {why}" for k, why in reasons.items())
               for op, reasons in sorted(registry.NO_KERNEL.items(), key=lambda kv: registry.op_name(kv[0]))]
     lines += ["", "## Rules for every node", ""]
     lines += [f"- {r}" for r in _GENERIC]
