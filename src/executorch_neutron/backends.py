@@ -25,13 +25,13 @@ class Backend:
     backend_id: str  # the delegate id in the .pte: the class name of its BackendDetails
     npu: str  # how reports and reasons name the NPU
     partitioner: type  # a subclass of partition.BasePartitioner
-    view: Callable[..., dict]  # (blob, lowered-module metadata, reference) -> kind, I/O, format flags, TFLite, meta
+    view: Callable[..., dict]  # (blob, lowered-module metadata, reference) -> kind, summary, I/O, formats, TFLite, meta
     reference: Callable  # lowered module -> what the host runs for it (a host-reference payload), or None
     claims: Callable[[bytes], bool]  # host runtime: is this delegate blob ours?
     host_blob: Callable[[bytes], bytes | None]  # host runtime: the payload it runs for a blob (None: device-only)
-    on_load: Callable[[bytes], None]  # host runtime: a program is being loaded
+    on_load: Callable[..., None]  # host runtime: a program is being loaded (its pte.PteFile)
     device_only: str = ""  # host runtime: why a blob with no host payload cannot run, and what to do
-    pte_tflite: Callable | None = None  # (blob, deserialized .pte) -> the partition's TFLite, or None (device only)
+    pte_tflite: Callable | None = None  # (blob, pte.PteFile) -> the partition's TFLite, or None (device only)
     layer_estimate: Callable | None = None  # (TFLite, spec) -> (per-layer estimate [{name, op, cycles}], unit)
     #: (partition TFLite or None, lowered-module metadata, target) -> the report's per-layer estimate of a partition
     #: (None: the back end's estimate travels in its metadata instead, as Vela's does)
