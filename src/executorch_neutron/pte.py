@@ -79,8 +79,12 @@ def read_pte(pte: str | Path | bytes) -> PteFile:
         raise PteError(f"{where} is not a valid .pte: ExecuTorch cannot parse it (the file is truncated or damaged): "
                        f"{type(exc).__name__}: {detail}; re-export it") from None
     named = pte_file.named_data
-    by_key = {} if named is None else {key: bytes(named.buffers[entry.buffer_index])
-                                       for key, entry in named.pte_data.items()}
+    try:
+        by_key = {} if named is None else {key: bytes(named.buffers[entry.buffer_index])
+                                           for key, entry in named.pte_data.items()}
+    except (IndexError, TypeError) as exc:  # an entry that points past the named data's buffers
+        raise PteError(f"{where} is not a valid .pte: its named data is inconsistent ({type(exc).__name__}: {exc}); "
+                       f"the file is damaged: re-export it") from None
     return PteFile(path, data, pte_file.program, by_key)
 
 
