@@ -49,7 +49,7 @@ CASES: dict[str, Case] = {
         "quant_max 68719476863", argv=("run", "{d}/bad_qmax.pte", "--input", "{d}/x.npy"), child=True),
     "operator_name_not_utf8_api": Case(
         "`runtime.run(bytes, ...)` on a .pte whose operator name is not UTF-8", "re-export the .pte", 1,
-        "InvalidProgram: invalid .pte: ExecuTorch's deserializer refuses it",
+        "InvalidProgram: the data is not a valid .pte: ExecuTorch cannot parse it",
         script=API_RUN + "run(open('{d}/bad_utf8.pte', 'rb').read(), [x])"),
     "truncated_host_library": Case(
         "the cached host library is truncated (interrupted build or copy)", "nothing: it is rebuilt", 0,

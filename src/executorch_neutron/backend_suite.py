@@ -68,10 +68,10 @@ class _Serialize(Serialize):
         from executorch.extension.pybindings import portable_lib
 
         bridge.ensure_registered()
-        check_program(self.buffer, backends=set(portable_lib._get_registered_backend_names()),
-                      kernels=set(portable_lib._get_operator_names()))
+        pte = check_program(self.buffer, backends=set(portable_lib._get_registered_backend_names()),
+                            kernels=set(portable_lib._get_operator_names()))
         for backend in BACKENDS.values():  # as runtime.load: Ethos-U delegates record their reference TFLite
-            backend.on_load(self.buffer)
+            backend.on_load(pte)
         return super().run_artifact(inputs)
 
 

@@ -208,6 +208,19 @@ class NeutronCompileSpec:
             kwargs[name] = tuple(value) if isinstance(value, list) else value
         return cls(**kwargs)
 
+    @staticmethod
+    def stored_options(specs: Sequence[CompileSpec]) -> dict[str, object]:
+        """A CompileSpec list as a .pte stores it, for display: an entry `to_compile_specs` wrote under its option
+        name, any other entry under its key; each value JSON-decoded where it is JSON, else as hex."""
+        out: dict[str, object] = {}
+        for spec in specs:
+            value = bytes(spec.value)
+            try:
+                out[spec.key.removeprefix(_KEY_PREFIX)] = json.loads(value.decode())
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                out[spec.key] = value.hex()
+        return out
+
     @classmethod
     def coerce(cls, spec: "NeutronCompileSpec | Sequence[CompileSpec] | None" = None, **kwargs) -> "NeutronCompileSpec":
         """Accept a spec, a CompileSpec list, or keyword options."""

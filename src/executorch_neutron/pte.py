@@ -1,12 +1,19 @@
-"""What is inside a .pte file: methods, their inputs and outputs, CPU kernels and every delegate with its payload.
+"""The one reader of the .pte format, and what is inside a .pte: methods, their inputs and outputs, CPU kernels and
+every delegate with its payload.
 
-Parses the file with ExecuTorch's own flatbuffer deserializer (`executorch.exir._serialize._program.
-deserialize_pte_binary`, which also inlines delegate segments). Neutron delegate blobs are unpacked with
-`payload.unpack`: payload kind (host-reference or device microcode), header (inputs, outputs, format flags) and,
-for host-reference payloads, the TFLite operators inside. With `memory=True` it also reads what the memory section
-(report/memory.py) needs: each method's planned buffers (`non_const_buffer_sizes`), its inputs' and outputs' bytes
-and whether memory planning placed them, the constant data, the named data and, through each delegate's back end
-(backends.py `memory`), what its payload needs on the device.
+`read_pte` parses the file once with ExecuTorch's own flatbuffer deserializer (`executorch.exir._serialize.
+_program.deserialize_pte_binary`, which also inlines delegate segments) and is the only caller of it: the runtime
+check (runtime/validate.py), the Model Explorer overlays (report/model_explorer.py), the board's output
+quantization (board/qparams.py) and, through the back-end table, each back end's host run (`on_load`) and TFLite
+(`pte_tflite`) read a `PteFile`. Its errors (`PteError`) say whether the file is missing, is not a .pte (its file
+identifier) or is damaged. A delegate's compile specs are decoded by compile_spec.py.
+
+`inspect_pte` summarizes a `PteFile`: each delegate blob as its back end's row (backends.py `view`) shows it:
+payload kind, a one-line summary, I/O format flags and, where the host runs a TFLite, its operators. With
+`memory=True` it also reads what the memory section (report/memory.py) needs: each method's planned buffers
+(`non_const_buffer_sizes`), its inputs' and outputs' bytes and whether memory planning placed them, the constant
+data, the named data and, through each delegate's back end (backends.py `memory`), what its payload needs on the
+device.
 """
 
 from __future__ import annotations
@@ -24,7 +31,73 @@ from .tflite.reader import op_name, read_model
 
 
 class PteError(ValueError):
-    """The file is not a .pte ExecuTorch can parse."""
+    """The file is missing, or is not a .pte ExecuTorch can parse."""
+
+
+@dataclass(frozen=True)
+class PteFile:
+    """A .pte read once: ExecuTorch's `Program` (executorch.exir.schema: execution plans, delegates, constant
+    buffers; delegate blobs inlined) and the named data it carries, by key."""
+
+    path: str | None  # where it was read from (None: given as bytes)
+    data: bytes
+    program: object
+    named_data: dict[str, bytes]
+
+    def blob(self, delegate) -> bytes:
+        """A delegate's payload (its processed data); empty when its index points past the program's blobs."""
+        blobs = self.program.backend_delegate_data
+        index = delegate.processed.index
+        return bytes(blobs[index].data) if 0 <= index < len(blobs) else b""
+
+    def compile_spec(self, delegate) -> NeutronCompileSpec:
+        """The NeutronCompileSpec a delegate of this package was lowered with."""
+        return NeutronCompileSpec.from_compile_specs(delegate.compile_specs)
+
+
+def read_pte(pte: str | Path | bytes) -> PteFile:
+    """Read a .pte given as a path or bytes; raises PteError when there is no file, when it is not an ExecuTorch
+    program (its file identifier), or when ExecuTorch cannot parse it."""
+    path = None
+    if not isinstance(pte, (bytes, bytearray, memoryview)):
+        path = str(pte)
+        if not Path(path).is_file():
+            raise PteError(f"no .pte file at {path}")
+        pte = Path(path).read_bytes()
+    data = bytes(pte)
+    where = path or "the data"
+    problem = _identifier_problem(data)
+    if problem:
+        raise PteError(f"{where} is not an ExecuTorch program: {problem}")
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    try:
+        pte_file = deserialize_pte_binary(data)
+    except Exception as exc:  # noqa: BLE001 - flatbuffer, flatc and UTF-8 errors come in many types
+        logging.getLogger(__name__).debug("deserialize_pte_binary: %s: %s", type(exc).__name__, exc)
+        detail = " ".join(str(exc).split())[:160]
+        raise PteError(f"{where} is not a valid .pte: ExecuTorch cannot parse it (the file is truncated or damaged): "
+                       f"{type(exc).__name__}: {detail}; re-export it") from None
+    named = pte_file.named_data
+    try:
+        by_key = {} if named is None else {key: bytes(named.buffers[entry.buffer_index])
+                                           for key, entry in named.pte_data.items()}
+    except (IndexError, TypeError) as exc:  # an entry that points past the named data's buffers
+        raise PteError(f"{where} is not a valid .pte: its named data is inconsistent ({type(exc).__name__}: {exc}); "
+                       f"the file is damaged: re-export it") from None
+    return PteFile(path, data, pte_file.program, by_key)
+
+
+def _identifier_problem(data: bytes) -> str | None:
+    """What is wrong with a .pte's file identifier (bytes 4-7: b'ET' and two digits), or None."""
+    identifier = bytes(data[4:8])
+    if len(data) >= 8 and re.fullmatch(rb"ET\d\d", identifier):
+        return None
+    if identifier == b"TFL3":
+        return ("it is a TFLite model (file identifier b'TFL3'), not a .pte: compile the PyTorch model with "
+                "`executorch-neutron compile`")
+    return (f"its file identifier is {identifier!r} (bytes 4-7; an ExecuTorch program has b'ET' and two digits, "
+            f"e.g. b'ET12')")
 
 
 @dataclass
@@ -41,7 +114,8 @@ class DelegateInfo:
     backend_id: str
     bytes: int
     compile_specs: dict[str, str] = field(default_factory=dict)
-    kind: str | None = None  # Neutron payload kind
+    kind: str | None = None  # payload kind, as its back end names it
+    summary: str | None = None  # the payload in one line, as its back end describes it
     inputs: int | None = None
     outputs: int | None = None
     input_formats: list[int] = field(default_factory=list)
@@ -69,7 +143,7 @@ class PteSummary:
     bytes: int
     methods: list[MethodInfo]
     constant_bytes: int = 0  # the program's constant buffer (constants of CPU kernels), inline or in its segment
-    named_data_bytes: int = 0  # named data (e.g. an Ethos-U partition's host-reference TFLite)
+    named_data_bytes: int = 0  # named data (e.g. a partition's host-reference TFLite, beside its payload)
 
     @property
     def delegates(self) -> list[DelegateInfo]:
@@ -91,11 +165,8 @@ class PteSummary:
             for d in m.delegates:
                 lines.append(f"  [{d.index}] {d.backend_id}: {d.bytes} bytes"
                              + (f", target {d.compile_specs['target']}" if "target" in d.compile_specs else ""))
-                if d.kind and d.inputs is None:  # an Ethos-U command stream: no Neutron header to show
-                    lines.append(f"      payload {d.kind} (Vela's command stream for the device)")
-                elif d.kind:
-                    lines.append(f"      payload {d.kind}: {d.inputs} input(s) formats {d.input_formats}, "
-                                 f"{d.outputs} output(s) formats {d.output_formats}")
+                if d.summary:
+                    lines.append(f"      payload {d.summary}")
                 if d.compiled_by:
                     lines.append(f"      device compiler: {d.compiled_by}")
                 if d.tflite_ops:
@@ -129,89 +200,47 @@ def _tflite_ops(tflite: bytes) -> dict[str, int]:
     return dict(Counter(op_name(model, op) for sub in model.subgraphs for op in sub.operators))
 
 
-def _delegate(index: int, delegate, blob: bytes, named: dict[str, bytes], pte=None) -> DelegateInfo:
-    specs = {}
-    for cs in delegate.compile_specs:
-        value = bytes(cs.value)
-        try:
-            specs[cs.key.removeprefix("neutron.")] = json.loads(value.decode())
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            specs[cs.key] = value.hex()
-    info = DelegateInfo(index, delegate.id, len(blob), specs)
+def _delegate(index: int, delegate, pte: PteFile, memory: bool) -> DelegateInfo:
+    blob = pte.blob(delegate)
+    info = DelegateInfo(index, delegate.id, len(blob), NeutronCompileSpec.stored_options(delegate.compile_specs))
     backend = backends.for_id(delegate.id)
-    if backend is None or not backend.claims(bytes(blob)):
+    if backend is None or not backend.claims(blob):
         return info  # another vendor's delegate, or a blob its back end does not recognise
     try:
-        view = backend.view(bytes(blob))
-        info.kind, info.inputs, info.outputs = view["kind"], view["inputs"], view["outputs"]
-        info.compiled_by = backend.compiled_by(bytes(blob), named) if backend.compiled_by else None
+        view = backend.view(blob)
+        info.kind, info.summary = view["kind"], view["summary"]
+        info.inputs, info.outputs = view["inputs"], view["outputs"]
+        info.compiled_by = backend.compiled_by(blob, pte.named_data) if backend.compiled_by else None
         info.input_formats, info.output_formats = list(view["input_formats"] or ()), list(view["output_formats"] or ())
         if view["tflite"] is not None:
             info.tflite_ops = _tflite_ops(view["tflite"]())
-        if pte is not None and backend.memory is not None:
-            spec = NeutronCompileSpec.from_compile_specs(delegate.compile_specs)
-            tflite = backend.pte_tflite(bytes(blob), pte) if backend.pte_tflite else None
-            info.memory = [b.to_dict() for b in backend.memory(bytes(blob), spec, tflite, f"delegate {index}")]
+        if memory and backend.memory is not None:
+            tflite = backend.pte_tflite(blob, pte) if backend.pte_tflite else None
+            info.memory = [b.to_dict() for b in backend.memory(blob, pte.compile_spec(delegate), tflite,
+                                                               f"delegate {index}")]
     except Exception as exc:  # noqa: BLE001 - a damaged blob is reported, not fatal
         info.error = str(exc)
     return info
 
 
-def identifier_problem(data: bytes) -> str | None:
-    """What is wrong with a .pte's file identifier (bytes 4-7: b'ET' and two digits), or None."""
-    identifier = bytes(data[4:8])
-    if len(data) >= 8 and re.fullmatch(rb"ET\d\d", identifier):
-        return None
-    if identifier == b"TFL3":
-        return ("it is a TFLite model (file identifier b'TFL3'), not a .pte: compile the PyTorch model with "
-                "`executorch-neutron compile`")
-    return (f"its file identifier is {identifier!r} (bytes 4-7; an ExecuTorch program has b'ET' and two digits, "
-            f"e.g. b'ET12')")
-
-
-def inspect_pte(pte: str | Path | bytes, memory: bool = False) -> PteSummary:
-    """Summarize a .pte given as a path or bytes; raises PteError when it cannot be parsed. `memory`: also read
-    what the memory section needs (each delegate's back end may compile its partition again to ask its compiler)."""
-    path = None
-    if not isinstance(pte, (bytes, bytearray, memoryview)):
-        path = str(pte)
-        if not Path(path).is_file():
-            raise PteError(f"no .pte file at {path}")
-        pte = Path(path).read_bytes()
-    data = bytes(pte)
-    problem = identifier_problem(data)
-    if problem:
-        raise PteError(f"{path or 'the data'} is not an ExecuTorch program: {problem}")
-    from executorch.exir._serialize._program import deserialize_pte_binary
-
-    try:
-        pte_file = deserialize_pte_binary(data)
-    except Exception as exc:  # noqa: BLE001 - flatbuffer errors come in many types
-        logging.getLogger(__name__).debug("deserialize_pte_binary: %s: %s", type(exc).__name__, exc)
-        raise PteError(f"{path or 'the data'} is not a valid .pte: ExecuTorch cannot parse it (the file is truncated "
-                       f"or damaged)") from None
+def inspect_pte(pte: str | Path | bytes | PteFile, memory: bool = False) -> PteSummary:
+    """Summarize a .pte given as a path, bytes or a PteFile; raises PteError when it cannot be read. `memory`: also
+    read what the memory section needs (each delegate's back end may compile its partition again to ask its
+    compiler)."""
+    pte_file = pte if isinstance(pte, PteFile) else read_pte(pte)
     program = pte_file.program
     try:
-        named = named_data(pte_file)
-        return PteSummary(path, len(data), _methods(program, named, pte_file if memory else None),
+        return PteSummary(pte_file.path, len(pte_file.data), _methods(pte_file, memory),
                           constant_bytes=sum(len(b.storage) for b in program.constant_buffer),
-                          named_data_bytes=sum(len(b) for b in named.values()))
+                          named_data_bytes=sum(len(b) for b in pte_file.named_data.values()))
     except (IndexError, AttributeError, KeyError, TypeError, ValueError) as exc:  # tables that point nowhere
         raise PteError(f"not a valid .pte file: its tables are inconsistent ({type(exc).__name__}: {exc}); the "
                        f"file is damaged: re-export it") from None
 
 
-def named_data(pte_file) -> dict[str, bytes]:
-    """The named data a deserialized .pte carries (ExecuTorch's NamedDataStore entries), by key."""
-    named = getattr(pte_file, "named_data", None)
-    return {} if named is None else {key: bytes(named.buffers[entry.buffer_index])
-                                      for key, entry in named.pte_data.items()}
-
-
-def _methods(program, named: dict[str, bytes], pte=None) -> list[MethodInfo]:
-    blobs = [bytes(d.data) for d in program.backend_delegate_data]
+def _methods(pte: PteFile, memory: bool) -> list[MethodInfo]:
     methods = []
-    for plan in program.execution_plan:
+    for plan in pte.program.execution_plan:
         kernel_calls, delegate_calls = Counter(), 0
         for chain in plan.chains:
             for instr in chain.instructions:
@@ -221,8 +250,7 @@ def _methods(program, named: dict[str, bytes], pte=None) -> list[MethodInfo]:
                     kernel_calls[f"{op.name}.{op.overload}" if op.overload else op.name] += 1
                 elif kind == "DelegateCall":
                     delegate_calls += 1
-        delegates = [_delegate(i, d, blobs[d.processed.index] if d.processed.index < len(blobs) else b"", named, pte)
-                     for i, d in enumerate(plan.delegates)]
+        delegates = [_delegate(i, d, pte, memory) for i, d in enumerate(plan.delegates)]
         methods.append(MethodInfo(
             name=plan.name,
             inputs=[_tensor_info(plan.values[i]) for i in plan.inputs],

@@ -69,7 +69,7 @@ def test_damaged_quantize_argument_is_named(pte, case):
 
 
 def test_not_a_program():
-    with pytest.raises(InvalidProgram, match="invalid .pte"):
+    with pytest.raises(InvalidProgram, match="the data is not an ExecuTorch program: its file identifier is"):
         check_program(b"\x00" * 64)
 
 
@@ -88,8 +88,8 @@ def _executorch_program(model, inputs) -> bytes:
 
 def test_out_variant_returning_nothing_passes():
     # `split_with_sizes_copy.out(..., *, Tensor(a!)[] out) -> ()`: the emitter passes the out list twice
-    program = check_program(_executorch_program(_Split(), (torch.randn(2, 5),)))
-    names = {op.name for plan in program.execution_plan for op in plan.operators}
+    pte = check_program(_executorch_program(_Split(), (torch.randn(2, 5),)))
+    names = {op.name for plan in pte.program.execution_plan for op in plan.operators}
     assert "aten::split_with_sizes_copy" in names
 
 

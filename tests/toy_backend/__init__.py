@@ -73,15 +73,15 @@ def view(blob: bytes, meta=None, reference=None) -> dict:
     h = payload.header
     return {"kind": "toy-reference", "inputs": h.n_inputs, "outputs": h.n_outputs,
             "input_formats": tuple(h.input_formats), "output_formats": tuple(h.output_formats),
-            "summary": f"toy payload: {h.n_inputs} input(s), {h.n_outputs} output(s)",
+            "summary": f"toy-reference: {h.n_inputs} input(s), {h.n_outputs} output(s)",
             "tflite": lambda: payload.tflite, "meta": None}
 
 
 ROW = Backend(KIND, ToyBackend.__name__, ToyPartitioner, view,
               reference=lambda lowered: host_blob(bytes(lowered.processed_bytes)), claims=claims,
-              host_blob=host_blob, on_load=lambda pte: None, title="Toy NPU (test double)",
+              host_blob=host_blob, on_load=lambda pte_file: None, title="Toy NPU (test double)",
               limits=lambda profile: "the toy's limits (the converter's structural ones)",
-              pte_tflite=lambda blob, pte: unpack(host_blob(blob)).tflite)
+              pte_tflite=lambda blob, pte_file: unpack(host_blob(blob)).tflite)
 TARGET = ToyTarget()
 
 

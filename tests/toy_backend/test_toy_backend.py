@@ -70,7 +70,7 @@ def test_inspect_pte_shows_the_toys_delegate(lowered):
     (d,) = summary.delegates
     assert d.backend_id == "ToyBackend" and d.kind == "toy-reference" and d.error is None
     assert d.tflite_ops == {"CONV_2D": 1, "TRANSPOSE": 2} and d.compile_specs["target"] == TARGET.name
-    assert "toy payload: 1 input(s), 1 output(s)" in str(summary)
+    assert "payload toy-reference: 1 input(s), 1 output(s)" in str(summary)
 
 
 def test_the_host_runtime_runs_the_toys_pte_as_litert_and_pytorch_compute_it(lowered):

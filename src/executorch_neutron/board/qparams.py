@@ -9,9 +9,9 @@ _DEQUANTIZE = "quantized_decomposed::dequantize_per_tensor"
 
 
 def output_qparams(pte: bytes, method: int = 0) -> list[tuple[float, int] | None]:
-    from executorch.exir._serialize._program import deserialize_pte_binary
+    from ..pte import read_pte
 
-    plan = deserialize_pte_binary(bytes(pte)).program.execution_plan[method]
+    plan = read_pte(bytes(pte)).program.execution_plan[method]
     writer = {}  # value index -> (scale, zero point) of the dequantize call whose out argument it is
     for chain in plan.chains:
         for instruction in chain.instructions:

@@ -17,16 +17,16 @@ class Backend:
     kind: str  # the target kind it lowers (target.py)
     backend_id: str  # the delegate id in the .pte: the class name of its BackendDetails
     partitioner: type  # a subclass of partition.BasePartitioner
-    view: Callable[..., dict]  # (blob, lowered-module metadata, reference) -> kind, summary, I/O, format flags, TFLite
+    view: Callable[..., dict]  # (blob, lowered-module metadata, reference) -> kind, one-line summary, I/O, formats, TFLite
     reference: Callable  # lowered module -> what the host runs for it (a host-reference payload), or None
     claims: Callable[[bytes], bool]  # is this delegate blob ours? (its own magic; exactly one row may say yes)
     host_blob: Callable[[bytes], bytes | None]  # host runtime: the payload it runs for a blob (None: device-only)
-    on_load: Callable[[bytes], None]  # host runtime: a program is being loaded
+    on_load: Callable[..., None]  # host runtime: a program is being loaded (its pte.PteFile)
     device_only: str = ""  # host runtime: why a blob with no host payload cannot run, and what to do
     title: str = ""  # the report's headline name of the NPU (and its compiler); default "<npu> NPU"
     #: constraint profile -> what limited the partitioning, for the report's headline
     limits: Callable[[str], str] | None = None
-    pte_tflite: Callable | None = None  # (blob, deserialized .pte) -> the partition's TFLite, or None (device only)
+    pte_tflite: Callable | None = None  # (blob, pte.PteFile) -> the partition's TFLite, or None (device only)
     layer_estimate: Callable | None = None  # (TFLite, spec) -> (per-layer estimate [{name, op, cycles}], unit)
     #: (partition TFLite or None, lowered-module metadata, target) -> the report's estimate of a partition:
     #: {"by": who estimates, "cycles", "inference_seconds", "core_clock_hz", "macs", "layers": [...], ...}

@@ -12,7 +12,7 @@ import hashlib
 import logging
 import threading
 
-from .payload import BACKEND_ID, REFERENCE_PREFIX, is_payload
+from .payload import REFERENCE_PREFIX, is_payload
 
 log = logging.getLogger("executorch_neutron")
 WHAT_RUNS = ("EthosUBackend on the host: each Ethos-U partition ran its reference int8 TFLite in LiteRT (stored in "
@@ -29,27 +29,21 @@ def is_ethos_u(blob: bytes) -> bool:
     return is_payload(bytes(blob[:16]))
 
 
-def register_from_pte(data: bytes) -> int:
-    """Record the Ethos-U payloads of a .pte and their references; returns how many references it holds."""
-    if BACKEND_ID.encode() not in data:
-        return 0
-    from executorch.exir._serialize._program import deserialize_pte_binary
-
-    pte = deserialize_pte_binary(data)
+def register_from_pte(pte) -> int:
+    """Record the Ethos-U payloads of a .pte being loaded (a pte.PteFile, read by the runtime) and their
+    references; returns how many references it holds."""
     digests = [hashlib.sha256(d.data).hexdigest() for d in pte.program.backend_delegate_data if is_ethos_u(d.data)]
-    stored = references_in(pte)
+    stored = references_in(pte.named_data)
     with _lock:
         for digest in digests:
             _references[digest] = stored.get(digest)
     return sum(d in stored for d in digests)
 
 
-def references_in(pte) -> dict[str, bytes]:
-    """The host-reference payloads a deserialized .pte carries as named data, by their Vela payload's SHA-256."""
-    named = pte.named_data
-    return {} if named is None else {
-        key[len(REFERENCE_PREFIX):].split(".")[0]: bytes(named.buffers[entry.buffer_index])
-        for key, entry in named.pte_data.items() if key.startswith(REFERENCE_PREFIX)}
+def references_in(named_data: dict[str, bytes]) -> dict[str, bytes]:
+    """The host-reference payloads among a .pte's named data (by key), by their Vela payload's SHA-256."""
+    return {key[len(REFERENCE_PREFIX):].split(".")[0]: value
+            for key, value in named_data.items() if key.startswith(REFERENCE_PREFIX)}
 
 
 def reference_for(blob: bytes) -> bytes | None:

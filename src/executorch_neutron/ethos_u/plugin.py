@@ -32,8 +32,8 @@ ESTIMATE_NOTE = ("Vela's estimate: Arm's Vela compiler models the Ethos-U and it
 def view(blob: bytes, meta: dict | None = None, reference: bytes | None = None) -> dict:
     """The delegate as reports show it: a Vela payload has no Neutron header (I/O as the TFLite has it, no format
     flags); `reference` is its host-reference payload when the caller found it (named data)."""
-    return {"kind": "ethos-u-vela", "inputs": None, "outputs": None, "input_formats": None, "output_formats": None,
-            "summary": "Vela's command stream for the device (I/O as the partition's TFLite has them)",
+    return {"kind": "ethos-u-vela", "summary": "ethos-u-vela (Vela's command stream for the device)",
+            "inputs": None, "outputs": None, "input_formats": None, "output_formats": None,
             "tflite": (lambda: unpack(reference).tflite) if reference is not None else None,
             "meta": dict(meta or {}) or None}
 
@@ -70,15 +70,16 @@ def host_blob(blob: bytes) -> bytes | None:
     return host.reference_for(blob)
 
 
-def on_load(pte: bytes) -> None:
-    """Record the Vela payloads of a program being loaded and their references (host.register_from_pte)."""
+def on_load(pte) -> None:
+    """Record the Vela payloads of a program being loaded (a pte.PteFile) and their references
+    (host.register_from_pte)."""
     host.register_from_pte(pte)
 
 
 def pte_tflite(blob: bytes, pte) -> bytes | None:
-    """The partition TFLite of a Vela payload in a deserialized .pte: its reference (named data), or None
+    """The partition TFLite of a Vela payload in a .pte (a pte.PteFile): its reference (named data), or None
     (device-only .pte)."""
-    reference = host.references_in(pte).get(hashlib.sha256(blob).hexdigest())
+    reference = host.references_in(pte.named_data).get(hashlib.sha256(blob).hexdigest())
     return unpack(reference).tflite if reference is not None else None
 
 

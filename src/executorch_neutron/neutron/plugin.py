@@ -41,14 +41,15 @@ CALIBRATION_NOTE = ("held against NXP's published i.MX RT700 latencies (CifarNet
 
 
 def view(blob: bytes, meta: dict | None = None, reference: bytes | None = None) -> dict:
-    """The delegate as reports show it: payload kind, Neutron I/O counts and format flags, a function returning the
-    host-reference TFLite (None for device microcode). Raises PayloadError for a damaged blob."""
+    """The delegate as reports show it: payload kind, a one-line summary, Neutron I/O counts and format flags, a
+    function returning the host-reference TFLite (None for device microcode). Raises PayloadError for a damaged
+    blob."""
     payload = unpack(blob)
     h = payload.header
-    return {"kind": payload.kind, "inputs": h.n_inputs, "outputs": h.n_outputs,
+    summary = (f"{payload.kind}: {h.n_inputs} input(s) formats {list(h.input_formats)}, {h.n_outputs} output(s) "
+               f"formats {list(h.output_formats)}")
+    return {"kind": payload.kind, "summary": summary, "inputs": h.n_inputs, "outputs": h.n_outputs,
             "input_formats": tuple(h.input_formats), "output_formats": tuple(h.output_formats),
-            "summary": f"{h.n_inputs} input(s) formats {list(h.input_formats)}, {h.n_outputs} output(s) formats "
-                       f"{list(h.output_formats)}",
             "tflite": (lambda: payload.tflite) if payload.is_reference else None, "meta": None}
 
 
@@ -82,7 +83,7 @@ def host_blob(blob: bytes) -> bytes | None:
     return None if unpack(blob).is_microcode else blob
 
 
-def on_load(pte: bytes) -> None:
+def on_load(pte) -> None:
     """Nothing to record when a program is loaded."""
 
 

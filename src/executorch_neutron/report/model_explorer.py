@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import backends
-from ..compile_spec import NeutronCompileSpec
 from ..core.atomic import write_bytes, write_text
+from ..pte import read_pte
 from ..tflite.reader import op_name, read_model, tensor_name
 
 _NPU_COLOR, _CPU_COLOR = "#bfe3cc", "#f8d7d3"
@@ -48,26 +48,13 @@ class PartitionOverlay:
         return f"model-explorer {tflite}" + (f" --node_data_paths={','.join(data)}" if data else "")
 
 
-def _spec(compile_specs):
-    """The NeutronCompileSpec a delegate was lowered with, from the compile specs stored in the .pte."""
-    from executorch.exir.backend.compile_spec_schema import CompileSpec
-
-
-    return NeutronCompileSpec.from_compile_specs([CompileSpec(cs.key, bytes(cs.value)) for cs in compile_specs])
-
-
 def partitions_of(pte: bytes | str | Path) -> list[PartitionOverlay]:
     """One overlay per delegate of the .pte's first method, named as its partition was (`<tag prefix>_<k>`), with
     its TFLite and its back end's per-layer estimate where the back end has one (backends.py)."""
-    from executorch.exir._serialize._program import deserialize_pte_binary
-
-
-    data = Path(pte).read_bytes() if isinstance(pte, (str, Path)) else bytes(pte)
-    serialized = deserialize_pte_binary(data)
-    blobs = [bytes(d.data) for d in serialized.program.backend_delegate_data]
+    pte_file = read_pte(pte)
     out, counts = [], {}
-    for d in serialized.program.execution_plan[0].delegates:
-        blob = blobs[d.processed.index]
+    for d in pte_file.program.execution_plan[0].delegates:
+        blob = pte_file.blob(d)
         backend = backends.for_id(d.id)
         prefix = backend.partitioner.tag_prefix if backend else d.id
         name = f"{prefix}_{counts.setdefault(prefix, 0)}"
@@ -75,12 +62,12 @@ def partitions_of(pte: bytes | str | Path) -> list[PartitionOverlay]:
         if backend is None or backend.pte_tflite is None:
             out.append(PartitionOverlay(name, d.id, None, note=f"not a delegate of this package ({d.id})"))
             continue
-        overlay = PartitionOverlay(name, d.id, backend.pte_tflite(blob, serialized))
+        overlay = PartitionOverlay(name, d.id, backend.pte_tflite(blob, pte_file))
         if overlay.tflite is None:
             overlay.note = ("the .pte holds no TFLite for it (device microcode, or a device-only payload); lower "
                             "with reference=True / embed_reference=True to get one")
         elif backend.layer_estimate is not None:
-            overlay.layers, overlay.unit = backend.layer_estimate(overlay.tflite, _spec(d.compile_specs))
+            overlay.layers, overlay.unit = backend.layer_estimate(overlay.tflite, pte_file.compile_spec(d))
         out.append(overlay)
     return out
 

@@ -56,29 +56,24 @@ class HostProgram:
 
     def __init__(self, pte: str | Path | bytes, etdump: bool = False):
         runtime = _runtime()
-        if isinstance(pte, (bytes, bytearray, memoryview)):
-            data = bytes(pte)
-        else:
-            path = Path(pte)
-            if not path.is_file():
-                raise NeutronRuntimeError(f"no .pte file at {path}")
-            data = path.read_bytes()
+        if not isinstance(pte, (bytes, bytearray, memoryview)) and not Path(pte).is_file():
+            raise NeutronRuntimeError(f"no .pte file at {pte}")
         from executorch.extension.pybindings import portable_lib
 
         # what would abort the process inside ExecuTorch, or fail there with an error code only, is refused here
-        program = check_program(data, backends=set(portable_lib._get_registered_backend_names()),
-                                kernels=set(portable_lib._get_operator_names()))
+        pte_file = check_program(pte, backends=set(portable_lib._get_registered_backend_names()),
+                                 kernels=set(portable_lib._get_operator_names()))
         self._dim_orders = {plan.name: [tuple(getattr(plan.values[i].val, "dim_order", None) or ()) for i in plan.inputs]
-                            for plan in program.execution_plan}
-        for backend in BACKENDS.values():  # a back end may record what its payloads run on the host
-            backend.on_load(data)
+                            for plan in pte_file.program.execution_plan}
+        for backend in BACKENDS.values():  # e.g. the back ends that run a reference TFLite record it here
+            backend.on_load(pte_file)
         bridge.clear_error()
         try:
             with _BINDINGS:
-                self._program = runtime.load_program(data, enable_etdump=etdump)
+                self._program = runtime.load_program(pte_file.data, enable_etdump=etdump)
         except RuntimeError as exc:
             raise _fail("load the program (is it a valid .pte?)", exc) from exc
-        self._pte = pte
+        self._pte = pte_file
         self._methods: dict = {}
         self._etdump = etdump
 

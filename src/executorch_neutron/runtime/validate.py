@@ -2,8 +2,8 @@
 
 ExecuTorch's runtime verifies the flatbuffer, but some damage only shows inside a kernel, whose argument checks
 abort the whole process (`ET_CHECK`: SIGABRT), and an operator name that is not UTF-8 throws through its
-operator registry (also an abort). This module parses the program with ExecuTorch's own Python deserializer and
-checks, per CPU kernel call:
+operator registry (also an abort). This module reads the program (pte.read_pte, ExecuTorch's own Python
+deserializer) and checks, per CPU kernel call:
   - the operator's name decodes (the deserializer refuses non-UTF-8 strings);
   - the arguments match the operator's schema (a tensor where a tensor is expected, an int where an int is, ...)
     when PyTorch knows the operator;
@@ -23,7 +23,7 @@ import math
 
 from executorch.exir.scalar_type import ScalarType
 
-from ..pte import identifier_problem
+from ..pte import PteError, PteFile, read_pte
 from .dtypes import FLOAT_CODES, QUANT_RANGES
 from .errors import NeutronRuntimeError
 
@@ -49,28 +49,20 @@ def _fail(message: str) -> InvalidProgram:
                           f"`executorch-neutron compile`)")
 
 
-def check_program(data: bytes, backends=None, kernels=None):
-    """Raise InvalidProgram when the serialized program `data` is not safe to hand to ExecuTorch's runtime; returns
-    the deserialized program. `backends` / `kernels`: the registered backend ids and kernel names ('ns::op.overload')
-    of the runtime that will load it (None: not checked)."""
-
-    from executorch.exir._serialize._program import deserialize_pte_binary
-
-    problem = identifier_problem(data)
-    if problem:
-        raise InvalidProgram(f"invalid .pte: not an ExecuTorch program: {problem}; pass a .pte written by "
-                             f"lower(...).save or `executorch-neutron compile`")
+def check_program(pte, backends=None, kernels=None) -> PteFile:
+    """Raise InvalidProgram when the program `pte` (a path or bytes, read by pte.read_pte) is not safe to hand to
+    ExecuTorch's runtime; returns it read. `backends` / `kernels`: the registered backend ids and kernel names
+    ('ns::op.overload') of the runtime that will load it (None: not checked)."""
     try:
-        program = deserialize_pte_binary(bytes(data)).program
-    except Exception as exc:  # noqa: BLE001 - flatbuffer/flatc/UTF-8 errors come in many types
-        raise _fail(f"ExecuTorch's deserializer refuses it ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
-                    ) from None
+        pte_file = read_pte(pte)
+    except PteError as exc:  # not a .pte, or one ExecuTorch's deserializer refuses
+        raise InvalidProgram(str(exc)) from None
     try:
-        _check_plans(program)
-        _check_registered(program, backends, kernels)
+        _check_plans(pte_file.program)
+        _check_registered(pte_file.program, backends, kernels)
     except (TypeError, AttributeError, IndexError, KeyError, ValueError) as exc:  # a table field missing or bent
         raise _fail(f"its tables are inconsistent ({type(exc).__name__}: {exc})") from None
-    return program
+    return pte_file
 
 
 def _check_registered(program, backends, kernels) -> None:
