@@ -58,7 +58,7 @@ def _fully_connected(ctx, node, x, weight_oi: np.ndarray, w_quant: Quant, bias_n
 @register(_aten.linear.default, constraints=(_linear_weights,), fuses_activation=True, preserve="always",
           quantize={"weighted": (A.linear.default,)},
           # a rank-1 input (after functionalization, e.g. an in-place squeeze_ of an LSTM's initial state) is
-          # decomposed: ExecuTorch's portable linear.out refuses rank 1 (passes/core_aten_rewrites.py handles the
+          # decomposed: ExecuTorch's portable linear.out refuses rank 1 (passes/linear_rank1_to_rank2.py handles the
           # rank-1 linears the exported graph shows)
           preserve_when=lambda a: len(a.shape("input")) >= 2)
 def convert_linear(ctx, a):

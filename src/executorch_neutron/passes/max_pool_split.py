@@ -2,7 +2,7 @@
 dilation) with a stride above 3 becomes a chain of such pools with strides 2 and 3 whose product is the stride.
 
 Vela runs max pools with strides 1..3 only (its `stride_range`), and a global or adaptive max pool (kernel =
-stride = input / output, as core_aten_rewrites writes it) often has a larger one: 20 x 20 -> 5 x 5 is stride 4.
+stride = input / output, as adaptive_max_pool_decompose writes it) often has a larger one: 20 x 20 -> 5 x 5 is stride 4.
 The max over a tile is the max over the maxima of its sub-tiles, so the chain computes exactly the same int8
 values (max pools do not requantize). What a stride has left after its 2s and 3s (5, 7, ...) is a max over runs of
 that many elements: the runs become one axis of a one-image view ([1, N*C*H*W/p, 1, p] for W), pooled by a window

@@ -1,39 +1,31 @@
-"""ATen pass: what ExecuTorch cannot lower or run as written becomes Core ATen operators that compute the same:
-adaptive max pools (a max pool where the output divides the input), a 1-D adaptive average pool (a 2-D one), median (topk), round(decimals=), in-place
-squeeze_/unsqueeze_ and a linear of a rank-1 input.
+"""ATen pass: adaptive max pools -> a `max_pool2d` where each output size divides its input size (kernel = stride =
+input / output), else a max over each pooled axis in turn; a pool whose indices are read -> amax and argmax per
+window, because adaptive max pools are outside the Core ATen opset (`to_edge` refuses them; ExecuTorch's portable
+kernels lack them).
 
-The first three are outside the Core ATen opset (refused at `to_edge`; ExecuTorch's portable kernels lack them):
 - `adaptive_max_pool2d` (also `nn.AdaptiveMaxPool1d`, which exports as a 2-D one): where each output size divides
   its input size, a `max_pool2d` with kernel = stride = input / output (global pooling: kernel = the input, stride
-  1); its
-  indices, when read, as for a 3-D one over a 1 x H x W volume (below). Otherwise, and
-  for `adaptive_max_pool3d`, a max over each pooled axis in turn (a max over a box is the max over each of its
-  axes): per axis a reshape + amax where the size divides, else one slice + amax per output bin [floor(i*in/out),
-  ceil((i+1)*in/out)) and a cat.
-- `adaptive_avg_pool1d` (decomposed by `to_edge` after quantization, into views nobody quantized): the 2-D pool
-  on unsqueeze(x, -2), squeezed back, so the NPU's adaptive average pool sees it.
-- `median` / `median.dim`: the smallest (n+1)//2 values by `topk(largest=False)` and the last of them (the lower
-  median, as PyTorch returns it), with its index.
-- `round(decimals=d)`: round(x * 10^d) / 10^d (d < 0: round(x / 10^-d) * 10^-d), as PyTorch computes it.
-- an in-place `squeeze_` / `unsqueeze_` (PyTorch's quantizable LSTM squeezes its initial state so): the functional
-  op, read by every later reader of the tensor (an in-place view changes the shape they all see).
-- a `linear` of a rank-1 input (`nn.Linear` on one unbatched vector), which ExecuTorch's portable `linear.out`
-  refuses and whose delegated fully connected layer has a rank-2 result: unsqueeze(0), linear, squeeze(0).
+  1, within every pool stride limit). Otherwise, and for `adaptive_max_pool3d`, a max over each pooled axis in turn
+  (a max over a box is the max over each of its axes): per axis a reshape + amax where the size divides, else one
+  slice + amax per output bin [floor(i*in/out), ceil((i+1)*in/out)) and a cat.
+- `adaptive_max_pool1d`: the 2-D pool on unsqueeze(x, -2), squeezed back (its indices into a 1 x L plane are the
+  indices into L), then rewritten as above.
+- indices read, output dividing the input: per window amax and argmax (turned into the flat index into D x H x W),
+  on the CPU; a 2-D pool as a 3-D one over a 1 x H x W volume. Indices read and an output that does not divide the
+  input: no kernel in any runtime, the lowering stops with a `NotImplementedError` naming the pool.
 
-A pool with indices whose output divides its input: per window amax and argmax (turned into the flat index into
-D x H x W), on the CPU. An adaptive max pool whose indices are read and whose output does not divide its input has no kernel in
-any runtime: the lowering stops with a `NotImplementedError` naming it. Runs before quantization (NeutronQuantizer.transform_for_annotation).
+The pools return values and indices (read through getitem), so the pass rewrites their readers itself rather than
+through `fx_utils.rewrite_calls`. Runs before quantization.
 """
 
 from __future__ import annotations
 
-import math
 import operator
 
 import torch
 from torch.fx import GraphModule, Node
 
-from .fx_utils import arg, call, finish, new_parameter
+from .fx_utils import call, finish, new_parameter
 
 aten = torch.ops.aten
 
@@ -92,15 +84,6 @@ def _adaptive_max1d(gm: GraphModule, node: Node) -> None:
         if not dead.users:
             gm.graph.erase_node(dead)
     _adaptive_max(gm, pool)
-
-
-def _adaptive_avg1d(gm: GraphModule, node: Node) -> None:
-    with gm.graph.inserting_before(node):
-        x2 = call(gm, aten.unsqueeze.default, (node.args[0], -2), node)
-        pool = call(gm, aten.adaptive_avg_pool2d.default, (x2, [1, *list(node.args[1])]), node)
-        out = call(gm, aten.squeeze.dims, (pool, [-2]), node)
-    node.replace_all_uses_with(out)
-    gm.graph.erase_node(node)
 
 
 def _floor_div(gm: GraphModule, x: Node, k: int, like: Node) -> Node:
@@ -182,96 +165,11 @@ def _adaptive_max(gm: GraphModule, node: Node) -> None:
         gm.graph.erase_node(node)
 
 
-def _median(gm: GraphModule, node: Node) -> None:
-    x = node.args[0]
-    shape = _shape(x)
-    if shape is None:
-        return
-    with gm.graph.inserting_before(node):
-        if node.target == aten.median.default:
-            flat = call(gm, aten.reshape.default, (x, [-1]), node)
-            n = math.prod(shape)
-            k = (n + 1) // 2
-            values = call(gm, aten.topk.default, (flat, k, 0, False, True), node)
-            smallest = call(gm, operator.getitem, (values, 0), node)
-            last = call(gm, aten.slice.Tensor, (smallest, 0, k - 1, k), node)
-            median = call(gm, aten.reshape.default, (last, []), node)
-            node.replace_all_uses_with(median)
-            gm.graph.erase_node(node)
-            return
-        dim = int(arg(node, "dim")) % max(len(shape), 1)
-        keepdim = bool(arg(node, "keepdim"))
-        k = (shape[dim] + 1) // 2
-        top = call(gm, aten.topk.default, (x, k, dim, False, True), node)
-        results = []
-        for i in (0, 1):
-            item = call(gm, operator.getitem, (top, i), node)
-            last = call(gm, aten.slice.Tensor, (item, dim, k - 1, k), node)
-            results.append(last if keepdim else call(gm, aten.squeeze.dims, (last, [dim]), node))
-    for i, new in enumerate(results):
-        _replace_item(gm, node, i, new)
-    if not node.users:
-        gm.graph.erase_node(node)
+_REWRITES = {aten.adaptive_max_pool1d.default: _adaptive_max1d, aten.adaptive_max_pool2d.default: _adaptive_max,
+             aten.adaptive_max_pool3d.default: _adaptive_max}
 
 
-def _round_decimals(gm: GraphModule, node: Node) -> None:
-    decimals = int(arg(node, "decimals"))
-    x = node.args[0]
-    with gm.graph.inserting_before(node):
-        if decimals >= 0:
-            scaled = call(gm, aten.mul.Tensor, (x, float(10 ** decimals)), node)
-            rounded = call(gm, aten.round.default, (scaled,), node)
-            out = call(gm, aten.div.Tensor, (rounded, float(10 ** decimals)), node)
-        else:
-            scaled = call(gm, aten.div.Tensor, (x, float(10 ** -decimals)), node)
-            rounded = call(gm, aten.round.default, (scaled,), node)
-            out = call(gm, aten.mul.Tensor, (rounded, float(10 ** -decimals)), node)
-    node.replace_all_uses_with(out)
-    gm.graph.erase_node(node)
-
-
-_FUNCTIONAL = {aten.squeeze_.dim: aten.squeeze.dim, aten.squeeze_.dims: aten.squeeze.dims,
-               aten.squeeze_.default: aten.squeeze.default, aten.unsqueeze_.default: aten.unsqueeze.default}
-
-
-def _inplace_view(gm: GraphModule, node: Node) -> None:
-    base = node.args[0]
-    order = {n: i for i, n in enumerate(gm.graph.nodes)}
-    with gm.graph.inserting_before(node):
-        new = call(gm, _FUNCTIONAL[node.target], tuple(node.args), node)
-    later = [u for u in base.users if u is not node and u is not new and order.get(u, -1) > order[node]]
-    for user in later:
-        user.replace_input_with(base, new)
-    node.replace_all_uses_with(new)
-    gm.graph.erase_node(node)
-
-
-def _linear_rank1(gm: GraphModule, node: Node) -> None:
-    shape = _shape(node.args[0])
-    if shape is None or len(shape) != 1:
-        return
-    with gm.graph.inserting_before(node):
-        x2 = call(gm, aten.unsqueeze.default, (node.args[0], 0), node)
-        y2 = call(gm, aten.linear.default, (x2, *node.args[1:]), node)
-        out = call(gm, aten.squeeze.dims, (y2, [0]), node)
-    node.replace_all_uses_with(out)
-    gm.graph.erase_node(node)
-
-
-_REWRITES = {
-    **{op: _inplace_view for op in _FUNCTIONAL},
-    aten.linear.default: _linear_rank1,
-    aten.adaptive_max_pool1d.default: _adaptive_max1d,
-    aten.adaptive_avg_pool1d.default: _adaptive_avg1d,
-    aten.adaptive_max_pool2d.default: _adaptive_max,
-    aten.adaptive_max_pool3d.default: _adaptive_max,
-    aten.median.default: _median,
-    aten.median.dim: _median,
-    aten.round.decimals: _round_decimals,
-}
-
-
-def core_aten_rewrites(gm: GraphModule) -> GraphModule:
+def adaptive_max_pool_decompose(gm: GraphModule) -> GraphModule:
     nodes = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in _REWRITES]
     for node in nodes:
         _REWRITES[node.target](gm, node)
