@@ -182,13 +182,14 @@ def _compile(args) -> int:
 
 
 def _say_converter_files(args, result, pte: Path) -> None:
-    """Where the converter's kernel-selection code went: beside the .pte, or in --intermediates."""
+    """Where the compiler's own files (e.g. kernel-selection code) went: beside the .pte, or in --intermediates."""
     if result.converter_files:
-        print(f"wrote {', '.join(result.converter_files)} (kernel-selection code) in {pte.parent}")
-    elif args.dump_kernel_selection_code and args.intermediates:
-        found = sorted(p.name for p in Path(args.intermediates).glob("_kernel_selection_*.c"))
+        print(f"wrote {', '.join(result.converter_files)} (the NPU compiler's files) in {pte.parent}")
+    elif args.intermediates:
+        found = [name for p in result.report.partitions for name in result.report.backend.intermediates(p.tag)
+                 if Path(args.intermediates, name).is_file()]
         if found:
-            print(f"kernel-selection code in {args.intermediates}: {', '.join(found)}")
+            print(f"the NPU compiler's files in {args.intermediates}: {', '.join(found)}")
 
 
 def _pte_inputs(args, outputs: list, reads: list = ()) -> list:

@@ -45,8 +45,8 @@ class LoweringResult:
 
     def save(self, path: str | Path) -> Path:
         """Write the .pte atomically: an interruption leaves the previous file or the new one, never a broken one.
-        Files the eIQ Neutron converter produced with no intermediates_dir to receive them (`converter_files`:
-        `_kernel_selection_<partition>.c`) are written beside it."""
+        Files the back end's compiler produced with no intermediates_dir to receive them (`converter_files`, e.g.
+        kernel-selection code) are written beside it."""
         written = write_bytes(path, self.pte)
         for name, data in self.converter_files.items():
             write_bytes(written.parent / name, data)
@@ -67,8 +67,8 @@ class LoweringResult:
         directory = self.spec.intermediates_dir
         if not directory:
             return
-        for p in self.report.partitions:  # what preprocess writes there per partition
-            for name in (f"{p.tag}.tflite", f"{p.tag}.converter_console.txt", f"_kernel_selection_{p.tag}.c"):
+        for p in self.report.partitions:  # what preprocess writes there per partition (its back end's row says)
+            for name in (f"{p.tag}.tflite", *self.report.backend.intermediates(p.tag)):
                 Path(directory, name).unlink(missing_ok=True)
 
     @property

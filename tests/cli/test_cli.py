@@ -193,7 +193,7 @@ def test_vela_configuration_options(tmp_path):
     proc = cli("compile", "examples/cifarnet.py:factory", "--target", "ethos-u85-256", "--memory-mode", "Shared_Sram",
                "--system-config", "Ethos_U85_SYS_Flash_High", *common, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    flags = json.loads((tmp_path / "m.json").read_text())["estimate"]["vela_flags"]
+    flags = json.loads((tmp_path / "m.json").read_text())["partitions"][0]["backend"]["vela_flags"]
     assert "--memory-mode=Shared_Sram" in flags and "--system-config=Ethos_U85_SYS_Flash_High" in flags, flags
     proc = cli("compile", "examples/cifarnet.py:factory", "--target", "imxrt700", "--memory-mode", "Shared_Sram",
                *common, cwd=ROOT)

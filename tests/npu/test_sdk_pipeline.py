@@ -67,7 +67,7 @@ def test_the_pte_records_the_sdk_that_compiled_it_and_keeps_kernel_selection_bes
     text = capsys.readouterr().out
     assert code == 0
     assert "compiled by eIQ Neutron SDK 3.3.0 (neutron_compiler.compileModel)" in text  # the delegation report
-    assert f"wrote _kernel_selection_neutron_0.c (kernel-selection code) in {out}" in text
+    assert f"wrote _kernel_selection_neutron_0.c (the NPU compiler's files) in {out}" in text
     assert (out / "_kernel_selection_neutron_0.c").read_text() == "/* fake kernel selection */\n"
     assert not [p for p in work.iterdir() if p.name != "net.py" and not p.name.startswith("__")]
     (delegate,) = inspect_pte(out / "net.pte").delegates

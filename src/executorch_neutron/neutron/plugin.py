@@ -21,6 +21,7 @@ from ..target import NEUTRON
 from ..tflite.reader import read_model
 from . import estimate
 from .backend import BACKEND_ID, compiled_by_key
+from .npu.compile import kernel_selection_name
 from .partitioner import NeutronPartitioner
 
 #: why the host cannot run a microcode payload, and what to do (the host runtime's message)
@@ -119,6 +120,12 @@ def estimate_notes(target, total: dict) -> list[str]:
     """What the estimate is, the target's figures it used with their sources, and how it was held against NXP's."""
     return [f"{ESTIMATE_NOTE}: {total['formula']}", "figures: " + "; ".join(target.estimate_figures()),
             CALIBRATION_NOTE]
+
+
+def intermediates(tag: str) -> tuple[str, ...]:
+    """What a partition's compile step may leave in intermediates_dir beside its TFLite: the converter's console and
+    its kernel-selection code."""
+    return f"{tag}.converter_console.txt", kernel_selection_name(tag)
 
 
 def section(meta: dict) -> dict:
@@ -223,4 +230,4 @@ ROW = Backend(NEUTRON, BACKEND_ID, NeutronPartitioner, view, reference, claims, 
               device_only=DEVICE_ONLY, title="Neutron NPU", limits=lambda profile: f"constraints {profile}",
               pte_tflite=pte_tflite, layer_estimate=layer_estimate, partition_estimate=partition_estimate,
               estimate_total=estimate_total, estimate_notes=estimate_notes, section=section, memory=memory,
-              placement=placement, compiled_by=compiled_by)
+              placement=placement, compiled_by=compiled_by, intermediates=intermediates)
