@@ -1,5 +1,8 @@
 # Two entry points for a fresh machine: `make demo` and `make test`. Both create .venv and install on demand.
-# `make test-fast`: the fast tier (tests marked `fast`) for the edit-test loop; `make test` runs everything.
+# Test tiers (pytest markers, declared in pyproject.toml and enforced by --strict-markers):
+#   `make test`      every test (CI): the full tier, whole lowerings, models, Vela, the host runtime; tens of minutes.
+#   `make test-fast` the `fast` tier for the edit-test loop (under 2 minutes on an idle 2-core machine): pure-Python
+#                    units, pass rewrites, the converter-level operator table, one smoke lower() and one SDK child.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python

@@ -38,7 +38,6 @@ def _flat(out) -> list[torch.Tensor]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-@pytest.mark.fast
 @pytest.mark.parametrize("name", rnn_blocks.LAYERS)
 def test_unrolled_graph_computes_the_recurrent_op(name):
     model, inputs = rnn_blocks.LAYERS[name]()
@@ -67,7 +66,6 @@ def test_gru_without_sub_computes_the_recurrent_op(name):
             torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.fast
 def test_repeated_step_input_is_projected_once():
     """The autoencoder's decoder reads one latent vector at every step: its 4 input-side gate layers are made once,
     the recurrent ones once per step after the first (zero initial state). The encoder's forget gate is not

@@ -11,8 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.fast
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fake_neutron_sdk as fake  # noqa: E402
 
@@ -58,6 +56,7 @@ def sdk(tmp_path, monkeypatch):
 # ------------------------------------------------------------------------------------------ reference path
 
 
+@pytest.mark.fast
 def test_without_sdk_packs_a_reference_payload_and_logs_once(no_sdk, caplog):
     tflite = add_relu_int8([1, 4, 5, 6])
     with caplog.at_level(logging.WARNING, logger="executorch_neutron"):
@@ -70,6 +69,7 @@ def test_without_sdk_packs_a_reference_payload_and_logs_once(no_sdk, caplog):
     assert notices == [npu_compile.REFERENCE_NOTICE]
 
 
+@pytest.mark.fast
 def test_reference_true_skips_the_sdk_and_the_notice(sdk, caplog, monkeypatch):
     monkeypatch.setattr(npu_compile, "_notice_logged", False)
     with caplog.at_level(logging.WARNING, logger="executorch_neutron"):
@@ -85,6 +85,7 @@ DEFAULT_OPTIONS = {"minNumOpsPerGraph": 1, "excludeGraphPasses": "HoistSliceAbov
                    "dumpAfterImport": None, "dumpAfterGenerate": None, "verbose": None}  # None: the SDK's default
 
 
+@pytest.mark.fast
 def test_default_options_reach_the_converter(sdk):
     out = compile_partition(add_relu_int8([1, 4]), HEADER_2IN_1OUT, NeutronCompileSpec(), "neutron_0")
     seen = json.loads(sdk.read_text())
@@ -120,17 +121,20 @@ EXTRA_FLAGS = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("case", EXTRA_FLAGS.values(), ids=EXTRA_FLAGS.keys())
 def test_parse_extra_flags(case):
     text, expected = case
     assert parse_extra_flags(text) == expected
 
 
+@pytest.mark.fast
 def test_extra_flags_override_spec_options():
     spec = NeutronCompileSpec(use_profiling=True, extra_flags="--dump-after-generate=file")
     assert converter_options(spec)["dumpAfterGenerate"] == "file" and converter_options(spec)["useProfiling"] is True
 
 
+@pytest.mark.fast
 def test_unreadable_extra_flags_say_how_to_write_them():
     with pytest.raises(NeutronCompileError, match="--name=value"):
         parse_extra_flags("verbose")
@@ -194,6 +198,7 @@ BAD_OUTPUTS = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mode", BAD_OUTPUTS, ids=BAD_OUTPUTS.keys())
 def test_bad_converter_output_is_rejected(mode):
     converted = fake.neutron_graph_model(add_relu_int8([1, 4]), mode)
@@ -202,6 +207,7 @@ def test_bad_converter_output_is_rejected(mode):
     assert "'neutron_5'" in str(info.value)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("mode,version", [("ok", 0), ("profile", 1)])
 def test_version_follows_the_node_outputs(mode, version):
     parts = extract(fake.neutron_graph_model(two_in_two_out_float([2, 3]), mode), n_inputs=2, n_outputs=2)

@@ -25,7 +25,6 @@ from executorch_neutron.neutron.npu.sdk_adapter import sdk_version, version_tupl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
 from tflite_fixtures import add_relu_int8  # noqa: E402
 
-pytestmark = pytest.mark.fast
 HEADER = Header(n_args=2, input_formats=(0, 0), output_formats=(0,), input_args=(0, 1), output_args=(0,))
 
 
@@ -122,6 +121,7 @@ def test_profiling_needs_sdk_3_2_1(install, case, tmp_path):
     assert opts.get("dumpMicrocode", "absent") == (True if api == "compiler" else "absent")
 
 
+@pytest.mark.fast
 def test_sdk_version_comes_from_the_distribution_metadata(install):
     install("compiler", version="3.4.1")
     assert sdk_version() == "3.4.1"
@@ -131,6 +131,7 @@ VERSIONS = {"plain": ("3.2.1", (3, 2, 1)), "rc": ("3.3.0rc1", (3, 3, 0)), "post"
             "two": ("3.3", (3, 3))}
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("case", VERSIONS.values(), ids=VERSIONS.keys())
 def test_version_tuple(case):
     text, expected = case

@@ -16,8 +16,6 @@ from executorch_neutron.lowering import quantize
 from executorch_neutron.pipeline import assemble, resolve_spec
 from harness import Fn, assert_within_steps, convert_and_run, model_output_qparams, quantize_np
 
-pytestmark = pytest.mark.fast
-
 
 def x(*shape):
     return (torch.randn(*shape),)

@@ -72,7 +72,6 @@ REFUSED = {("mean_dims_batch2", "imx93"): "Vela: Batch must be 1"}
 DELEGATED = [(n, t) for n in CASES for t in TARGETS if (n, t) not in REFUSED]
 
 
-@pytest.mark.fast
 @pytest.mark.parametrize("name, target", DELEGATED, ids=[f"{n}-{t}" for n, t in DELEGATED])
 def test_delegated(name, target):
     make, inputs, ops = CASES[name]
@@ -84,7 +83,6 @@ def test_delegated(name, target):
         assert_within_steps(out, ref, steps_allowed=1, scale=scale)
 
 
-@pytest.mark.fast
 @pytest.mark.parametrize("name, target", REFUSED, ids=[f"{n}-{t}" for n, t in REFUSED])
 def test_refused(name, target):
     make, inputs, _ = CASES[name]

@@ -38,7 +38,6 @@ def split_report():
     return result.report
 
 
-@pytest.mark.fast
 def test_node_counts_and_reasons(split_report):
     r = split_report
     assert (r.num_delegated, r.num_compute) == (3, 4)
@@ -49,7 +48,6 @@ def test_node_counts_and_reasons(split_report):
     assert groups["aten.linear.default"][0].rejection.reason == "excluded by operators_not_to_delegate"
 
 
-@pytest.mark.fast
 def test_macs_hand_counted(split_report):
     r = split_report
     assert r.partitions[0].macs == CONV_MACS
@@ -59,7 +57,6 @@ def test_macs_hand_counted(split_report):
     assert r.mac_share == pytest.approx(CONV_MACS / (CONV_MACS + LINEAR_MACS))
 
 
-@pytest.mark.fast
 def test_bytes_hand_counted(split_report):
     p = split_report.partitions[0]
     assert p.weight_bytes == 8 * 3 * 3 * 3 + 8 * 4  # int8 weights + int32 bias
@@ -70,7 +67,6 @@ def test_bytes_hand_counted(split_report):
     assert split_report.model_bytes == split_report.pte_bytes
 
 
-@pytest.mark.fast
 def test_json_validates_against_schema(split_report):
     data = json.loads(split_report.to_json())
     jsonschema.validate(data, load_schema())
@@ -79,7 +75,6 @@ def test_json_validates_against_schema(split_report):
     assert data["memory"]["target"] == "imxrt700" and data["memory"]["estimated"] is True  # host-reference payload
 
 
-@pytest.mark.fast
 def test_text_markdown_html(split_report, tmp_path):
     text = str(split_report)
     assert "3 of 4 compute nodes (75.0%)" in text and "On the CPU" in text and "memory (from the .pte" in text

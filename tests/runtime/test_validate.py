@@ -12,8 +12,6 @@ from torch import nn
 from executorch_neutron import lower
 from executorch_neutron.runtime.validate import InvalidProgram, check_program
 
-pytestmark = pytest.mark.fast
-
 
 @pytest.fixture(scope="module")
 def pte() -> bytes:
@@ -68,6 +66,7 @@ def test_damaged_quantize_argument_is_named(pte, case):
     assert needle in str(err.value)
 
 
+@pytest.mark.fast
 def test_not_a_program():
     with pytest.raises(InvalidProgram, match="the data is not an ExecuTorch program: its file identifier is"):
         check_program(b"\x00" * 64)
