@@ -31,8 +31,8 @@ CONFIGS = ("imx93", "ethos-u55-256", "ethos-u55-128")
 def _models() -> dict:
     from models import arch_blocks
 
-    from executorch_neutron import zoo
-    from executorch_neutron.loading import load_model
+    from executorch_neutron.models import zoo
+    from executorch_neutron.models.loading import load_model
 
     def example(name):
         return lambda: load_model(f"{ROOT}/examples/{name}.py:factory")[:2]
@@ -74,7 +74,7 @@ def _host_steps(result, inputs) -> int:
 
 
 def measure(name: str, factory, configs, repeats: int) -> list[str]:
-    from executorch_neutron import zoo
+    from executorch_neutron.models import zoo
 
     model, inputs = factory()
     calib = [inputs] + zoo.calibration(inputs, 4)

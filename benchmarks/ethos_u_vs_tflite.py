@@ -37,8 +37,8 @@ TF_PYTHON = str(ROOT / ".venv-tf" / "bin" / "python")
 
 
 def _model(name: str):
-    from executorch_neutron import zoo
-    from executorch_neutron.loading import load_model
+    from executorch_neutron.models import zoo
+    from executorch_neutron.models.loading import load_model
 
     if name in zoo.MODELS:
         return zoo.MODELS[name]()
@@ -83,7 +83,7 @@ def _vela(tflite: bytes, flags, name: str) -> dict:
 def tf_reference(name: str, python: str) -> bytes:
     """(b): TensorFlow's int8 TFLite of the model, from the same weights and calibration batches as ours."""
     import _tf_reference
-    from executorch_neutron import zoo
+    from executorch_neutron.models import zoo
 
     model, inputs = _model(name)
     return _tf_reference.build(model, [inputs] + zoo.calibration(inputs, 4), python)

@@ -172,7 +172,7 @@ def _build_base(directory: Path) -> tuple[Path, Path]:
     from torch import nn
 
     from executorch_neutron import lower
-    from executorch_neutron.zoo import calibration
+    from executorch_neutron.models.zoo import calibration
 
     class TwoPartitions(nn.Module):
         def __init__(self):

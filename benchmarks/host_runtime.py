@@ -39,7 +39,7 @@ def _measure(args) -> None:
     from executorch_neutron import lower
     from executorch_neutron.core.payload import unpack
     from executorch_neutron.runtime import load
-    from executorch_neutron.zoo import calibration, mobilenet_v2_like
+    from executorch_neutron.models.zoo import calibration, mobilenet_v2_like
 
     model, inputs = mobilenet_v2_like(resolution=args.resolution)
     t0 = time.perf_counter()

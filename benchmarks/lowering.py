@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _example(name: str):
     """(model, inputs) of a bundled zoo model or of examples/<name>.py's factory()."""
-    from executorch_neutron import zoo
+    from executorch_neutron.models import zoo
 
     if hasattr(zoo, name):
         return getattr(zoo, name)()

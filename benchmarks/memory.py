@@ -29,7 +29,7 @@ import _docs
 from executorch.exir._serialize._flatbuffer import _program_flatbuffer_to_json
 
 from executorch_neutron import lower
-from executorch_neutron.loading import load_model, random_samples
+from executorch_neutron.models.loading import load_model, random_samples
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("cifarnet", "ds_cnn", "vww_mobilenet")

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 def _families():
     from models import arch_blocks
 
-    from executorch_neutron import zoo
+    from executorch_neutron.models import zoo
 
     return {**arch_blocks.FAMILIES, "mobilenet_v2": zoo.mobilenet_v2_like}
 

@@ -43,7 +43,7 @@ _IO = ("quantize_per_tensor", "dequantize_per_tensor")
 
 def _lower(name: str, target: str):
     from executorch_neutron import lower, zoo
-    from executorch_neutron.loading import load_model
+    from executorch_neutron.models.loading import load_model
 
     model, inputs = zoo.MODELS[name]() if name in zoo.MODELS else load_model(f"{ROOT}/examples/{name}.py:factory")[:2]
     return lower(model, inputs, [inputs] + zoo.calibration(inputs, 4), target=target).report

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from executorch_neutron import lower  # noqa: E402
 from executorch_neutron.core.exported import op_name  # noqa: E402
 from executorch_neutron.ops.registry import entries  # noqa: E402
-from executorch_neutron.zoo import calibration  # noqa: E402
+from executorch_neutron.models.zoo import calibration  # noqa: E402
 from harness import Fn, Param, lower_and_run, model_output_qparams, quantize_np, steps  # noqa: E402
 
 

@@ -26,7 +26,7 @@ import torch
 import _docs
 from executorch_neutron import lower
 from executorch_neutron.runtime import run
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "peers"))
 from peer_models import MODELS  # noqa: E402

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from executorch_neutron import lower
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -38,8 +38,8 @@ def _models() -> dict:
     from models.split_models import three_partitions
     from models.transformer_blocks import TinyViT
 
-    from executorch_neutron import zoo
-    from executorch_neutron.loading import load_model
+    from executorch_neutron.models import zoo
+    from executorch_neutron.models.loading import load_model
 
     def example(name):
         return lambda: load_model(f"{ROOT}/examples/{name}.py:factory")[:2]
@@ -122,7 +122,7 @@ def main() -> int:
     from _timing import median_seconds
 
     from executorch_neutron import lower
-    from executorch_neutron.zoo import calibration
+    from executorch_neutron.models.zoo import calibration
 
     browser = chromium()
     OUT.mkdir(parents=True, exist_ok=True)

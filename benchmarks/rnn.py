@@ -49,7 +49,7 @@ def measure(name: str, target: str, samples: int = 4) -> dict:
     from collections import Counter
 
     from executorch_neutron import compare, lower
-    from executorch_neutron.zoo import calibration
+    from executorch_neutron.models.zoo import calibration
 
     logging.basicConfig(level=logging.ERROR)
     logging.getLogger("executorch_neutron").setLevel(logging.ERROR)

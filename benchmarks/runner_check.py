@@ -17,7 +17,7 @@ from pathlib import Path
 
 from executorch_neutron import lower
 from executorch_neutron.board.runners import check_pte, load_runner, too_big
-from executorch_neutron.loading import load_model, random_samples
+from executorch_neutron.models.loading import load_model, random_samples
 from executorch_neutron.pte import inspect_pte
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from executorch_neutron import lower
 from executorch_neutron.runtime import run
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 
 
 def run_example(name: str, factory, calibration_samples: int = 8) -> int:

@@ -1,4 +1,4 @@
-"""Image classification: the CifarNet-style CNN bundled as `executorch_neutron.zoo.cifarnet` (input 1x3x32x32).
+"""Image classification: the CifarNet-style CNN bundled as `executorch_neutron.models.zoo.cifarnet` (input 1x3x32x32).
 
     python examples/cifarnet.py
     executorch-neutron compile examples/cifarnet.py:factory --random-calibration -o out/cifarnet.pte
@@ -6,7 +6,7 @@
 Three 5x5 convolutions (32, 32, 64 channels) with ReLU and 2x2 max pooling, then a 10-way classifier.
 """
 
-from executorch_neutron import zoo
+from executorch_neutron.models import zoo
 
 
 def factory(seed: int = 0):

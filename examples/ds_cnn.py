@@ -11,7 +11,7 @@ every layer a multiple of the NPU's 8-MAC channel alignment.
 import torch
 from torch import nn
 
-from executorch_neutron.zoo import warm_up_batch_norm
+from executorch_neutron.models.zoo import warm_up_batch_norm
 
 
 def _conv_bn_relu(cin, cout, kernel, stride=1, padding=0, groups=1):

@@ -10,7 +10,7 @@ MobileNetV1 with width multiplier 0.25: a 3x3 stride-2 stem to 8 channels, then 
 import torch
 from torch import nn
 
-from executorch_neutron.zoo import warm_up_batch_norm
+from executorch_neutron.models.zoo import warm_up_batch_norm
 
 # (output channels, stride) of the 13 depthwise-separable blocks of MobileNetV1, before the width multiplier
 BLOCKS = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)] + [(512, 1)] * 5 + [(1024, 2), (1024, 1)]

@@ -24,7 +24,7 @@ from executorch_neutron.ops.registry import CheckContext
 from executorch_neutron.pipeline import assemble, resolve_spec
 from executorch_neutron.runtime import run
 from executorch_neutron.tflite.layout import from_channels_last, to_channels_last
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 
 
 class Fn(torch.nn.Module):

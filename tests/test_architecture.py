@@ -77,3 +77,24 @@ def test_module_table_matches_the_tree():
     present |= {p.name for p in PKG.glob("*.py") if p.name not in ("__init__.py", "__main__.py")}
     assert not listed - present, f"ARCHITECTURE.md's module table names what is not in the tree: {listed - present}"
     assert not present - listed, f"ARCHITECTURE.md's module table lacks: {sorted(present - listed)}"
+
+
+#: the neutral front end: what every back end shares (ARCHITECTURE.md "One neutral front end")
+FRONT_END = {"target", "compile_spec", "core", "tflite", "ops", "passes", "convert", "quantizer", "partition"}
+BACK_ENDS = {"neutron", "ethos_u"}
+
+
+def test_the_front_end_imports_no_back_end():
+    """Whatever the layer list says: no module of the front end imports a back end's folder."""
+    wrong = sorted({f"{src} -> {dst} ({path})" for src, dst, path in _imports()
+                    if src.split(".")[0] in FRONT_END and dst.split(".")[0] in BACK_ENDS})
+    assert not wrong, "the front end imports a back end:\n" + "\n".join(wrong)
+    layers = _layers()
+    low = [name for name in layers if name.split(".")[0] in BACK_ENDS
+           and layers[name] <= max(layers[p] for p in FRONT_END)]
+    assert not low, f"the layer list puts back-end parts at or below the front end: {low}"
+
+
+def test_at_most_ten_top_level_modules():
+    modules = sorted(p.stem for p in PKG.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert len(modules) <= 10, f"{len(modules)} top-level modules (group them into packages): {modules}"

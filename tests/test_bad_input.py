@@ -9,7 +9,7 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from executorch_neutron import NeutronCompileSpec, NeutronPartitioner, NeutronQuantizer, lower
 from executorch_neutron.runtime import run
 from executorch_neutron.target import UnknownTargetError
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import quantize_np, steps
 
 

@@ -18,9 +18,9 @@ import torch
 from torch import nn
 
 from executorch_neutron import lower
-from executorch_neutron.loading import load_model
+from executorch_neutron.models.loading import load_model
 from executorch_neutron.runtime import run
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import assert_within_steps, model_output_qparams, quantize_np
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

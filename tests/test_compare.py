@@ -9,7 +9,7 @@ from torch import nn
 
 import executorch_neutron
 from executorch_neutron.numerics import CompareResult, sqnr
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 
 
 class TwoPartitions(nn.Module):

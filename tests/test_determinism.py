@@ -5,11 +5,13 @@ import os
 import subprocess
 import sys
 
-from executorch_neutron import lower, zoo
+from executorch_neutron import lower
+from executorch_neutron.models import zoo
 
 SCRIPT = """
 import hashlib
-from executorch_neutron import lower, zoo
+from executorch_neutron import lower
+from executorch_neutron.models import zoo
 m, x = zoo.cifarnet()
 print(hashlib.sha256(lower(m, x, zoo.calibration(x, 2)).pte).hexdigest())
 """

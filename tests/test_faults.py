@@ -10,7 +10,7 @@ from torch import nn
 
 from executorch_neutron import lower
 from executorch_neutron.core import atomic
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 
 
 class Interrupt(BaseException):

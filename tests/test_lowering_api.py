@@ -10,7 +10,8 @@ from torch import nn
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 import executorch_neutron
-from executorch_neutron import NeutronCompileSpec, NeutronQuantizer, lower, zoo
+from executorch_neutron import NeutronCompileSpec, NeutronQuantizer, lower
+from executorch_neutron.models import zoo
 from executorch_neutron.lowering import LoweringError
 
 

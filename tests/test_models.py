@@ -1,4 +1,4 @@
-"""Whole models (defined in executorch_neutron.zoo, no torchvision): one partition, everything int8 on the NPU,
+"""Whole models (defined in executorch_neutron.models.zoo, no torchvision): one partition, everything int8 on the NPU,
 partition TFLite in LiteRT close to PyTorch's quantized model, and the .pte on the host runtime equal to LiteRT.
 
 Bound for whole models: at most 3 output steps anywhere and at least 95% of outputs within 1 step. Why wider
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
 
-from executorch_neutron import zoo
+from executorch_neutron.models import zoo
 from executorch_neutron.runtime import run
 from harness import lower_and_run, quantize_np, steps
 

@@ -3,7 +3,8 @@
 import torch
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-from executorch_neutron import NeutronCompileSpec, NeutronPartitioner, NeutronQuantizer, lower, zoo
+from executorch_neutron import NeutronCompileSpec, NeutronPartitioner, NeutronQuantizer, lower
+from executorch_neutron.models import zoo
 from executorch_neutron.core.payload import unpack
 from executorch_neutron.runtime import run
 from harness import io_quant, quantize_np, run_tflite, steps, to_physical

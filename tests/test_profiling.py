@@ -11,7 +11,7 @@ from executorch_neutron import lower
 from executorch_neutron.lowering import LoweringError
 from executorch_neutron.profiling import profile
 from executorch_neutron.runtime import run
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 
 
 class TwoPartitions(nn.Module):

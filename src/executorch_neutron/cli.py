@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from .core.atomic import PathCollision, check_distinct, replacing, sigint_held
-from .loading import (EXIT_BAD_INPUT, MODEL_HELP, UserError, check_finite, check_inputs_fit, check_model_spec,
+from .models.loading import (EXIT_BAD_INPUT, MODEL_HELP, UserError, check_finite, check_inputs_fit, check_model_spec,
                       load_model, load_samples, load_tensor, model_file, random_samples)
 
 EXIT_OK, EXIT_FAIL, EXIT_NOT_DELEGATED, EXIT_INTERRUPTED = 0, 1, 3, 130
@@ -406,7 +406,7 @@ def _bundled_models() -> list[str]:
     """The names of zoo.MODELS, read from zoo.py's source so that a wrong --model is refused before torch loads."""
     import ast
 
-    tree = ast.parse(Path(__file__).with_name("zoo.py").read_text())
+    tree = ast.parse((Path(__file__).parent / "models" / "zoo.py").read_text())
     table = next(node.value for node in tree.body if isinstance(node, ast.Assign)
                  and any(getattr(t, "id", None) == "MODELS" for t in node.targets))
     return [key.value for key in table.keys]
@@ -419,7 +419,8 @@ def _demo(args) -> int:
         raise UserError(f"no bundled model {args.model!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
                         f"the bundled models are {', '.join(sorted(names))}")
     _import_torch()
-    from . import lower, zoo
+    from . import lower
+    from .models import zoo
     from .numerics import compare
 
     model, inputs = zoo.MODELS[args.model]()
@@ -490,7 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser = functools.partial(sub.add_parser, parents=[common])
 
     d = sub.add_parser("demo", help="lower a bundled example model, run the .pte on the host, print the report")
-    d.add_argument("--model", default="cifarnet", help="a bundled example network of zoo.py (default cifarnet; a "
+    d.add_argument("--model", default="cifarnet", help="a bundled example network of models/zoo.py (default cifarnet; a "
                                                         "wrong name lists them)")
     d.add_argument("--target", choices=all_target_names(), default="imxrt700")
     d.add_argument("-o", "--output", type=Path, default=Path("out/demo.pte"))

@@ -23,7 +23,7 @@ from .core.atomic import replacing, write_bytes
 from .core.messages import first_line
 from .core.progress import listening
 from .core.qdq import per_tensor_kind
-from .loading import CALIBRATION_HINT, calibration_problem
+from .models.loading import CALIBRATION_HINT, calibration_problem
 from .pipeline import LoweringError, assemble, resolve_spec
 from .report import DelegationReport
 from .report.memory import check_budget, memory_section, parse_size

@@ -12,7 +12,7 @@ from executorch_neutron.board.runners import _DATA
 from executorch_neutron.pte import inspect_pte
 from executorch_neutron.runtime import run
 from executorch_neutron.board.qparams import output_qparams
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import model_output_qparams
 
 X = torch.randn(1, 3, 9, 7, generator=torch.Generator().manual_seed(3))

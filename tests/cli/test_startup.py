@@ -69,7 +69,7 @@ def test_ctrl_c_in_the_first_seconds_is_a_clean_exit(delay, tmp_path):
 
 @pytest.mark.fast
 def test_the_bundled_model_names_read_without_torch_are_zoos():
-    from executorch_neutron import zoo
+    from executorch_neutron.models import zoo
     from executorch_neutron.cli import _bundled_models
 
     assert _bundled_models() == list(zoo.MODELS)

@@ -18,7 +18,7 @@ from torch import nn
 from executorch_neutron import lower
 from executorch_neutron.pte import inspect_pte
 from executorch_neutron.runtime import run
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import Fn, compare_pte, lower_and_run, pte_steps
 
 F = nn.functional

@@ -16,7 +16,7 @@ from torch import nn
 import executorch_neutron
 from executorch_neutron import lower
 from executorch_neutron.runtime import run
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import assert_within_steps, model_output_qparams, quantize_np
 
 

@@ -18,8 +18,9 @@ import pytest
 import torch
 from torch import nn
 
-from executorch_neutron import lower, zoo
-from executorch_neutron.loading import load_model
+from executorch_neutron import lower
+from executorch_neutron.models import zoo
+from executorch_neutron.models.loading import load_model
 from executorch_neutron.runtime import NeutronRuntimeError, run
 from harness import Fn, assert_within_steps, model_output_qparams, quantize_np
 

@@ -16,7 +16,8 @@ import re
 import pytest
 import torch
 
-from executorch_neutron import lower, zoo
+from executorch_neutron import lower
+from executorch_neutron.models import zoo
 from executorch_neutron.ops import registry
 from executorch_neutron.runtime import run
 from harness import assert_within_steps, model_output_qparams, quantize_np

@@ -20,7 +20,7 @@ from executorch_neutron import lower
 from executorch_neutron.compile_spec import NeutronCompileSpec
 from executorch_neutron.runtime import run
 from executorch_neutron.tflite.layout import NCHW_TO_NHWC, NHWC_TO_NCHW, collapsed_transpose
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import assert_within_steps, model_output_qparams, quantize_np
 
 

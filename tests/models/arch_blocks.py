@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from executorch_neutron.zoo import warm_up_batch_norm
+from executorch_neutron.models.zoo import warm_up_batch_norm
 
 
 def conv_bn(cin, cout, k=1, stride=1, groups=1, act=None):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from executorch_neutron.zoo import warm_up_batch_norm
+from executorch_neutron.models.zoo import warm_up_batch_norm
 
 
 class Conv(nn.Module):

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from models import arch_blocks
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import compare_pte, lower_and_run, steps
 
 # family -> delegated ops that show the family's defining block on the NPU (counted from the model's structure)

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from executorch_neutron import lower
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import pte_steps
 
 

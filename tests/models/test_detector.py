@@ -12,7 +12,7 @@ import operator
 import pytest
 
 from executorch_neutron import lower
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import pte_steps
 from models.detector_blocks import detector
 

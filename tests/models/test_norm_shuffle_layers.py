@@ -22,7 +22,7 @@ from executorch_neutron.passes.group_norm_decompose import group_norm_decompose
 from executorch_neutron.passes.l2_normalize_decompose import l2_normalize_decompose
 from executorch_neutron.passes.pixel_shuffle_to_permute import pixel_shuffle_to_permute
 from executorch_neutron.runtime import run
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import pte_steps
 from models.norm_shuffle_blocks import LAYERS
 

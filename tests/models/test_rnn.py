@@ -22,7 +22,7 @@ from executorch_neutron.numerics import sqnr
 from executorch_neutron.passes.fold_constants import fold_constants
 from executorch_neutron.passes.rnn_unroll import rnn_unroll
 from executorch_neutron.runtime import run
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import model_output_qparams, quantize_np, steps
 from models import rnn_blocks
 

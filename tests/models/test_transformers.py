@@ -22,7 +22,7 @@ of the same size as quantization's own, not an error of a converted op.
 import pytest
 
 from models.transformer_blocks import BLOCKS, MODELS
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import assert_within_steps, compare_pte, lower_and_run
 
 BLOCK_STEPS = {"layer_norm": 3, "gelu_tanh": 1, "gelu_exact": 1, "mlp": 1, "attention_matmul": 2, "mha_matmul": 2,

@@ -11,7 +11,7 @@ from torch import nn
 
 from harness import Fn, assert_within_steps, lower_and_run
 from executorch_neutron import lower
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 
 
 def f(fn, *mods):

@@ -12,7 +12,7 @@ from torch import nn
 from harness import Fn, model_output_qparams, quantize_np, steps
 from executorch_neutron import lower
 from executorch_neutron.runtime import run
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 
 POOLS = {
     "max_k3_s2_p1": lambda t: F.max_pool2d(t, 3, 2, padding=1),

@@ -6,7 +6,7 @@ from torch import nn
 
 from executorch_neutron import lower
 from executorch_neutron.runtime import run
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 
 
 class FeedsTwoWays(nn.Module):

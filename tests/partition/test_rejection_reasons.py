@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from executorch_neutron import lower
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import Fn
 
 

@@ -14,7 +14,7 @@ from torch import nn
 
 from executorch_neutron import lower
 from executorch_neutron.core.payload import unpack
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import assert_within_steps, lower_and_run
 
 QDQ = torch.ops.quantized_decomposed

@@ -13,7 +13,7 @@ from executorch_neutron.passes.remove_noops import remove_noops
 from executorch_neutron.passes import run_passes as run_aten_passes
 from executorch_neutron.passes.silu_to_sigmoid_mul import silu_to_sigmoid_mul
 from executorch_neutron.passes.permute_rank4 import merged
-from executorch_neutron.zoo import warm_up_batch_norm
+from executorch_neutron.models.zoo import warm_up_batch_norm
 
 from harness import Fn, assert_within_steps, lower_and_run
 

@@ -10,7 +10,7 @@ from torch import nn
 
 from executorch_neutron import lower
 from executorch_neutron.passes.pipeline import run_passes
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import pte_steps
 
 aten = torch.ops.aten

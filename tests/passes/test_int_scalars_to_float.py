@@ -8,7 +8,7 @@ from torch import nn
 
 from executorch_neutron import lower
 from executorch_neutron.passes.int_scalars_to_float import int_scalars_to_float
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import Fn, pte_steps
 
 aten = torch.ops.aten

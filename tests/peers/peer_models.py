@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from executorch_neutron.zoo import warm_up_batch_norm
+from executorch_neutron.models.zoo import warm_up_batch_norm
 
 
 def _cbr(cin, cout, k, s=1, groups=1, act=nn.ReLU):

@@ -118,7 +118,7 @@ def test_vela_cycles_shade_the_nodes():
 def test_bundled_example_graph_is_whole():
     """CifarNet (max pooling with indices: getitem nodes inside the partition): every edge joins two drawn nodes,
     and every partition node is drawn once."""
-    from executorch_neutron import zoo
+    from executorch_neutron.models import zoo
 
     result = _lowered(*zoo.cifarnet())
     graph = result.report.graph
@@ -215,7 +215,7 @@ def test_report_words_name_layers_and_formats(target):
     convolution, not the relu); the converter's boundary transposes are named as such; formats are words."""
     import re
 
-    from executorch_neutron import zoo
+    from executorch_neutron.models import zoo
 
     result = _lowered(*zoo.cifarnet(), target=target)
     report = result.report

@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from executorch_neutron import lower, zoo
-from executorch_neutron.loading import load_model
+from executorch_neutron import lower
+from executorch_neutron.models import zoo
+from executorch_neutron.models.loading import load_model
 from executorch_neutron.neutron import estimate
 from executorch_neutron.target import get_target
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from executorch_neutron import lower, zoo
+from executorch_neutron import lower
+from executorch_neutron.models import zoo
 from executorch_neutron.pte import PteError, inspect_pte
 
 

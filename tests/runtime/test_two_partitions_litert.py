@@ -11,7 +11,7 @@ from torch import nn
 from executorch_neutron import lower
 from executorch_neutron.core.payload import unpack
 from executorch_neutron.runtime import run
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 from harness import from_physical, io_quant, quantize_np, run_tflite, to_physical
 
 

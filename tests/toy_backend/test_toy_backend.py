@@ -21,7 +21,7 @@ from executorch_neutron.numerics import compare
 from executorch_neutron.pte import inspect_pte
 from executorch_neutron.report import load_schema
 from executorch_neutron.runtime import run
-from executorch_neutron.zoo import calibration
+from executorch_neutron.models.zoo import calibration
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "executorch_neutron"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..loading import EXIT_BAD_INPUT, UserError
+from ..models.loading import EXIT_BAD_INPUT, UserError
 from .selective_build import selected_operators_path, write_selected_operators
 
 EXIT_FAIL = 1

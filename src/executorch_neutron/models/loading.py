@@ -11,7 +11,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from .core.messages import first_line
+from ..core.messages import first_line
 
 EXIT_BAD_INPUT = 2
 MODEL_HELP = "path/to/file.py:factory (a function returning (module, example_inputs[, calibration])) or a .pt2 file"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .core.atomic import write_text
+from ..core.atomic import write_text
 
 _US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6, "cycles": 1.0}  # one unit in microseconds (cycles: as is)
 

@@ -22,9 +22,9 @@ from typing import Sequence
 
 import torch
 
-from .backends import BACKENDS
-from .pte import inspect_pte
-from .runtime import load
+from ..backends import BACKENDS
+from ..pte import inspect_pte
+from ..runtime import load
 from .trace import chrome_trace, write_chrome_trace
 
 DELEGATE_CALL = "DELEGATE_CALL"
