@@ -1,15 +1,14 @@
 """Google's Model Explorer (`pip install ai-edge-model-explorer`) overlays for the partitions of a .pte.
 
-`write_overlays(pte, out_dir)` writes, per delegate (named like the partition tags: neutron_0, ethos_u_0, ...):
+`write_overlays(pte, out_dir)` writes, per delegate (named like the partition tags, `<prefix>_<n>`):
 
-- `<name>.tflite`: the partition's int8 TFLite (a Neutron host-reference payload's, or the reference an Ethos-U
-  .pte carries as named data);
+- `<name>.tflite`: the partition's int8 TFLite, as its back end finds it in the .pte (`Backend.pte_tflite`: a
+  host-reference payload's, or a reference stored as named data);
 - `<name>.placement.json`: node data saying where each operator runs ("NPU"; "CPU" for an operator the NPU
   compiler would leave to the CPU);
 - `<name>.cycles.json`: node data with the per-layer estimate, where one exists: the back end's
-  (`backends.Backend.layer_estimate`: for Ethos-U, Vela run again on the TFLite with the flags in the delegate's
-  compile specs; for Neutron, neutron/estimate.py on the TFLite for the target in its compile specs), or one handed
-  in (`estimates`, e.g. the report's per partition, which may hold NXP's converter's own figures), which replaces
+  (`backends.Backend.layer_estimate`, from the TFLite and the delegate's compile specs), or one handed in
+  (`estimates`, e.g. the report's per partition, which may hold a device compiler's own figures), which replaces
   the back end's; keyed by each layer's output tensor.
 
 The node data is built with Model Explorer's own `model_explorer.node_data_builder` (keys: output tensor names,
@@ -33,7 +32,7 @@ _GRADIENT = (("#eef7f1", 0), ("#2f7d4f", 0.5), ("#b3362d", 1))  # (colour, stop)
 
 @dataclass
 class PartitionOverlay:
-    name: str  # neutron_0, ethos_u_0, ...
+    name: str  # <tag prefix>_<n>, as the partition tags
     backend: str
     tflite: bytes | None
     layers: list[dict] | None = None  # [{"name": output tensor, "op": ..., "cycles": n}, ...]
@@ -64,8 +63,7 @@ def partitions_of(pte: bytes | str | Path) -> list[PartitionOverlay]:
             continue
         overlay = PartitionOverlay(name, d.id, backend.pte_tflite(blob, pte_file))
         if overlay.tflite is None:
-            overlay.note = ("the .pte holds no TFLite for it (device microcode, or a device-only payload); lower "
-                            "with reference=True / embed_reference=True to get one")
+            overlay.note = f"the .pte holds no TFLite for it: {backend.device_only}"
         elif backend.layer_estimate is not None:
             overlay.layers, overlay.unit = backend.layer_estimate(overlay.tflite, pte_file.compile_spec(d))
         out.append(overlay)
