@@ -11,8 +11,10 @@ from typing import Callable
 
 from .compile_spec import NeutronCompileSpec
 from .ethos_u import EthosUPartitioner
+from .ethos_u import constraints as _ethos_u_limits
 from .ethos_u import plugin as _ethos_u
 from .ethos_u.backend import host_payload as _ethos_u_reference
+from .neutron import constraints as _neutron_limits
 from .neutron import plugin as _neutron
 from .neutron.backend import BACKEND_ID as _NEUTRON_ID
 from .neutron.partitioner import NeutronPartitioner
@@ -57,6 +59,15 @@ BACKENDS: dict[str, Backend] = {b.kind: b for b in (
             memory=_neutron.memory, placement=_neutron.placement, compiled_by=_neutron.compiled_by,
             cpu_estimate=_neutron.cpu_estimate),
 )}
+
+
+def register_limits() -> None:
+    """Every back end's own limits into the operator registry, in one order: Neutron's, then Vela's (idempotent)."""
+    _neutron_limits.register()
+    _ethos_u_limits.register()
+
+
+register_limits()  # the registry is complete wherever the back-end table is
 
 
 def for_spec(spec: NeutronCompileSpec) -> Backend:
