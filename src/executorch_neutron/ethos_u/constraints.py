@@ -30,7 +30,7 @@ from ..ops.conv import transposed_kernel
 from ..ops.pooling import POOL3D_LEFT, pool3d_left
 from ..ops.reduce import rows_view
 from ..ops.common import same_padding_matches
-from ..ops.registry import Limit
+from ..ops.registry import Constraint, Limit
 from ..ops.shape import EXPAND_LEFT
 from ..quantizer.qconfig import WEIGHT_QMAX
 from ..target import ETHOS_U as ETHOS_U_KIND
@@ -66,8 +66,13 @@ ETHOS_U = frozenset({ETHOS_U_KIND})
 
 def _vela(text: str, ops, found: Callable[[NodeArgs], Optional[str]]) -> Limit:
     """Vela's rule `text` on edge ops `ops` as a limit of the Ethos-U back end: `found(args)` returns None or what
-    in the node breaks it."""
-    return registry.limit(ops, text, lambda args, ctx: found(args), ETHOS_U)
+    in the node breaks it (checked on nodes of `ops` only: an entry may hold other ops)."""
+    ops = frozenset(ops)
+
+    def check(args: NodeArgs, ctx) -> str | None:
+        return found(args) if args.node.target in ops else None
+
+    return Limit(ops, Constraint(text, check, backends=ETHOS_U))
 
 
 def _batch(a: NodeArgs) -> str | None:

@@ -23,7 +23,7 @@ from ..ops.conv import transposed_kernel
 from ..ops.fusion import SUPPORTED_BOUNDS_TEXT, activation_bounds, activation_codes
 from ..ops.limits import ROWS, one_of
 from ..ops.pooling import POOL3D_LEFT, pads_explicitly, pool3d_left
-from ..ops.registry import ALL_PROFILES, CheckFn, Limit
+from ..ops.registry import ALL_PROFILES, CheckFn, Constraint, Limit
 from ..ops.shape import EXPAND_LEFT
 from ..target import NEUTRON as NEUTRON_KIND
 from ..tflite.layout import Layout, physical_axis
@@ -39,8 +39,10 @@ SDK_CURRENT = frozenset({"sdk-current"})
 
 
 def _limit(ops, text: str, profiles=ALL_PROFILES, hint: str | None = None) -> Callable[[CheckFn], Limit]:
-    """Decorator: `found(args, ctx)` (None, or what in the node breaks rule `text`) as a Neutron limit on `ops`."""
-    return lambda found: registry.limit(ops, text, found, NEUTRON, profiles, hint)
+    """Decorator: `found(args, ctx)` (None, or what in the node breaks rule `text`) as a Neutron limit on `ops`.
+    `ops` name every op of the entries they belong to, so the check sees their nodes only, the ATen node of a
+    preserved op before decomposition too (a refused one is then decomposed)."""
+    return lambda found: Limit(frozenset(ops), Constraint(text, found, hint, frozenset(profiles), NEUTRON))
 
 
 _CONV = {_aten.convolution.default}

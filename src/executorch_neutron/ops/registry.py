@@ -273,17 +273,6 @@ class Limit(NamedTuple):
     constraint: Constraint
 
 
-def limit(ops, text: str, found: CheckFn, backends, profiles=ALL_PROFILES, hint: str | None = None) -> Limit:
-    """A back end's limit on edge ops `ops`: rule `text`, and `found(args, ctx)` (None, or what in the node breaks
-    it) checked on the nodes of `ops` only (an entry may hold other ops)."""
-    ops = frozenset(ops)
-
-    def check(args: NodeArgs, ctx: CheckContext) -> str | None:
-        return found(args, ctx) if args.node.target in ops else None
-
-    return Limit(ops, Constraint(text, check, hint, frozenset(profiles), frozenset(backends)))
-
-
 #: (edge ops, constraint) added by a back end with `add_constraint`, in the order added (its docs list them)
 ADDED: list[tuple[frozenset, Constraint]] = []
 

@@ -180,7 +180,7 @@ def _paddings(ctx, a, x):
 @constraint("mode reflect (constant padding arrives as constant_pad_nd; replicate and circular padding as slices and "
             "a concatenation, except a negative (cropping) one)")
 def _reflect(a, ctx):
-    return None if a["mode"] == "reflect" else f"pad mode {a['mode']!r}: reflection or constant padding is converted"
+    return None if a["mode"] == "reflect" else f"pad mode {a['mode']!r}"
 
 
 @register(_aten.pad.default, constraints=(_reflect, _pad_any, shared_quantization()), preserve="if_delegated",
@@ -197,7 +197,7 @@ def convert_reflection_pad(ctx, a):
 
 @constraint("step 1")
 def _slice_step(a, ctx):
-    return None if a["step"] in (1, None) else f"step {a['step']}: slices with step 1 are converted"
+    return None if a["step"] in (1, None) else f"step {a['step']}"
 
 
 @register(_aten.slice_copy.Tensor, constraints=(_slice_step, shared_quantization()), quantize={"shared": (A.slice.Tensor,)})
