@@ -239,7 +239,7 @@ class EthosUTarget:
     transpose_form: str = "4d"
     cortex_m = None  # leftovers stay portable kernels (no Cortex-M stage for Ethos-U targets)
     kind = ETHOS_U
-    # no `num_macs`: the registry's `% num_macs` constraints are Neutron's (backends=NEUTRON), never checked here
+    # no `num_macs`: the registry's `% num_macs` constraints are Neutron's (neutron/constraints.py), not checked here
 
     @property
     def vela_flags(self) -> tuple[str, ...]:

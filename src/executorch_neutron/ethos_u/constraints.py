@@ -4,9 +4,9 @@ operators without a kernel.
 
 `register()` adds them to the registry (backends.register_limits calls it, after Neutron's; importing this module
 changes nothing). A rejection reads "<what the check found>: <Vela's rule>" (`Constraint.reason`).
-`Constraint.applies` checks them for Ethos-U targets only, after the registry's own constraints (every structural one; not the Neutron hardware and SDK limits
-tagged `backends=NEUTRON`, nor the constraint profiles, which are Neutron's operator tables): a node that breaks one
-stays on the CPU with that reason, so Vela never meets an operator it would leave on the CPU (its raw output
+`Constraint.applies` checks them for Ethos-U targets only, after the registry's own constraints (every structural
+one; not Neutron's hardware and SDK limits, neutron/constraints.py, nor the constraint profiles, which are Neutron's
+operator tables): a node that breaks one stays on the CPU with that reason, so Vela never meets an operator it would leave on the CPU (its raw output
 refuses any). The limits are read from Vela's own constraint tables where Vela holds them as data; the checks read
 the TFLite our converter writes for the node: NHWC for rank-4 activations, a convolution's padding as SAME or an
 explicit PAD, a transposed convolution as VALID plus a crop. Preprocess still turns any CPU operator Vela reports

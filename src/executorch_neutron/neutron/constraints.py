@@ -18,7 +18,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from torch.fx import Node
 
 from ..ops import registry
-from ..ops.args import NodeArgs, pool_args
+from ..ops.args import pool_args
 from ..ops.conv import transposed_kernel
 from ..ops.fusion import SUPPORTED_BOUNDS_TEXT, activation_bounds, activation_codes
 from ..ops.limits import ROWS, one_of

@@ -323,11 +323,11 @@ def no_kernel(ops, reason: str, detail: Callable[[NodeArgs], Optional[str]] | No
         raise ValueError(f"no_kernel {[op_name(o) for o in ops]}: back ends {sorted(backends)}, known: "
                          f"{sorted(ALL_BACKENDS)}")
     for op in ops:
-        reasons = NO_KERNEL.setdefault(op, {})
+        reasons = NO_KERNEL.get(op, {})
         if op in REGISTRY or any(reasons.get(k, reason) != reason for k in backends) or (
                 detail is not None and NO_KERNEL_DETAIL.get(op, detail) is not detail):
             raise ValueError(f"{op_name(op)} already has an entry or another no_kernel reason")
-        reasons.update((k, reason) for k in sorted(backends))
+        NO_KERNEL[op] = {**reasons, **{k: reason for k in sorted(backends)}}
         if detail is not None:
             NO_KERNEL_DETAIL[op] = detail
 
