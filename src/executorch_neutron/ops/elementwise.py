@@ -123,8 +123,9 @@ def convert_mul(ctx, a):
     binary(ctx, a, schema.BuiltinOperator.MUL, options("MulOptionsT", fusedActivationFunction=fused_code(a.node)))
 
 
-@constraint("divisor a static scalar, or a static tensor with allow_float_constants (its reciprocal is requantized; "
-            "the div->mul pass of NeutronQuantizer avoids this); division by a computed tensor stays on the CPU")
+@constraint("divisor a constant: there is no division kernel, the NPU multiplies by the reciprocal (a constant tensor "
+            "only with allow_float_constants: its reciprocal is requantized; the div->mul pass of NeutronQuantizer "
+            "avoids this)")
 def _static_divisor(a, ctx):
     d = a["other"]
     if not isinstance(d, Node):
