@@ -129,8 +129,8 @@ def _ethos_u_section() -> list[str]:
              "For `imx93`, `ethos-u55-128`, `ethos-u55-256` and `ethos-u65-256` the table above applies without "
              "the constraints marked *(Neutron only)*, and without the constraint profiles: they are Neutron's "
              "operator tables, so every row and every other constraint applies whatever `constraints=` says. Then "
-             "these limits of Vela 5.2 apply (each node breaking one stays on the CPU with the rule as its "
-             "reason):", "",
+             "these limits of Vela 5.2 apply (a node breaking one stays on the CPU with the reason \"<what was "
+             "found>: <the rule>\"):", "",
              "| operators (edge) | Vela's rule |", "|---|---|"]
     for ops, c in registry.ADDED:
         if c.backends != _VELA:
