@@ -17,7 +17,9 @@ from typing import Iterable
 
 from .compile_spec import NeutronCompileSpec
 from .core.backend_row import Backend
+from .ethos_u import constraints as _ethos_u_limits
 from .ethos_u import plugin as _ethos_u
+from .neutron import constraints as _neutron_limits
 from .neutron import plugin as _neutron
 from .target import KIND_NAMES, register_target
 
@@ -47,19 +49,13 @@ def register(row: Backend, targets: Iterable = (), npu: str | None = None) -> Ba
     return row
 
 
-_LIMITS_REGISTERED = []
-
-
 def register_limits() -> None:
-    """Add the built-in back ends' own operator limits to the registry, once, Neutron's then Ethos-U's (the order of
-    the constraints in reasons and SUPPORTED_OPS.md)."""
-    if _LIMITS_REGISTERED:
-        return
-    _LIMITS_REGISTERED.append(True)
-    for plugin in (_neutron, _ethos_u):
-        register_own = getattr(plugin, "register_limits", None)
-        if register_own is not None:
-            register_own()
+    """Every back end's own limits into the operator registry, in one order: Neutron's, then Vela's (idempotent)."""
+    _neutron_limits.register()
+    _ethos_u_limits.register()
+
+
+register_limits()  # the registry is complete wherever the back-end table is
 
 
 def for_spec(spec: NeutronCompileSpec) -> Backend:

@@ -249,7 +249,7 @@ class EthosUTarget:
     transpose_form: str = "4d"
     cortex_m = None  # leftovers stay portable kernels (no Cortex-M stage for Ethos-U targets)
     kind = ETHOS_U
-    # no `num_macs`: the registry's `% num_macs` constraints are Neutron's (backends=NEUTRON), never checked here
+    # no `num_macs`: the registry's `% num_macs` constraints are Neutron's (neutron/constraints.py), not checked here
 
     def describe(self) -> str:
         """One line for `executorch-neutron targets`."""

@@ -165,10 +165,9 @@ def test_ethos_u_nothing_delegated_names_the_ethos_u_npu(ethos_u, capsys):
 
 
 def _vela_limits() -> set[str]:
-    from executorch_neutron import backends  # noqa: F401 - registers Vela's limits
-    from executorch_neutron.ops import registry
+    from executorch_neutron.ethos_u.constraints import LIMITS
 
-    return {c.text for _, c in registry.ADDED if c.backends == registry.ETHOS_U}
+    return {c.text for _, c in LIMITS}
 
 
 def test_ops_for_an_ethos_u_target_lists_vela_limits(capsys):

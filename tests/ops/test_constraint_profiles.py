@@ -31,7 +31,7 @@ CASES = {
                             [(1, 3, 6, 8)], "aten.max_pool2d_with_indices.default", "channels"),
     "mul_size_not_multiple": (f(lambda s, a, b: a * b), [(1, 3, 5, 3), (1, 3, 5, 3)], "aten.mul.Tensor", "size"),
     "bmm_dims_not_multiple": (f(lambda s, a, b: torch.bmm(a, b)), [(2, 5, 12), (2, 12, 7)], "aten.bmm.default",
-                              "multiples of"),
+                              "self shape [2, 5, 12]: width and channel dims of both arguments % 8 == 0"),
 }
 
 

@@ -187,16 +187,16 @@ REFUSED = {
     "maximum_both_broadcast": (f(lambda s, a, b: torch.maximum(a, b)), randn((1, 8, 1), (1, 1, 6)),
                                "aten.maximum.default", "both broadcast"),
     "conv_k16_cin249": (lambda: nn.Conv2d(249, 4, 16), randn((1, 249, 16, 16)), "aten.convolution.default",
-                        "65536 > 65535"),
+                        "65536 weight slots: kernel_h * kernel_w * round_up(in_channels, 8) <= 65535"),
     "conv_transpose_k16_cin249": (lambda: nn.ConvTranspose2d(249, 4, 16, 2), randn((1, 249, 2, 2)),
-                                  "aten.convolution.default", "65536 > 65535"),
+                                  "aten.convolution.default", "65536 weight slots: kernel_h"),
     "conv_transpose_s3": (lambda: nn.ConvTranspose2d(8, 8, 3, 3), randn((1, 8, 4, 5)), "aten.convolution.default",
                           "stride <= 2"),
     "conv_transpose_p_eq_k": (lambda: nn.ConvTranspose2d(8, 8, 2, 2, padding=2), randn((1, 8, 6, 5)),
-                              "aten.convolution.default", "padding must be < kernel"),
+                              "aten.convolution.default", "with kernel [2, 2]: transposed: padding < kernel"),
     "max_pool_s4097": (lambda: nn.MaxPool2d((1, 2), (1, 4097)), randn((1, 2, 1, 4099)),
-                       "aten.max_pool2d_with_indices.default", "up to 4096"),
-    "softmax_2048": (lambda: nn.Softmax(-1), randn((1, 2048)), "aten._softmax.default", "at most 2040"),
+                       "aten.max_pool2d_with_indices.default", "stride [1, 4097]: stride <= 4096"),
+    "softmax_2048": (lambda: nn.Softmax(-1), randn((1, 2048)), "aten._softmax.default", "2048 channels: channels <= 2040"),
     # beyond 4096 rows or 524288 elements NXP refuses a softmax; ours computes it in row chunks, each within those
     # limits (tests/ops/test_table_ops.py::test_large_softmax_is_chunked_within_one_softmax_limits)
     "nearest_x16": (lambda: nn.Upsample(scale_factor=16), randn((1, 4, 2, 2)), "aten.upsample_nearest2d.vec",
@@ -217,7 +217,7 @@ def test_sdk_current_refusals_name_the_reason(name):
 
 
 # cases the documented table refuses: name in CASES -> reason fragment
-DOCUMENTED_REFUSES = {"add_nc11": "documented table", "sub_t1": "documented operator table",
+DOCUMENTED_REFUSES = {"add_nc11": "inputs of equal shape, or a scalar operand", "sub_t1": "documented operator table",
                       "mul_param_32": "ranks 3 and 1", "rsqrt": "documented operator table",
                       "sum_last_keepdim": "documented operator table", "maximum": "documented operator table",
                       "minimum_2d": "documented operator table", "amax_channels": "documented operator table",

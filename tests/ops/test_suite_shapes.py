@@ -66,7 +66,8 @@ SCALAR_VIEW = {"aten.view_copy.default"}
 
 
 #: (case, target) that stay on the CPU: a part of the reason
-REFUSED = {("mean_dims_batch2", "imx93"): "Vela: Batch must be 1"}
+REFUSED = {("mean_dims_batch2", "imx93"): (
+    "batch 2 (input quantized_decomposed_dequantize_per_tensor_default): Batch must be 1 (MEAN and RESIZE)")}
 
 
 DELEGATED = [(n, t) for n in CASES for t in TARGETS if (n, t) not in REFUSED]

@@ -33,26 +33,26 @@ def rejections(make, inputs, **spec):
 CASES = {
     "add_alpha": (f(lambda s, a, b: torch.add(a, b, alpha=2)), x(1, 8, 4, 6) * 2, "aten.add.Tensor", "alpha 2"),
     "add_broadcast": (f(lambda s, a, b: a + b), (torch.randn(1, 8, 4, 6), torch.randn(1, 8, 1, 1)),
-                      "aten.add.Tensor", "broadcasting"),
+                      "aten.add.Tensor", "input shapes [1, 8, 4, 6] and [1, 8, 1, 1]: inputs of equal shape"),
     "mul_size": (f(lambda s, a, b: a * b), (torch.randn(1, 3, 5, 7), torch.randn(1, 3, 5, 7)), "aten.mul.Tensor",
-                 "not a multiple of 8"),
+                 "tensor size 105: tensor size % 8 == 0"),
     "div_runtime_divisor": (f(lambda s, a, b: a / (b.abs() + 1)), (torch.randn(1, 8, 4, 6), torch.randn(1, 8, 4, 6)),
                             "aten.div.Tensor", "not quantized"),  # NeutronQuantizer keeps it float
     "bmm_dims": (f(lambda s, a, b: torch.bmm(a, b)), (torch.randn(2, 8, 12), torch.randn(2, 12, 8)),
-                 "aten.bmm.default", "multiples of 8"),
+                 "aten.bmm.default", "self shape [2, 8, 12]: width and channel dims of both arguments % 8 == 0"),
     "cat_channels": (f(lambda s, a, b: torch.cat([a, b], 1)), (torch.randn(1, 4, 3, 5), torch.randn(1, 8, 3, 5)),
-                     "aten.cat.default", "channels 4"),
+                     "aten.cat.default", "channels 4: input channels % 8 == 0"),
     "clamp_bounds": (f(lambda s, a: torch.clamp(a, 0, 2)), x(1, 8, 4, 6), "aten.clamp.default", "bounds"),
     "hardtanh_range": (lambda: nn.Hardtanh(-2.0, 2.0), x(1, 8, 4, 6), "aten.hardtanh.default", "bounds"),
     "pad_channels": (f(lambda s, a: F.pad(a, (0, 0, 0, 0, 1, 1))), x(1, 8, 4, 6), "aten.constant_pad_nd.default",
-                     "beyond H and W"),
+                     "of a rank-4 tensor: padding of H or W only"),
     "conv_groups": (lambda: nn.Conv2d(8, 8, 3, groups=2), x(1, 8, 6, 5), "aten.convolution.default", "groups 2"),
     "conv_weights_input": (f(lambda s, a, w: F.conv2d(a, w)), (torch.randn(1, 8, 6, 5), torch.randn(8, 8, 3, 3)),
                            "aten.convolution.default", "not a constant"),
     "conv1d_input_weights": (f(lambda s, a, w: F.conv1d(a, w)), (torch.randn(1, 8, 9), torch.randn(8, 8, 3)),
                              "aten.convolution.default", "not a constant"),
     "conv_kernel_slots": (lambda: nn.Conv2d(7290, 8, 3, bias=False), x(1, 7290, 3, 3), "aten.convolution.default",
-                          "65535"),
+                          "65664 weight slots: kernel_h * kernel_w * round_up(in_channels, 8) <= 65535"),
     "conv_t_stride": (lambda: nn.ConvTranspose2d(8, 8, 3, stride=3), x(1, 8, 3, 5), "aten.convolution.default",
                       "stride"),
     "conv_t1d_stride": (lambda: nn.ConvTranspose1d(8, 8, 3, stride=3), x(1, 8, 5), "aten.convolution.default",
@@ -73,14 +73,14 @@ CASES = {
     "avg_pool_divisor": (lambda: nn.AvgPool2d(2, divisor_override=3), x(1, 8, 6, 8), "aten.avg_pool2d.default",
                          "divisor_override"),
     "adaptive_overlap": (lambda: nn.AdaptiveAvgPool2d((4, 4)), x(1, 8, 6, 9), "aten._adaptive_avg_pool2d.default",
-                         "does not divide"),
+                         "output size [4, 4] of input size [6, 9]: output size 1x1, or dividing the input size"),
     "mean_dims": (f(lambda s, a: a.mean(dim=1, keepdim=True)), x(1, 8, 4, 6), "aten.mean.dim", "[-1, -2]"),
     "mean_rank": (f(lambda s, a: a.mean(dim=(-1, -2))), x(8, 4, 6), "aten.mean.dim", "4D"),
     "mean_rank3_channels": (f(lambda s, a: a.mean(dim=1)), x(1, 8, 6), "aten.mean.dim", "4D"),
     # reversing 6 dims keeps no two adjacent: passes/permute_rank4.py finds no rank-4 batch-first form, in one
     # permutation or two (a rank-5 one or one that moves the batch dim is rewritten and delegated)
     "permute_rank6": (f(lambda s, a: torch.relu(a).permute(5, 4, 3, 2, 1, 0) * 2.0), x(2, 3, 5, 4, 7, 6),
-                      "aten.permute_copy.default", "rank 6"),
+                      "aten.permute_copy.default", "a rank-6 permutation: rank <= 4"),
     "prelu_channels": (lambda: nn.PReLU(6), x(1, 6, 4, 5), "aten.prelu.default", "channels 6"),
     "prelu_rows": (lambda: nn.PReLU(8), x(1, 8, 80, 64), "aten.prelu.default", "4096"),
     "prelu_rank": (lambda: nn.PReLU(8), x(2, 8, 5), "aten.prelu.default", "rank 3"),
@@ -89,7 +89,7 @@ CASES = {
                             x(1, 8, 4, 6), "dim_order_ops._clone_dim_order.default", "dim_order"),
     "slice_step": (f(lambda s, a: torch.relu(a)[:, :, ::2] * 2.0), x(1, 8, 6, 4), "aten.slice_copy.Tensor", "step 2"),
     "softmax_channels": (lambda: nn.Softmax(-1), x(2, 12), "aten._softmax.default", "12 channels"),
-    "softmax_2048": (lambda: nn.Softmax(-1), x(1, 2048), "aten._softmax.default", "below 2048"),
+    "softmax_2048": (lambda: nn.Softmax(-1), x(1, 2048), "aten._softmax.default", "2048 channels: channels % 8 == 0 and channels < 2048"),
     "softmax_rank1": (lambda: nn.Softmax(-1), x(16), "aten._softmax.default", "rank 1"),
     "upsample_channels": (lambda: nn.Upsample(scale_factor=2), x(1, 6, 3, 4), "aten.upsample_nearest2d.vec",
                           "channels 6"),
@@ -269,7 +269,8 @@ def test_div_needs_one_dimension_multiple_of_8():
             return a / self.d
 
     spec = NeutronCompileSpec(custom_delegation_options=("allow_float_constants",))
-    for shape, expected in (((3, 5), "no dimension of [3, 5] is a multiple of 8"), ((3, 8), None)):
+    for shape, expected in (((3, 5), "output shape [3, 5]: one dimension % 8 == 0, or scalar division"),
+                            ((3, 8), None)):
         ep = to_edge(torch.export.export(Div(shape).eval(), (torch.randn(*shape),))).exported_program()
         node = next(n for n in ep.graph.nodes if "div" in str(n.target))
         failed = registry.lookup(node.target).check(node, CheckContext.for_program(spec, ep))

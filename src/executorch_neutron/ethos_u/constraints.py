@@ -1,10 +1,12 @@
 """Vela's operator limits that the shared front end does not already enforce, as operator-registry constraints
-tagged for the Ethos-U back end (`registry.add_constraint`, `backends=ETHOS_U`), each with the reason Vela gives.
+tagged for the Ethos-U back end (`backends=ETHOS_U`), each with Vela's rule as its text, and the Ethos-U reasons for
+operators without a kernel.
 
-Importing this module registers them (ethos_u/__init__ does). `Constraint.applies` then checks them for Ethos-U
-targets only, after the registry's own constraints (every structural one; not the Neutron hardware and SDK limits
-tagged `backends=NEUTRON`, nor the constraint profiles, which are Neutron's operator tables): a node that breaks one
-stays on the CPU with that reason, so Vela never meets an operator it would leave on the CPU (its raw output
+`register()` adds them to the registry (backends.register_limits calls it, after Neutron's; importing this module
+changes nothing). A rejection reads "<what the check found>: <Vela's rule>" (`Constraint.reason`).
+`Constraint.applies` checks them for Ethos-U targets only, after the registry's own constraints (every structural
+one; not Neutron's hardware and SDK limits, neutron/constraints.py, nor the constraint profiles, which are Neutron's
+operator tables): a node that breaks one stays on the CPU with that reason, so Vela never meets an operator it would leave on the CPU (its raw output
 refuses any). The limits are read from Vela's own constraint tables where Vela holds them as data; the checks read
 the TFLite our converter writes for the node: NHWC for rank-4 activations, a convolution's padding as SAME or an
 explicit PAD, a transposed convolution as VALID plus a crop. Preprocess still turns any CPU operator Vela reports
@@ -25,10 +27,13 @@ from ethosu.vela.utils import calc_resize_factor
 from ..ops import registry
 from ..ops.args import NodeArgs, pool_args, spatial
 from ..ops.conv import transposed_kernel
+from ..ops.pooling import POOL3D_LEFT, pool3d_left
 from ..ops.reduce import rows_view
 from ..ops.common import same_padding_matches
-from ..ops.registry import Constraint
+from ..ops.registry import Constraint, Limit
+from ..ops.shape import EXPAND_LEFT
 from ..quantizer.qconfig import WEIGHT_QMAX
+from ..target import ETHOS_U as ETHOS_U_KIND
 
 _aten = exir_ops.edge.aten
 
@@ -55,17 +60,19 @@ _BATCH_ONE = frozenset({_aten.mean.dim, _aten._adaptive_avg_pool2d.default, _ate
                         _aten.upsample_nearest2d.vec})
 
 
-def _vela(text: str, ops, found: Callable[[NodeArgs], Optional[str]]) -> Constraint:
-    """Vela's rule `text` on edge ops `ops` as a registry constraint of the Ethos-U back end: `found(args)` returns
-    None or what in the node breaks it; the reason is that, then Vela's rule."""
+#: The back ends a Vela limit applies to: Ethos-U targets.
+ETHOS_U = frozenset({ETHOS_U_KIND})
+
+
+def _vela(text: str, ops, found: Callable[[NodeArgs], Optional[str]]) -> Limit:
+    """Vela's rule `text` on edge ops `ops` as a limit of the Ethos-U back end: `found(args)` returns None or what
+    in the node breaks it (checked on nodes of `ops` only: an entry may hold other ops)."""
+    ops = frozenset(ops)
 
     def check(args: NodeArgs, ctx) -> str | None:
-        if args.node.target not in ops:
-            return None
-        what = found(args)
-        return f"{what}: Vela: {text}" if what else None
+        return found(args) if args.node.target in ops else None
 
-    return registry.add_constraint(ops, Constraint(text, check, backends=registry.ETHOS_U))
+    return Limit(ops, Constraint(text, check, backends=ETHOS_U))
 
 
 def _batch(a: NodeArgs) -> str | None:
@@ -275,7 +282,8 @@ def _resize(a: NodeArgs) -> str | None:
 _MAX_POOL = frozenset({_aten.max_pool2d.default, _aten.max_pool2d_with_indices.default})
 _CONV = frozenset({_aten.convolution.default})
 
-CONSTRAINTS: tuple[Constraint, ...] = (
+#: Vela's limits in the order they are added (each op's entry checks its own in this order)
+LIMITS: tuple[Limit, ...] = (
     _vela("Batch must be 1 (MEAN and RESIZE)", _BATCH_ONE, _batch),
     _vela("Kernel stride must be in the range (1,3) for depthwise convolution",
                    frozenset({_aten.convolution.default}), _depthwise_stride),
@@ -310,3 +318,18 @@ CONSTRAINTS: tuple[Constraint, ...] = (
                    "bilinear with half-pixel centers (align_corners=False): 2x only",
                    frozenset({_aten.upsample_bilinear2d.vec, _aten.upsample_nearest2d.vec}), _resize),
 )
+
+#: Operators Vela has no kernel for, and why (edge ops, reason, what in a node left it there)
+NO_KERNEL = (
+    ((_aten.argmax.default, _aten.argmin.default),
+     "the result is an int64 index, and partitions return int8 tensors only (Vela's ARG_MAX returns int32 indices, "
+     "over the last axis of depth <= 127 only; it has no ARG_MIN)", None),
+    ((_aten.expand_copy.default,), "Vela has no broadcast copy (TILE / BROADCAST_TO); " + EXPAND_LEFT, None),
+    ((_aten._adaptive_avg_pool3d.default, _aten.avg_pool3d.default, _aten.max_pool3d_with_indices.default),
+     "Vela pools 2-D planes only; " + POOL3D_LEFT, pool3d_left),
+)
+
+
+def register() -> None:
+    """Add Vela's limits and the Ethos-U no-kernel reasons to the operator registry (idempotent)."""
+    registry.add_limits(LIMITS, NO_KERNEL, ETHOS_U)

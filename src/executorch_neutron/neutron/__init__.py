@@ -6,8 +6,10 @@ ops/, convert/, tflite/) into the payload NXP's device runtime reads.
   from the converter's console, and the host-reference path when the SDK is absent.
 - The delegate blob it writes, `header | microcode | weights | kernels`, is `core/payload.py`: the same header and
   host-reference form carry every back end's reference TFLite to the host runtime.
+- `constraints.py` (numbers in `limits.py`): Neutron's hardware and SDK limits as registry constraints, added by
+  `register()` (backends.register_limits), and the constraint profiles (`documented` / `sdk-current`), Neutron's
+  operator tables, selected by the compile spec.
 
-The constraint profiles (`documented` / `sdk-current`) are tags on the operator registry's constraints (ops/)
-selected by the compile spec. Its siblings in the layer list (ARCHITECTURE.md) are `neutron.npu` and
-`neutron.backend`; this file imports neither, so importing the package does not load the compile step.
+Its siblings in the layer list (ARCHITECTURE.md) are `neutron.npu`, `neutron.backend` and `neutron.constraints`;
+this file imports none, so importing the package neither loads the compile step nor changes the registry.
 """

@@ -20,8 +20,7 @@ from ..tflite.builder import Quant, options
 from ..tflite.layout import Layout
 from .fusion import SUPPORTED_BOUNDS_TEXT, activation_bounds, activation_codes
 from .common import is_dq, is_dq_per_tensor, is_q, shared_quantization
-from .limits import ROWS
-from .registry import NEUTRON, Constraint, constraint, register
+from .registry import Constraint, constraint, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -34,13 +33,6 @@ def unary(ctx, a, builtin: int, arg: str = "self", opts=None) -> None:
     ctx.builder.op(builtin, [x.tensor], [out.tensor], opts)
 
 
-@constraint(f"bounds {SUPPORTED_BOUNDS_TEXT}", profiles={"documented"}, backends=NEUTRON)
-def _bounds(a, ctx):
-    if activation_codes(a.node) is None:
-        return f"bounds {activation_bounds(a.node)}: Neutron supports {SUPPORTED_BOUNDS_TEXT}"
-    return None
-
-
 @constraint(f"bounds {SUPPORTED_BOUNDS_TEXT}, or any bounds with at least one finite bound and equal input and "
             "output quantization (MAXIMUM / MINIMUM)", profiles={"sdk-current"})
 def _any_bounds(a, ctx):
@@ -48,7 +40,7 @@ def _any_bounds(a, ctx):
         return None
     lo, hi = activation_bounds(a.node)
     if not (math.isfinite(lo) or math.isfinite(hi)):
-        return "no finite bound: the clamp does nothing"
+        return f"bounds {(lo, hi)}"
     return shared_quantization().check(a, ctx)
 
 
@@ -58,7 +50,7 @@ def convert_relu(ctx, a):
     unary(ctx, a, schema.BuiltinOperator.RELU)
 
 
-@register(_aten.hardtanh.default, _aten.clamp.default, constraints=(_bounds, _any_bounds), quantize={
+@register(_aten.hardtanh.default, _aten.clamp.default, constraints=(_any_bounds,), quantize={
     "clamp": (A.relu6.default, A.hardtanh.default, A.hardtanh_.default, A.clamp.default, A.clamp_.default)})
 def convert_clamp(ctx, a):
     """Clamp: a RELU* op for the bounded ranges it implements (relu6 is hardtanh(0, 6)), else MAXIMUM and/or
@@ -90,10 +82,11 @@ def fixed_output(scale: float, zero_point: int) -> Constraint:
             return None  # reported by the generic int8 check
         s, z = float(qs[0].args[1]), int(qs[0].args[2])
         if abs(s - scale) > 1e-6 * scale or z != zero_point:
-            return f"output quantized with scale {s:.6g}, zero point {z}: LiteRT needs scale {scale:.6g}, zero point {zero_point}"
+            return f"output quantized with scale {s:.6g}, zero point {z}"
         return None
 
-    return Constraint(f"output quantization scale {scale:.6g}, zero point {zero_point} (NeutronQuantizer sets it)", check)
+    return Constraint(f"output quantization scale {scale:.6g}, zero point {zero_point} (LiteRT's kernel needs it; "
+                      "NeutronQuantizer sets it)", check)
 
 
 @register(_aten.sigmoid.default, constraints=(fixed_output(*SIGMOID_SOFTMAX_QPARAMS),),
@@ -146,35 +139,20 @@ def _prelu_rank(a, ctx):
     r = len(a.shape("self"))
     if r >= 2 or math.prod(a.shape("weight")) == 1:
         return None
-    return f"rank {r} with {math.prod(a.shape('weight'))} slopes: a rank-1 input has no channel dim (one slope)"
-
-
-@constraint(f"rank 4, channels % {{num_macs}} == 0, flat size / channels <= {ROWS}", profiles={"documented"},
-            backends=NEUTRON)
-def _prelu_shape(a, ctx):
-    shape = a.shape("self")
-    if len(shape) != 4:
-        return f"rank {len(shape)}: Neutron PReLU needs rank 4"
-    c = shape[1]
-    flat = math.prod(shape)
-    if c % ctx.num_macs:
-        return f"channels {c} not a multiple of {ctx.num_macs}"
-    if flat // c > ROWS:
-        return f"flat size / channels = {flat // c} > {ROWS}"
-    return None
+    return f"rank {r} with {math.prod(a.shape('weight'))} slopes"
 
 
 @constraint("constant int8 slopes (one, or one per channel)")
 def _prelu_weight(a, ctx):
     w = a["weight"]
     if not (is_dq(w) and ctx.is_constant(w.args[0]) and is_dq_per_tensor(w)):
-        return "slopes are not a constant int8 tensor quantized per tensor"
+        return "slopes not a constant int8 tensor quantized per tensor"
     n, shape = a.shape("weight"), a.shape("self")
     channels = shape[1] if len(shape) > 1 else 1
     return None if len(n) == 1 and n[0] in (1, channels) else f"slope shape {list(n)}"
 
 
-@register(_aten.prelu.default, constraints=(_prelu_shape, _prelu_rank, _prelu_weight), preserve="if_delegated",
+@register(_aten.prelu.default, constraints=(_prelu_rank, _prelu_weight), preserve="if_delegated",
           quantize={"own_output2": (A.prelu.default,)})
 def convert_prelu(ctx, a):
     """x for x >= 0, slope[c] * x otherwise, c along dim 1 (kept from decomposition by the partitioner when the NPU

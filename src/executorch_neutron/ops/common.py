@@ -9,45 +9,7 @@ import numpy as np
 from ..core import qdq
 from ..core.qdq import is_dq, is_dq_per_tensor, is_q  # noqa: F401 - the op families import them from here
 from .fusion import result_node
-from .registry import NEUTRON, Constraint
-
-
-def round_up(x: int, m: int) -> int:
-    return (x + m - 1) // m * m
-
-
-def channels_multiple(what: str, dim: int, *, of: str = "self") -> Constraint:
-    """`what` channels (logical dim `dim` of argument `of`) must be a multiple of num_macs."""
-
-    def check(a, ctx):
-        shape = a.shape(of) if of != "out" else a.out_shape
-        c = shape[dim] if len(shape) > abs(dim) or dim >= 0 else 1
-        if c % ctx.num_macs:
-            return f"{what} channels {c} not a multiple of {ctx.num_macs}"
-        return None
-
-    return Constraint(
-        f"{what} channels % {{num_macs}} == 0",
-        check,
-        hint="pad the channel count to a multiple of {num_macs}",
-        backends=NEUTRON,
-    )
-
-
-def rank_in(*ranks: int, of: str = "self") -> Constraint:
-    def check(a, ctx):
-        r = len(a.shape(of))
-        return None if r in ranks else f"rank {r} input: rank {' or '.join(map(str, ranks))} is converted"
-
-    return Constraint(f"input rank {' or '.join(map(str, ranks))}", check)
-
-
-def batch_one(of: str = "self") -> Constraint:
-    def check(a, ctx):
-        n = a.shape(of)[0]
-        return None if n == 1 else f"batch {n}: Neutron supports batch 1"
-
-    return Constraint("batch size 1", check, backends=NEUTRON)
+from .registry import Constraint
 
 
 def is_int8_constant(node, ctx) -> bool:
@@ -97,10 +59,10 @@ def shared_quantization() -> Constraint:
             return None  # reported by the generic int8 check
         pin, pout = qdq.qparams(first), qdq.qparams(users[0])
         if not pin.same_as(pout):
-            return (f"input quantization ({pin.scale:.6g}, {pin.zero_point}) differs from output "
-                    f"({pout.scale:.6g}, {pout.zero_point}): LiteRT needs them equal (NeutronQuantizer shares them)")
+            return (f"input quantization ({pin.scale:.6g}, {pin.zero_point}), output "
+                    f"({pout.scale:.6g}, {pout.zero_point})")
         return None
 
-    return Constraint("equal input and output quantization", check)
+    return Constraint("equal input and output quantization (LiteRT's int8 kernel needs them equal)", check)
 
 

@@ -15,10 +15,9 @@ from executorch.exir.dialects._ops import ops as exir_ops
 
 from ..tflite.builder import Quant, options
 from ..tflite.layout import CONV_WEIGHT_PERM, OUT_LAST_WEIGHT_PERM, Layout, physical_shape
-from .common import is_int8_constant, quantize_bias, round_up, same_padding_matches
+from .common import is_int8_constant, quantize_bias, same_padding_matches
 from .fusion import fused_code
-from .limits import CONV_WEIGHT_SLOTS, TRANSPOSED_CONV_STRIDE
-from .registry import NEUTRON, constraint, documented_only, register
+from .registry import constraint, register
 
 
 @constraint("1D or 2D convolution (rank-3 or rank-4 input; transposed 1D ones arrive as 2D, see the conv1d pass)")
@@ -26,7 +25,7 @@ def _rank(a, ctx):
     r = len(a.shape("input"))
     if r == 4 or (r == 3 and not a["transposed"]):
         return None
-    return f"{r - 2}D {'transposed ' if a['transposed'] else ''}convolution: 1D and 2D convolutions are converted"
+    return f"{r - 2}D {'transposed ' if a['transposed'] else ''}convolution"
 
 
 def transposed_kernel(a) -> list[int]:
@@ -42,16 +41,7 @@ def _transposed(a, ctx):
         return None
     k, p = transposed_kernel(a), list(a["padding"])
     if any(x >= kk for x, kk in zip(p, k)):
-        return f"transposed convolution padding {p} with kernel {k}: padding must be < kernel"
-    return None
-
-
-@constraint(f"transposed: stride <= {TRANSPOSED_CONV_STRIDE} and <= kernel", backends=NEUTRON)
-def _transposed_stride(a, ctx):
-    k, s = transposed_kernel(a), list(a["stride"])
-    if a["transposed"] and any(x > TRANSPOSED_CONV_STRIDE or x > kk for x, kk in zip(s, k)):
-        return (f"transposed convolution stride {s} with kernel {list(k)}: Neutron needs stride <= "
-                f"{TRANSPOSED_CONV_STRIDE} and <= kernel")
+        return f"transposed convolution padding {p} with kernel {k}"
     return None
 
 
@@ -66,33 +56,10 @@ def _groups(a, ctx):
     g, c = a["groups"], a.shape("input")[1]
     if a["transposed"] or g in (1, c) or len(a.out_shape) == 4:
         return None
-    return f"1-D convolution with groups {g}: groups 1 or depthwise are converted"
+    return f"1-D convolution with groups {g}"
 
 
-@documented_only
-@constraint("grouped (not depthwise): output channels per group % {num_macs} == 0",
-            hint="make the output channels per group a multiple of {num_macs}")
-def _group_channels(a, ctx):
-    g, c = a["groups"], a.shape("input")[1]
-    per_group = a.out_shape[1] // g
-    if a["transposed"] or g in (1, c) or per_group % ctx.num_macs == 0:
-        return None
-    return (f"groups {g} with {per_group} output channels per group: Neutron runs groups of a multiple of "
-            f"{ctx.num_macs} output channels")
-
-
-@constraint(f"kernel_h * kernel_w * round_up(in_channels, {{num_macs}}) <= {CONV_WEIGHT_SLOTS}", backends=NEUTRON)
-def _kernel_size(a, ctx):
-    k = transposed_kernel(a) if a["transposed"] else list(a.shape("weight")[2:])
-    kh, kw = ([1] + k)[-2:]
-    in_c = a.shape("input")[1]
-    size = kh * kw * round_up(in_c, ctx.num_macs)
-    if size <= CONV_WEIGHT_SLOTS:
-        return None
-    return f"kernel {kh}x{kw} with {in_c} input channels needs {size} > {CONV_WEIGHT_SLOTS} Neutron weight slots"
-
-
-CONSTRAINTS = (_rank, _constant_weights, _groups, _group_channels, _transposed, _transposed_stride, _kernel_size)
+CONSTRAINTS = (_rank, _constant_weights, _groups, _transposed)
 
 
 A = torch.ops.aten

@@ -8,8 +8,6 @@ value c is stored as q = sign(c) with scale |c|. Division by a constant is a MUL
 
 from __future__ import annotations
 
-import math
-
 from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 from torch.fx import Node
@@ -22,7 +20,7 @@ from ..tflite.builder import Quant, Value, options
 from ..tflite.layout import Layout, to_physical_perm
 from .fusion import fused_code
 from .common import is_dq, is_q
-from .registry import NEUTRON, constraint, register
+from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -30,56 +28,12 @@ A = torch.ops.aten
 
 @constraint("both operands are tensors")
 def _tensor_operands(a, ctx):
-    return None if isinstance(a["other"], Node) else "scalar operand: only tensor operands are converted"
+    return None if isinstance(a["other"], Node) else f"scalar operand {a['other']}"
 
 
 @constraint("alpha 1")
 def _alpha(a, ctx):
-    return None if a["alpha"] in (1, None) else f"alpha {a['alpha']}: alpha 1 is converted"
-
-
-def _is_scalar_operand(a, name: str) -> bool:
-    node = a[name]
-    return not isinstance(node, Node) or math.prod(a.shape(name)) == 1
-
-
-@constraint("inputs of equal shape, or a scalar operand", profiles={"documented"}, backends=NEUTRON)
-def _equal_shapes(a, ctx):
-    s, o = a.shape("self"), a.shape("other")
-    if s == o or _is_scalar_operand(a, "self") or _is_scalar_operand(a, "other"):
-        return None
-    return f"input shapes {list(s)} and {list(o)} differ (broadcasting is not in the documented table)"
-
-
-def _broadcast_reason(a) -> str | None:
-    if not isinstance(a["other"], Node):
-        return None
-    n = math.prod(a.out_shape)
-    s, o = a.shape("self"), a.shape("other")
-    if n in (math.prod(s), math.prod(o)):
-        return None
-    return (f"input shapes {list(s)} and {list(o)} both broadcast to the output {list(a.out_shape)}: Neutron "
-            "broadcasts only onto an operand of the output's size")
-
-
-@constraint("one operand has as many elements as the output (the other, of any rank, broadcasts onto it)",
-            profiles={"sdk-current"}, backends=NEUTRON)
-def _broadcast(a, ctx):
-    return _broadcast_reason(a)
-
-
-@constraint("one operand has as many elements as the output (the other, of any rank, broadcasts onto it), or "
-            "operands of equal rank (any broadcasting)", profiles={"sdk-current"}, backends=NEUTRON)
-def _mul_broadcast(a, ctx):
-    if isinstance(a["other"], Node) and len(a.shape("self")) == len(a.shape("other")):
-        return None
-    return _broadcast_reason(a)
-
-
-@constraint("tensor size % {num_macs} == 0", profiles={"documented"}, backends=NEUTRON)
-def _size_multiple(a, ctx):
-    size = math.prod(a.out_shape)
-    return None if size % ctx.num_macs == 0 else f"tensor size {size} not a multiple of {ctx.num_macs}"
+    return None if a["alpha"] in (1, None) else f"alpha {a['alpha']}"
 
 
 def _float_constant(a, ctx, name: str) -> torch.Tensor | None:
@@ -148,40 +102,30 @@ def binary(ctx, a, builtin: int, opts, reciprocal: bool = False) -> None:
     ctx.builder.op(builtin, [x.tensor, y.tensor], [out.tensor], opts)
 
 
-@register(_aten.add.Tensor, constraints=(_tensor_operands, _alpha, _equal_shapes, _broadcast, _operands_int8), fuses_activation=True,
+@register(_aten.add.Tensor, constraints=(_tensor_operands, _alpha, _operands_int8), fuses_activation=True,
           quantize={"binary": (A.add.Tensor, A.add_.Tensor)})
 def convert_add(ctx, a):
     """Elementwise sum (with broadcasting), optional fused relu."""
     binary(ctx, a, schema.BuiltinOperator.ADD, options("AddOptionsT", fusedActivationFunction=fused_code(a.node)))
 
 
-@register(_aten.sub.Tensor, constraints=(_tensor_operands, _alpha, _equal_shapes, _broadcast, _operands_int8),
+@register(_aten.sub.Tensor, constraints=(_tensor_operands, _alpha, _operands_int8),
           profiles={"sdk-current"}, quantize={"binary": (A.sub.Tensor, A.sub_.Tensor, A.rsub.Scalar)})
 def convert_sub(ctx, a):
     """Elementwise difference (in NXP's current SDK, not in the documented table)."""
     binary(ctx, a, schema.BuiltinOperator.SUB, options("SubOptionsT"))
 
 
-@constraint("operands of equal rank, or a scalar operand", profiles={"documented"}, backends=NEUTRON)
-def _equal_rank_or_scalar(a, ctx):
-    if not isinstance(a["other"], Node):
-        return None
-    s, o = a.shape("self"), a.shape("other")
-    if len(s) == len(o) or 1 in (math.prod(s), math.prod(o)):
-        return None
-    return f"operand ranks {len(s)} and {len(o)} differ"
-
-
-
-@register(_aten.mul.Tensor, constraints=(_tensor_operands, _equal_rank_or_scalar, _mul_broadcast, _size_multiple,
-                                                 _operands_int8),
+@register(_aten.mul.Tensor, constraints=(_tensor_operands, _operands_int8),
           fuses_activation=True, quantize={"binary": (A.mul.Tensor, A.mul_.Tensor)})
 def convert_mul(ctx, a):
     """Elementwise product (with broadcasting), optional fused relu."""
     binary(ctx, a, schema.BuiltinOperator.MUL, options("MulOptionsT", fusedActivationFunction=fused_code(a.node)))
 
 
-@constraint("divisor a static tensor or scalar (division by a computed tensor stays on the CPU)")
+@constraint("divisor a constant: there is no division kernel, the NPU multiplies by the reciprocal (a constant tensor "
+            "only with allow_float_constants: its reciprocal is requantized; the div->mul pass of NeutronQuantizer "
+            "avoids this)")
 def _static_divisor(a, ctx):
     d = a["other"]
     if not isinstance(d, Node):
@@ -189,33 +133,20 @@ def _static_divisor(a, ctx):
     if ctx.is_constant_operand(d):
         val = (d if ctx.is_constant(d) else d.args[0]).meta.get("val")
         if val is not None and val.numel() > 1 and not ctx.allows("allow_float_constants"):
-            return ("division by a constant tensor: its reciprocal would be requantized by the converter "
-                    "(the div->mul pass of NeutronQuantizer avoids this)")
+            return f"divisor {d.name}, a constant tensor"
         return None
     src = d.args[0] if is_dq(d) and isinstance(d.args[0], Node) else d
-    return (f"divisor {src.name} is computed at run time: Neutron has no division kernel, it divides by constants "
-            f"only (as a multiplication by the reciprocal)")
+    return f"divisor {src.name} computed at run time"
 
 
-@constraint("one dimension % {num_macs} == 0, or scalar division", backends=NEUTRON)
-def _div_dims(a, ctx):
-    d = a["other"]
-    if not isinstance(d, Node) or math.prod(a.shape("other")) == 1:
-        return None
-    shape = a.out_shape
-    if any(s % ctx.num_macs == 0 for s in shape):
-        return None
-    return f"no dimension of {list(shape)} is a multiple of {ctx.num_macs}"
-
-
-@register(_aten.div.Tensor, constraints=(_static_divisor, _equal_rank_or_scalar, _broadcast, _div_dims),
+@register(_aten.div.Tensor, constraints=(_static_divisor,),
           quantize={"binary_scalar_divisor": (A.div.Tensor,)})
 def convert_div(ctx, a):
     """Division by a constant: MUL by the reciprocal (exact for scalars)."""
     binary(ctx, a, schema.BuiltinOperator.MUL, options("MulOptionsT"), reciprocal=True)
 
 
-@constraint("both operands and the output quantized alike (NeutronQuantizer shares them)")
+@constraint("both operands and the output quantized alike (LiteRT's int8 kernel needs them equal)")
 def _all_shared(a, ctx):
     users = [u for u in a.node.users if is_q(u)]
     operands = [a[n] for n in ("self", "other") if isinstance(a[n], Node)]
@@ -224,18 +155,18 @@ def _all_shared(a, ctx):
     out = qparams(users[0])
     for o in operands:
         if not qparams(o).same_as(out):
-            return f"operand {o.name} is quantized differently from the output: LiteRT needs them equal"
+            return f"operand {o.name} quantized differently from the output"
     return None
 
 
-@register(_aten.maximum.default, constraints=(_broadcast, _all_shared), profiles={"sdk-current"},
+@register(_aten.maximum.default, constraints=(_all_shared,), profiles={"sdk-current"},
           quantize={"shared_operands": (A.maximum.default,)})
 def convert_maximum(ctx, a):
     """Elementwise maximum (with broadcasting)."""
     binary(ctx, a, schema.BuiltinOperator.MAXIMUM, None)
 
 
-@register(_aten.minimum.default, constraints=(_broadcast, _all_shared), profiles={"sdk-current"},
+@register(_aten.minimum.default, constraints=(_all_shared,), profiles={"sdk-current"},
           quantize={"shared_operands": (A.minimum.default,)})
 def convert_minimum(ctx, a):
     """Elementwise minimum (with broadcasting)."""

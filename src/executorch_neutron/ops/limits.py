@@ -1,29 +1,14 @@
-"""Numeric limits of Neutron's kernels (NXP's eIQ Neutron operator documentation), one name per fact.
+"""Sizes of what our converter and passes write, for every back end, one name per fact.
 
-Constraint texts (SUPPORTED_OPS.md), checks and rejection messages are all formatted from these names, so a limit
-is changed in one place. Per-target numbers (num_macs, SRAM) live in target.py instead.
+Constraint texts (SUPPORTED_OPS.md), checks and passes are formatted from these names, so a size is changed in one
+place. A back end's own kernel limits live in its folder; per-target numbers (num_macs, SRAM) in
+target.py.
 """
 
-#: Convolution: kernel_h * kernel_w * round_up(in_channels, num_macs) weight slots.
-CONV_WEIGHT_SLOTS = 65535
-#: Softmax (documented profile): channels strictly below this.
-SOFTMAX_CHANNELS_BELOW = 2048
-#: Softmax (sdk-current profile): at most this many channels.
-SOFTMAX_CHANNELS_SDK = 2040
-#: Softmax (one SOFTMAX op; a larger softmax is computed in row chunks) and PReLU: rows (flat size / channels) at most.
+#: Rows (flat size / channels) of one SOFTMAX op the converter writes (a larger softmax is computed in row chunks).
 ROWS = 4096
-#: Softmax: elements (flat size) of one SOFTMAX op at most.
+#: Elements (flat size) of one SOFTMAX op the converter writes.
 SOFTMAX_ELEMENTS = 524288
-#: Transposed convolution: stride at most (and at most the kernel).
-TRANSPOSED_CONV_STRIDE = 2
-#: Pooling: the strides Neutron supports.
-POOL_STRIDES = (1, 2)
-#: Pooling (sdk-current profile): stride at most.
-POOL_STRIDE_SDK = 4096
-#: Upsampling: the (equal) H and W scales Neutron supports.
-UPSAMPLE_SCALES = (2, 4)
-#: Upsampling (sdk-current profile): the H and W scales, each.
-UPSAMPLE_SCALES_SDK = (1, 2, 4, 8)
 #: Permutation (transpose): tensor rank at most.
 PERMUTE_RANK = 4
 #: An expand written as concatenations of copies (passes/expand_to_cat.py): inputs of one concatenation at most.

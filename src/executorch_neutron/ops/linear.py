@@ -16,7 +16,7 @@ from ..tflite.builder import Quant, options
 from ..tflite.layout import Layout, channels_last_flatten_columns
 from .common import is_int8_constant, quantize_bias
 from .fusion import fused_code
-from .registry import NEUTRON, constraint, register
+from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -31,14 +31,14 @@ def _linear_weights(a, ctx):
 def _two_d(a, ctx):
     lhs = "mat1" if "mat1" in a else "self"  # addmm's self is the bias
     ranks = (len(a.shape(lhs)), len(a.shape("mat2")))
-    return None if ranks == (2, 2) else f"ranks {ranks}: 2D matrix products are converted"
+    return None if ranks == (2, 2) else f"ranks {ranks}"
 
 
 @constraint("constant second operand quantized per tensor or per output column")
 def _mat2_quant(a, ctx):
     m = a["mat2"]
     if is_int8_constant(m, ctx) and m.target in qdq.DQ_PER_CHANNEL and int(m.args[3]) != 1:
-        return "weights quantized per channel along the input dimension; quantize them per output column"
+        return "weights quantized per channel along the input dimension"
     return None
 
 
@@ -99,7 +99,7 @@ def _addmm_const(a, ctx):
 
 @constraint("beta 1 and alpha 1")
 def _addmm_scalars(a, ctx):
-    return None if (a["beta"], a["alpha"]) == (1, 1) else f"beta {a['beta']}, alpha {a['alpha']}: only 1 and 1"
+    return None if (a["beta"], a["alpha"]) == (1, 1) else f"beta {a['beta']}, alpha {a['alpha']}"
 
 
 @register(_aten.addmm.default, constraints=(_two_d, _mat2_quant, _addmm_const, _addmm_scalars), fuses_activation=True,
@@ -112,21 +112,10 @@ def convert_addmm(ctx, a):
 @constraint("3D tensors only")
 def _three_d(a, ctx):
     ranks = (len(a.shape("self")), len(a.shape("mat2")))
-    return None if ranks == (3, 3) else f"ranks {ranks}: 3D batched matrix products are converted"
+    return None if ranks == (3, 3) else f"ranks {ranks}"
 
 
-@constraint("width and channel dims of both arguments % {num_macs} == 0 (documented table; NXP's current release "
-            "does not check them)", hint="pad the matrix sizes to multiples of {num_macs}", profiles={"documented"},
-            backends=NEUTRON)
-def _bmm_dims(a, ctx):
-    for name in ("self", "mat2"):
-        shape = a.shape(name)
-        if any(d % ctx.num_macs for d in shape[1:]):
-            return f"{name} shape {list(shape)}: dims 1 and 2 must be multiples of {ctx.num_macs}"
-    return None
-
-
-@register(_aten.bmm.default, constraints=(_three_d, _bmm_dims), quantize={"own_output2": (A.bmm.default,)})
+@register(_aten.bmm.default, constraints=(_three_d,), quantize={"own_output2": (A.bmm.default,)})
 def convert_bmm(ctx, a):
     """Batched matrix product of two int8 tensors [B, N, M] @ [B, M, P]."""
     x = ctx.value(a["self"], Layout.NATURAL)

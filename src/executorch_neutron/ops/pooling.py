@@ -1,6 +1,6 @@
 """Pooling and spatial means: max_pool2d, avg_pool2d, adaptive_avg_pool2d (to 1x1), mean over H and W.
 
-TFLite int8 MAX_POOL_2D / AVERAGE_POOL_2D need equal input and output quantization (NeutronQuantizer shares
+TFLite int8 MAX_POOL_2D / AVERAGE_POOL_2D need equal input and output quantization (the quantizer shares
 them); average pooling counts padding through an explicit PAD (count_include_pad=True) or excludes it (SAME
 padding). Global pooling becomes MEAN over the spatial axes (NHWC 1, 2).
 
@@ -23,12 +23,9 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from ..tflite.builder import Quant, options
 from ..tflite.layout import Layout, physical_axis, stored_channels_last
 from .args import pool_args, spatial
-from .common import batch_one, channels_multiple, same_padding_matches, shared_quantization
-from .limits import POOL_STRIDE_SDK, POOL_STRIDES, one_of
+from .common import same_padding_matches, shared_quantization
 from .reduce import reduce_dims
-from ..target import ETHOS_U as ETHOS_U_KIND
-from ..target import NEUTRON as NEUTRON_KIND
-from .registry import NEUTRON, constraint, documented_only, no_kernel, register
+from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -37,12 +34,12 @@ A = torch.ops.aten
 @constraint("rank-4 input")
 def _rank4(a, ctx):
     r = len(a.shape("self"))
-    return None if r == 4 else f"rank {r}: 2D pooling needs a rank-4 input"
+    return None if r == 4 else f"rank {r}"
 
 
 @constraint("ceil_mode False")
 def _no_ceil(a, ctx):
-    return "ceil_mode True is not supported" if a["ceil_mode"] else None
+    return "ceil_mode True" if a["ceil_mode"] else None
 
 
 @constraint("dilation 1 (a dilated max pool without padding arrives as slices and maximum where the table has "
@@ -51,37 +48,17 @@ def _dilation(a, ctx):
     pool = pool_args(a.node)
     if pool.dilation == [1, 1]:
         return None
-    return (f"dilation {pool.dilation} with padding {pool.padding}: dilation 1 is converted (a dilated max pool "
-            "without padding is rewritten into slices and maximum where the operator table has MAXIMUM)")
+    return f"dilation {pool.dilation} with padding {pool.padding}"
 
 
-@constraint(f"stride {one_of(POOL_STRIDES)}", profiles={"documented"}, backends=NEUTRON)
-def _stride(a, ctx):
-    s = pool_args(a.node).stride
-    return None if all(x in POOL_STRIDES for x in s) else f"stride {s}: Neutron supports stride {one_of(POOL_STRIDES)}"
-
-
-@constraint(f"stride <= {POOL_STRIDE_SDK}", profiles={"sdk-current"}, backends=NEUTRON)
-def _stride_sdk(a, ctx):
-    s = pool_args(a.node).stride
-    return None if all(x <= POOL_STRIDE_SDK for x in s) else f"stride {s}: Neutron supports strides up to {POOL_STRIDE_SDK}"
-
-
-@constraint("count_include_pad False (or no padding)", profiles={"documented"}, backends=NEUTRON)
-def _count_include_pad(a, ctx):
-    if _pads_explicitly(a):
-        return "count_include_pad True with padding: Neutron averages over the valid window only"
-    return None
-
-
-def _pads_explicitly(a) -> bool:
+def pads_explicitly(a) -> bool:
     """avg_pool2d counting its zero padding: a PAD (with the zero point) before an unpadded average pool."""
     return bool(a["count_include_pad"]) and any(pool_args(a.node).padding)
 
 
 @constraint("no divisor_override")
 def _divisor(a, ctx):
-    return None if a["divisor_override"] is None else "divisor_override is not supported"
+    return None if a["divisor_override"] is None else f"divisor_override {a['divisor_override']}"
 
 
 def _pool(ctx, a, builtin, explicit_padding: bool = False):
@@ -108,14 +85,12 @@ def _same_padding(a, ctx):
     pool = pool_args(a.node)
     k, s, p = pool.kernel, pool.stride, pool.padding
     shape = a.shape("self")
-    if any(p) and not (a.node.target == _aten.avg_pool2d.default and _pads_explicitly(a)) and not all(same_padding_matches(shape[2 + i], k[i], s[i], 1, p[i]) for i in range(2)):
-        return f"padding {p} with kernel {k}, stride {s} on {list(shape[2:])} is not SAME padding"
+    if any(p) and not (a.node.target == _aten.avg_pool2d.default and pads_explicitly(a)) and not all(same_padding_matches(shape[2 + i], k[i], s[i], 1, p[i]) for i in range(2)):
+        return f"padding {p} with kernel {k}, stride {s} on {list(shape[2:])}"
     return None
 
 
-MAX_POOL = (_rank4, _dilation, _no_ceil, documented_only(channels_multiple("input", 1)), documented_only(batch_one()),
-            _stride, _stride_sdk, _same_padding,
-            shared_quantization())
+MAX_POOL = (_rank4, _dilation, _no_ceil, _same_padding, shared_quantization())
 
 
 @register(_aten.max_pool2d.default, constraints=MAX_POOL)
@@ -127,7 +102,7 @@ def convert_max_pool2d(ctx, a):
 @constraint("only the pooled values are used (not the indices)")
 def _no_indices(a, ctx):
     used = {u.args[1] for u in a.node.users}
-    return None if used <= {0} else "max-pool indices are used: only the pooled values are converted"
+    return None if used <= {0} else "the max-pool indices are used"
 
 
 @register(_aten.max_pool2d_with_indices.default, constraints=(_no_indices,) + MAX_POOL,
@@ -139,15 +114,15 @@ def convert_max_pool2d_with_indices(ctx, a):
 
 
 @register(_aten.avg_pool2d.default,
-          constraints=(_rank4, _no_ceil, _count_include_pad, _divisor, _same_padding, shared_quantization()),
+          constraints=(_rank4, _no_ceil, _divisor, _same_padding, shared_quantization()),
           quantize={"shared": (A.avg_pool2d.default,)})
 def convert_avg_pool2d(ctx, a):
     """2D average pooling: padding excluded from the average (SAME padding), or counted (an explicit PAD of zeros
     before it, count_include_pad=True)."""
-    _pool(ctx, a, schema.BuiltinOperator.AVERAGE_POOL_2D, explicit_padding=_pads_explicitly(a))
+    _pool(ctx, a, schema.BuiltinOperator.AVERAGE_POOL_2D, explicit_padding=pads_explicitly(a))
 
 
-#: the largest kernel side of a spatial mean written as a depthwise convolution (Vela's and Neutron's kernels)
+#: the largest kernel side of a spatial mean written as a depthwise convolution (within every NPU's kernels)
 MEAN_AS_CONV_WINDOW = 64
 
 
@@ -192,7 +167,7 @@ def _adaptive_size(a, ctx):
     h, w = a.shape("self")[2:]
     if size == [1, 1] or (h % size[0] == 0 and w % size[1] == 0):
         return None
-    return f"output size {size} does not divide the input size {[h, w]}: the pooling windows would overlap"
+    return f"output size {size} of input size {[h, w]}"
 
 
 def _adaptive_is_pool(a) -> bool:
@@ -228,20 +203,11 @@ def convert_adaptive_avg_pool2d(ctx, a):
     ctx.builder.op(schema.BuiltinOperator.AVERAGE_POOL_2D, [x.tensor], [out.tensor], opts)
 
 
-@constraint("4D tensors only, dims [-1, -2] or [-2, -1]", profiles={"documented"}, backends=NEUTRON)
-def _mean_dims(a, ctx):
-    shape = a.shape("self")
-    if len(shape) != 4:
-        return f"rank {len(shape)}: Neutron reduces 4D tensors only"
-    dims = sorted(d % 4 for d in (a["dim"] or []))
-    return None if dims == [2, 3] else f"dims {a['dim']}: Neutron reduces over [-1, -2] (H and W) only"
-
-
 @constraint("a mean over listed dims (not over all dims), equal input and output quantization unless over H and W "
             "of a 4D tensor", profiles={"sdk-current"})
 def _mean_any(a, ctx):
     if not a["dim"]:
-        return "mean over all dims (dim=None): list the dims"
+        return "a mean over all dims (dim=None)"
     return None if _is_mean_hw(a) else shared_quantization().check(a, ctx)
 
 
@@ -250,7 +216,7 @@ def _is_mean_hw(a) -> bool:
     return len(shape) == 4 and sorted(d % 4 for d in (a["dim"] or [])) == [2, 3]
 
 
-@register(_aten.mean.dim, constraints=(_mean_dims, _mean_any), quantize={"mean": (A.mean.dim,)})
+@register(_aten.mean.dim, constraints=(_mean_any,), quantize={"mean": (A.mean.dim,)})
 def convert_mean(ctx, a):
     """Mean over H and W (MEAN over the NHWC spatial axes), or over any listed dims in PyTorch order."""
     if _is_mean_hw(a):
@@ -259,12 +225,13 @@ def convert_mean(ctx, a):
     reduce_dims(ctx, a, schema.BuiltinOperator.MEAN)
 
 
-_POOL3D = ("passes/pool3d_to_pool2d.py writes the others as 2-D max pools or one convolution; left are averages whose "
-           "divisor is not the window size everywhere (count_include_pad=False with padding, a ceil_mode window over "
-           "the edge, divisor_override), adaptive pools with overlapping windows, and return_indices")
+#: why a 3-D pool reaches the partitioner (each back end's no-kernel reason for them ends with it)
+POOL3D_LEFT = ("passes/pool3d_to_pool2d.py writes the others as 2-D max pools or one convolution; left are averages "
+               "whose divisor is not the window size everywhere (count_include_pad=False with padding, a ceil_mode "
+               "window over the edge, divisor_override), adaptive pools with overlapping windows, and return_indices")
 
 
-def _pool3d_left(a) -> str | None:
+def pool3d_left(a) -> str | None:
     """What in a 3-D pool left it as one (see passes/pool3d_to_pool2d.py)."""
     dhw, out = list(a.shape("self")[-3:]), list(a.out_shape[-3:])
     if a.node.target == _aten._adaptive_avg_pool3d.default:
@@ -276,9 +243,3 @@ def _pool3d_left(a) -> str | None:
     if not a["count_include_pad"] and any(a["padding"]):
         return f"count_include_pad=False with padding {list(a['padding'])}: the divisor shrinks at the edges"
     return f"ceil_mode: output {out} of {dhw} has a window over the edge, with a smaller divisor"
-
-
-no_kernel((_aten._adaptive_avg_pool3d.default, _aten.avg_pool3d.default, _aten.max_pool3d_with_indices.default), {
-    NEUTRON_KIND: "Neutron pools 2-D planes only; " + _POOL3D,
-    ETHOS_U_KIND: "Vela pools 2-D planes only; " + _POOL3D,
-}, detail=_pool3d_left)

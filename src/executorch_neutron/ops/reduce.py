@@ -22,8 +22,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from ..tflite.builder import Quant, Value, options
 from ..tflite.layout import Layout
 from .common import shared_quantization
-from ..target import ETHOS_U, NEUTRON
-from .registry import no_kernel, register
+from .registry import register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -101,11 +100,3 @@ def convert_amax(ctx, a):
 def convert_amin(ctx, a):
     """Minimum over the listed dims (all when none are listed)."""
     reduce_dims(ctx, a, schema.BuiltinOperator.REDUCE_MIN, quant=ctx.value(a["self"]).quant)
-
-
-no_kernel((_aten.argmax.default, _aten.argmin.default), {
-    NEUTRON: "ARG_MAX / ARG_MIN are in neither Neutron's documented operator table nor NXP's current converter "
-                  "set, and the result is an int64 index, not an int8 tensor",
-    ETHOS_U: "the result is an int64 index, and partitions return int8 tensors only (Vela's ARG_MAX returns "
-                  "int32 indices, over the last axis of depth <= 127 only; it has no ARG_MIN)",
-})

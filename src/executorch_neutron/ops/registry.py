@@ -1,29 +1,30 @@
-"""The operator registry: for every edge operator, its Neutron support checks, its TFLite converter, and how
+"""The operator registry: for every edge operator, its support checks, its TFLite converter, and how
 NeutronQuantizer annotates the ATen operators that become it.
 
 One entry serves the quantizer (which ATen ops to quantize, with which annotation family), the partitioner (may
 the NPU run this node? if not, why; which ATen ops to keep from decomposition), the converter (emit TFLite for it),
 the delegation report and the generated SUPPORTED_OPS.md, so they can never disagree. Entries are keyed by edge
-`OpOverload` objects. A check returns None when the node is supported, otherwise a sentence a user can read.
+`OpOverload` objects.
 
-Limits are data: a constraint's text may name `{num_macs}`, filled with the target's value where it is shown, and
-a constraint (or a whole entry) belongs to one or both constraint profiles (`PROFILES`): the documented operator
-table, and what NXP's current eIQ Neutron SDK release delegates.
+A constraint is its rule's text, written once (what SUPPORTED_OPS.md lists; it may name `{num_macs}`, filled with
+the target's value where it is shown), and a check that returns None when a node meets it, else what it found in
+the node; a rejection reads "<what was found>: <the rule's text>" (`Constraint.reason`, the one place that
+writes it). A constraint (or a whole entry) belongs to one or both constraint profiles (`PROFILES`), the operator
+tables of the back ends in `PROFILED_BACKENDS`.
 
-Each constraint also says which back ends it limits (`backends`, target kinds of target.py). Structural facts (what
-our TFLite converter can express, int8 only, what NeutronQuantizer annotates, layout) limit every back end (the
-default, `ALL_BACKENDS`); a Neutron hardware or SDK limit (channel alignment to num_macs, kernel or stride ranges,
-sizes of Neutron's buffers, the profiles' operator tables) is tagged `backends=NEUTRON` where it is declared. The
-profiles are Neutron's operator tables: they select constraints and entries for Neutron targets only; an Ethos-U
-target applies every entry and every constraint tagged for it whatever the profile, and Vela's own limits
-(ethos_u/constraints.py) instead of Neutron's. `Constraint.applies` is the one place that decides it.
+Each constraint also says which back ends it limits (`backends`, target kinds of target.py). The constraints
+declared in ops/ are structural facts (what our TFLite converter can express, int8 only, what NeutronQuantizer
+annotates, layout) and limit every back end (the default, `ALL_BACKENDS`). A back end's own hardware or compiler
+limits are added by its folder (`add_constraint`, tagged with its kind), and its own reasons for operators without
+a kernel likewise (`no_kernel` with its kind); backends.register_limits adds every back end's. `Constraint.applies`
+is the one place that decides which constraints a target checks.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 from torch.fx import Node
 
@@ -33,7 +34,6 @@ from ..core.exported import constant_names, op_name
 from ..core.messages import first_line
 from ..core.qdq import is_dq, is_q
 from ..target import BACKEND_KINDS, KIND_NAMES, NeutronTarget
-from ..target import ETHOS_U as ETHOS_U_KIND
 from ..target import NEUTRON as NEUTRON_KIND
 from .args import NodeArgs
 
@@ -111,10 +111,6 @@ ALL_PROFILES = frozenset(PROFILES)
 
 #: The back ends a constraint can limit: the target kinds of target.py (`NeutronTarget.kind`, `EthosUTarget.kind`).
 ALL_BACKENDS = frozenset(BACKEND_KINDS)
-#: A Neutron hardware or SDK limit: Ethos-U targets do not apply it (Vela's limits apply there instead).
-NEUTRON = frozenset({NEUTRON_KIND})
-#: A limit of the Ethos-U back end (Vela's, registered by ethos_u/constraints.py with `add_constraint`).
-ETHOS_U = frozenset({ETHOS_U_KIND})
 #: The back ends whose operator tables the constraint profiles are: for the others a profile selects nothing.
 PROFILED_BACKENDS = frozenset({NEUTRON_KIND})
 
@@ -141,9 +137,9 @@ def fill_limits(text: str, target: NeutronTarget | None = None) -> str:
 
 @dataclass(frozen=True)
 class Constraint:
-    """One limit: `text` for the docs (may name `{num_macs}`), `check` for a node (None = satisfied, else the
-    reason), the `profiles` of Neutron's operator tables it belongs to, the `backends` it limits (NEUTRON for a
-    Neutron hardware or SDK limit; its reason may name Neutron, a reason of any other constraint must not)."""
+    """One limit: `text`, the rule (the docs list it; may name `{num_macs}`), `check` for a node (None = satisfied,
+    else what it found that breaks the rule), the `profiles` of the operator tables it belongs to, the `backends`
+    it limits (every back end for a structural fact; one back end's kind for its own limit, added by its folder)."""
 
     text: str
     check: CheckFn
@@ -164,6 +160,10 @@ class Constraint:
 
     def describe(self, target: NeutronTarget | None = None) -> str:
         return fill_limits(self.text, target)
+
+    def reason(self, found: str, target: NeutronTarget | None = None) -> str:
+        """The rejection of a node: what its check found, then the rule's text."""
+        return f"{found}: {self.describe(target)}"
 
 
 #: How NeutronQuantizer annotates an ATen op (the annotators are in quantizer/patterns.py):
@@ -209,11 +209,11 @@ class OpEntry:
             if not c.applies(ctx.backend, ctx.profile):
                 continue
             try:
-                reason = c.check(args, ctx)
+                found = c.check(args, ctx)
             except Exception as exc:  # a check that cannot decide rejects
-                reason = f"support could not be decided ({type(exc).__name__}: {first_line(exc)})"
-            if reason:
-                return reason, (fill_limits(c.hint, ctx.target) if c.hint else None)
+                found = f"support could not be decided ({type(exc).__name__}: {first_line(exc)})"
+            if found:
+                return c.reason(found, ctx.target), (fill_limits(c.hint, ctx.target) if c.hint else None)
         return None
 
 
@@ -257,17 +257,18 @@ def register(*targets, constraints=(), noop=False, alone=False, quantize=None, p
 
 
 def constraint(text: str, hint: str | None = None, profiles=ALL_PROFILES, backends=ALL_BACKENDS):
-    """Decorator form: @constraint("stride 1 or 2", backends=NEUTRON) def _(args, ctx): return None or reason."""
+    """Decorator form: @constraint("step 1") def _(args, ctx): return None or what breaks it ("step 2")."""
     def deco(fn: CheckFn) -> Constraint:
         return Constraint(text, fn, hint, frozenset(profiles), frozenset(backends))
 
     return deco
 
 
-def documented_only(c: Constraint) -> Constraint:
-    """The same constraint, applied only with the documented table (NXP's current SDK does not enforce it): a
-    limit of Neutron's documented operator table, so a Neutron-only one."""
-    return Constraint(c.text, c.check, c.hint, frozenset({"documented"}), NEUTRON)
+class Limit(NamedTuple):
+    """A back end's constraint and the edge ops whose entries it is added to (`add_constraint`)."""
+
+    ops: frozenset
+    constraint: Constraint
 
 
 #: (edge ops, constraint) added by a back end with `add_constraint`, in the order added (its docs list them)
@@ -277,11 +278,17 @@ ADDED: list[tuple[frozenset, Constraint]] = []
 def add_constraint(ops, c: Constraint) -> Constraint:
     """A back end's own limit on edge ops `ops` (already registered): appended to each op's entry, after the entry's
     own constraints, and checked like them (`Constraint.applies` with the constraint's `backends`). The check
-    sees every node of the entry, so it should return None for a node whose target is not in `ops`. Returns `c`."""
+    sees every node of the entry, so it should return None for a node whose target is not in `ops`. Adding the
+    same constraint on the same ops again does nothing (a back end's registration is idempotent). Returns `c`."""
     _ensure_loaded()
     ops = frozenset(ops)
-    if any(c is added for _, added in ADDED):
-        raise ValueError(f"constraint {c.text!r} is added twice")
+    for added_ops, added in ADDED:
+        if added is c:
+            if added_ops != ops:
+                raise ValueError(f"constraint {c.text!r} is added twice, on other ops")
+            return c
+    if any(c.text == added.text and c.backends == added.backends for _, added in ADDED):
+        raise ValueError(f"constraint {c.text!r} is written twice")
     for op in sorted(ops, key=op_name):
         entry = REGISTRY.get(op)
         if entry is None:
@@ -303,16 +310,22 @@ NO_KERNEL: dict[object, dict[str, str]] = {}
 NO_KERNEL_DETAIL: dict[object, Callable[[NodeArgs], Optional[str]]] = {}
 
 
-def no_kernel(ops, reasons: dict[str, str], detail: Callable[[NodeArgs], Optional[str]] | None = None) -> None:
-    """Record why edge ops `ops` have no entry, per back-end kind (every kind of BACKEND_KINDS); `detail(args)`
-    may name what in a node leaves it there."""
-    missing = sorted(set(BACKEND_KINDS) - set(reasons))
-    if missing:
-        raise ValueError(f"no_kernel {[op_name(o) for o in ops]}: no reason for back ends {missing}")
+def no_kernel(ops, reason: str, detail: Callable[[NodeArgs], Optional[str]] | None = None,
+              backends=ALL_BACKENDS) -> None:
+    """Record why edge ops `ops` have no entry on the back ends `backends` (every back end: a fact of the front
+    end; one kind: that back end's own reason, recorded by its folder). `detail(args)` may name what in a node
+    leaves it there. Recording the same again does nothing; another reason for the same op and back end is an
+    error."""
+    unknown = set(backends) - ALL_BACKENDS
+    if unknown or not backends:
+        raise ValueError(f"no_kernel {[op_name(o) for o in ops]}: back ends {sorted(backends)}, known: "
+                         f"{sorted(ALL_BACKENDS)}")
     for op in ops:
-        if op in REGISTRY or op in NO_KERNEL:
-            raise ValueError(f"{op_name(op)} already has an entry or a no_kernel reason")
-        NO_KERNEL[op] = dict(reasons)
+        reasons = NO_KERNEL.get(op, {})
+        if op in REGISTRY or any(reasons.get(k, reason) != reason for k in backends) or (
+                detail is not None and NO_KERNEL_DETAIL.get(op, detail) is not detail):
+            raise ValueError(f"{op_name(op)} already has an entry or another no_kernel reason")
+        NO_KERNEL[op] = {**reasons, **{k: reason for k in sorted(backends)}}
         if detail is not None:
             NO_KERNEL_DETAIL[op] = detail
 
@@ -329,6 +342,15 @@ def no_kernel_reason(node: Node, backend: str) -> str | None:
     except Exception:  # noqa: BLE001 - the detail is a nicety; the reason stands without it
         found = None
     return f"{found}; {why}" if found else why
+
+
+def add_limits(limits, no_kernels, backends) -> None:
+    """A back end's own limits (`Limit`s, added in their order) and its reasons for operators without a kernel
+    ((edge ops, reason, detail) as `no_kernel` takes them, for `backends`). Idempotent."""
+    for ops, c in limits:
+        add_constraint(ops, c)
+    for ops, reason, detail in no_kernels:
+        no_kernel(ops, reason, detail, backends=backends)
 
 
 def lookup(target) -> OpEntry | None:

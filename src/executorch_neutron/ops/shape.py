@@ -24,9 +24,7 @@ from ..tflite.layout import (
 )
 from .common import is_dq, is_q, shared_quantization
 from .limits import EXPAND_CAT_INPUTS, PERMUTE_RANK
-from ..target import ETHOS_U as ETHOS_U_KIND
-from ..target import NEUTRON as NEUTRON_KIND
-from .registry import NEUTRON, constraint, no_kernel, register
+from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -82,7 +80,7 @@ def _flatten_into_linears(a, src) -> bool:
 def _default_dim_order(a, ctx):
     order = a.get("dim_order")
     if order is not None and list(order) != list(range(len(a.out_shape))):
-        return f"dim_order {list(order)}: only the default (contiguous) order is a copy"
+        return f"dim_order {list(order)}"
     return None
 
 
@@ -103,9 +101,9 @@ def _permutation(a, ctx):
     shape = a.shape("self")
     dims = [d % len(shape) for d in a["dims"]]
     if len(shape) > PERMUTE_RANK:
-        return f"rank {len(shape)} permutation: tensors of rank <= {PERMUTE_RANK} are transposed"
+        return f"a rank-{len(shape)} permutation"
     if len(shape) >= 3 and dims[0] != 0 and shape[0] != 1:
-        return f"permutation {dims} moves the batch dimension (size {shape[0]}): the batch stays first"
+        return f"permutation {dims} moves the batch dimension (size {shape[0]})"
     return None
 
 
@@ -127,30 +125,17 @@ def convert_permute(ctx, a):
     b.op(schema.BuiltinOperator.TRANSPOSE, [x.tensor, pt], [out.tensor], options("TransposeOptionsT"))
 
 
-@constraint("input channels % {num_macs} == 0 and output channels % {num_macs} == 0 (channels: dim 1 of a 4D "
-            "tensor, else the last dim)", hint="pad the channel counts to a multiple of {num_macs}",
-            profiles={"documented"}, backends=NEUTRON)
-def _cat_channels(a, ctx):
-    shapes = [a.shape_of(t) for t in a["tensors"]] + [a.out_shape]
-    rank = len(shapes[0])
-    ch = 1 if rank == 4 else rank - 1
-    for s in shapes:
-        if s[ch] % ctx.num_macs:
-            return f"channels {s[ch]} not a multiple of {ctx.num_macs}"
-    return None
-
-
-@constraint("equal quantization of all inputs and the output")
+@constraint("equal quantization of all inputs and the output (LiteRT's int8 kernel needs one set)")
 def _cat_shared(a, ctx):
     params = [qdq.qparams(t) for t in a["tensors"] if is_dq(t)]
     outs = [qdq.qparams(u) for u in a.node.users if is_q(u)]
     ref = outs[0] if outs else (params[0] if params else None)
     if ref is not None and any(not p.same_as(ref) for p in params + outs):
-        return "inputs and output quantized differently: LiteRT needs one set (NeutronQuantizer shares them)"
+        return "inputs and output quantized differently"
     return None
 
 
-@register(_aten.cat.default, constraints=(_cat_channels, _cat_shared), quantize={"concat": (A.cat.default, A.concat.default)})
+@register(_aten.cat.default, constraints=(_cat_shared,), quantize={"concat": (A.cat.default, A.concat.default)})
 def convert_cat(ctx, a):
     """Concatenation along `dim`."""
     rank = len(a.out_shape)
@@ -165,23 +150,10 @@ def convert_cat(ctx, a):
 @constraint("non-negative padding of any dims", profiles={"sdk-current"})
 def _pad_any(a, ctx):
     pad = list(a["pad"])
-    return f"negative padding {pad} (cropping) is not a pad" if any(p < 0 for p in pad) else None
+    return f"negative padding {pad} (cropping)" if any(p < 0 for p in pad) else None
 
 
-@constraint("padding of H or W only (the spatial dims of a 3D or 4D tensor), non-negative", profiles={"documented"},
-            backends=NEUTRON)
-def _pad_hw(a, ctx):
-    pad = list(a["pad"])
-    rank = len(a.shape("self"))
-    spatial = min(max(rank - 2, 0), 2)
-    if rank not in (3, 4) or len(pad) > 2 * spatial:
-        return f"padding {pad} of a rank-{rank} tensor reaches beyond H and W"
-    if any(p < 0 for p in pad):
-        return f"negative padding {pad} (cropping) is not a pad"
-    return None
-
-
-@register(_aten.constant_pad_nd.default, constraints=(_pad_hw, _pad_any, shared_quantization()),
+@register(_aten.constant_pad_nd.default, constraints=(_pad_any, shared_quantization()),
           quantize={"shared": (A.pad.default, A.constant_pad_nd.default)})
 def convert_constant_pad(ctx, a):
     """Constant padding (of any dims), with the pad value quantized to the input's parameters."""
@@ -208,7 +180,7 @@ def _paddings(ctx, a, x):
 @constraint("mode reflect (constant padding arrives as constant_pad_nd; replicate and circular padding as slices and "
             "a concatenation, except a negative (cropping) one)")
 def _reflect(a, ctx):
-    return None if a["mode"] == "reflect" else f"pad mode {a['mode']!r}: reflection or constant padding is converted"
+    return None if a["mode"] == "reflect" else f"pad mode {a['mode']!r}"
 
 
 @register(_aten.pad.default, constraints=(_reflect, _pad_any, shared_quantization()), preserve="if_delegated",
@@ -225,7 +197,7 @@ def convert_reflection_pad(ctx, a):
 
 @constraint("step 1")
 def _slice_step(a, ctx):
-    return None if a["step"] in (1, None) else f"step {a['step']}: slices with step 1 are converted"
+    return None if a["step"] in (1, None) else f"step {a['step']}"
 
 
 @register(_aten.slice_copy.Tensor, constraints=(_slice_step, shared_quantization()), quantize={"shared": (A.slice.Tensor,)})
@@ -252,9 +224,6 @@ def convert_slice(ctx, a):
     b.op(schema.BuiltinOperator.STRIDED_SLICE, [x.tensor, bt, et, st], [out.tensor], options("StridedSliceOptionsT"))
 
 
-_EXPAND_LEFT = (f"left for an expand whose repeat count has a prime factor above {EXPAND_CAT_INPUTS} "
-                "(passes/expand_to_cat.py writes the others as concatenations of copies)")
-no_kernel((_aten.expand_copy.default,), {
-    NEUTRON_KIND: "a broadcast copy (TILE / BROADCAST_TO) is not in Neutron's operator table; " + _EXPAND_LEFT,
-    ETHOS_U_KIND: "Vela has no broadcast copy (TILE / BROADCAST_TO); " + _EXPAND_LEFT,
-})
+#: why an expand reaches the partitioner (each back end's no-kernel reason for it ends with it)
+EXPAND_LEFT = (f"left for an expand whose repeat count has a prime factor above {EXPAND_CAT_INPUTS} "
+               "(passes/expand_to_cat.py writes the others as concatenations of copies)")

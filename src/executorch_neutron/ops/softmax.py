@@ -3,9 +3,10 @@ a rank-4 value is made the physical last axis by keeping it in PyTorch's order).
 
 Output quantization is fixed by LiteRT: scale 1/256, zero point -128.
 
-A softmax larger than one Neutron SOFTMAX takes (more than `ROWS` rows or `SOFTMAX_ELEMENTS` elements; MobileViT's
-attention at 256 px has 4096 rows of 256) is computed in row chunks: RESHAPE to [rows, channels], a STRIDED_SLICE
-and a SOFTMAX per chunk of as many rows as one SOFTMAX takes, CONCATENATION and RESHAPE back. Rows are independent and
+A softmax larger than one SOFTMAX op the converter writes (more than `ROWS` rows or `SOFTMAX_ELEMENTS` elements, the
+largest an NPU kernel takes; MobileViT's attention at 256 px has 4096 rows of 256) is computed in row chunks: RESHAPE
+to [rows, channels], a STRIDED_SLICE and a SOFTMAX per chunk of as many rows as one SOFTMAX takes, CONCATENATION and
+RESHAPE back. Rows are independent and
 every chunk has the fixed output quantization, so the result equals one softmax. It stays one node in the graph.
 """
 
@@ -22,8 +23,8 @@ from ..core.qdq import SIGMOID_SOFTMAX_QPARAMS
 from ..tflite.builder import options
 from ..tflite.layout import Layout, physical_axis
 from .activations import fixed_output
-from .limits import ROWS, SOFTMAX_CHANNELS_BELOW, SOFTMAX_CHANNELS_SDK, SOFTMAX_ELEMENTS
-from .registry import NEUTRON, constraint, register
+from .limits import ROWS, SOFTMAX_ELEMENTS
+from .registry import constraint, register
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -41,41 +42,13 @@ def _layout(a) -> Layout:
     return Layout.CHANNELS_LAST if rank == 4 and a["dim"] % rank == 1 else Layout.NATURAL
 
 
-@constraint("rank > 1, softmax over the channel dimension (dim 1 for rank 4, else the last)", profiles={"documented"},
-            backends=NEUTRON)
-def _dim(a, ctx):
-    shape = a.shape("self")
-    rank = len(shape)
-    if rank < 2:
-        return f"rank {rank}: Neutron needs rank > 1"
-    layout = Layout.preferred(rank)
-    if physical_axis(a["dim"], rank, layout) != rank - 1:
-        return f"softmax over dim {a['dim']} of a rank-{rank} tensor is not over the channels"
-    return None
-
-
 @constraint("softmax over the last dim (any rank), or dim 1 (the channels) of a rank-4 tensor",
             profiles={"sdk-current"})
 def _dim_sdk(a, ctx):
     rank = len(a.shape("self"))
     if physical_axis(a["dim"], rank, _layout(a)) != rank - 1:
-        return f"softmax over dim {a['dim']} of a rank-{rank} tensor: the last dim or the channels are converted"
+        return f"softmax over dim {a['dim']} of a rank-{rank} tensor"
     return None
-
-
-@constraint(f"channels % {{num_macs}} == 0 and channels < {SOFTMAX_CHANNELS_BELOW}", hint="pad the class count to a multiple of {num_macs}",
-            profiles={"documented"}, backends=NEUTRON)
-def _channels(a, ctx):
-    c, _ = _channels_and_flat(a)
-    if c % ctx.num_macs or c >= SOFTMAX_CHANNELS_BELOW:
-        return f"{c} channels: Neutron needs a multiple of {ctx.num_macs} below {SOFTMAX_CHANNELS_BELOW}"
-    return None
-
-
-@constraint(f"channels <= {SOFTMAX_CHANNELS_SDK}", profiles={"sdk-current"}, backends=NEUTRON)
-def _channels_sdk(a, ctx):
-    c, _ = _channels_and_flat(a)
-    return None if c <= SOFTMAX_CHANNELS_SDK else f"{c} channels: Neutron's softmax takes at most {SOFTMAX_CHANNELS_SDK}"
 
 
 def _chunk_rows(channels: int, rows: int) -> int:
@@ -83,7 +56,7 @@ def _chunk_rows(channels: int, rows: int) -> int:
     return max(1, min(rows, ROWS, SOFTMAX_ELEMENTS // channels))
 
 
-@register(_aten._softmax.default, constraints=(_dim, _dim_sdk, _channels, _channels_sdk, fixed_output(*SIGMOID_SOFTMAX_QPARAMS)),
+@register(_aten._softmax.default, constraints=(_dim_sdk, fixed_output(*SIGMOID_SOFTMAX_QPARAMS)),
           quantize={"fixed_sigmoid_softmax": (A.softmax.int, A._softmax.default)})
 def convert_softmax(ctx, a):
     """Softmax over the channels or the last dim (SOFTMAX works on the physical last axis)."""

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import sys
 
-from .. import backends as _backends  # noqa: F401  (each back end registers its own limits)
+from .. import backends
 from ..compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
 from ..ops import registry
 from ..ops.fusion import SUPPORTED_BOUNDS_TEXT
 from ..passes import PIPELINE
 from ..passes.fold_constants import FOLD_MAX_ELEMENTS
-from ..target import KIND_NAMES, TARGETS, NeutronTarget, get_target
+from ..target import ETHOS_U, KIND_NAMES, TARGETS, NeutronTarget, get_target
+
+_VELA = frozenset({ETHOS_U})  # the constraints of the last section, Vela's
 
 _GENERIC = (
     "Every input is int8 (a dequantize node or a constant), every output is quantized to int8 by a quantize node "
@@ -59,6 +61,7 @@ def _profile_tag(profiles, backends=registry.ALL_BACKENDS) -> str:
 
 
 def render_markdown(target: str | NeutronTarget | None = None) -> str:
+    backends.register_limits()
     tgt = get_target(target) if target is not None else None
     macs = (f"`num_macs` is {tgt.num_macs} ({tgt.name})" if getattr(tgt, "num_macs", None) else
             "`num_macs` is the target's MAC count: " + ", ".join(f"{t.name} {t.num_macs}" for t in TARGETS.values()))
@@ -91,7 +94,7 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
         names = sorted({registry.op_name(t) for t in entry.targets})
         ops = "<br>".join(f"`{n}`" for n in names) + _profile_tag(entry.profiles)
         cons = [_sentence(c.describe(tgt)) + _profile_tag(c.profiles, c.backends) for c in entry.constraints
-                if not _added(c)]  # a back end's own limits: its section below
+                if c.backends != _VELA]  # Vela's limits: their section below
         if entry.noop and entry.alone:
             cons.append("No-op (moves no data), delegated on its own too (as NXP's release does).")
         elif entry.noop:
@@ -99,7 +102,8 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
         text = " ".join(cons) if cons else "None beyond int8."
         lines.append(f"| {ops} | int8 | {text.replace('|', '/')} |")
     lines += ["", "## Operators without a kernel, and why", ""]
-    lines += [f"- `{registry.op_name(op)}`: " + "; ".join(f"{KIND_NAMES[k]}: {why}" for k, why in reasons.items())
+    lines += [f"- `{registry.op_name(op)}`: " + "; ".join(f"{npu}: {reasons[k]}" for k, npu in KIND_NAMES.items()
+                                                       if k in reasons)
               for op, reasons in sorted(registry.NO_KERNEL.items(), key=lambda kv: registry.op_name(kv[0]))]
     lines += ["", "## Rules for every node", ""]
     lines += [f"- {r}" for r in _GENERIC]
@@ -119,21 +123,17 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
     return "\n".join(lines)
 
 
-def _added(c) -> bool:
-    return any(c is added for _, added in registry.ADDED)
-
-
 def _ethos_u_section() -> list[str]:
-    """The Ethos-U targets: the same table, with Vela's own limits on top (registered by ethos_u/constraints.py)."""
+    """The Ethos-U targets: the same table, with Vela's own limits on top (ethos_u/constraints.py)."""
     lines = ["## Arm Ethos-U targets (Vela)", "",
              "For `imx93`, `ethos-u55-128`, `ethos-u55-256` and `ethos-u65-256` the table above applies without "
              "the constraints marked *(Neutron only)*, and without the constraint profiles: they are Neutron's "
              "operator tables, so every row and every other constraint applies whatever `constraints=` says. Then "
-             "these limits of Vela 5.2 apply (each node breaking one stays on the CPU with the rule as its "
-             "reason):", "",
+             "these limits of Vela 5.2 apply (a node breaking one stays on the CPU with the reason \"<what was "
+             "found>: <the rule>\"):", "",
              "| operators (edge) | Vela's rule |", "|---|---|"]
     for ops, c in registry.ADDED:
-        if c.backends != registry.ETHOS_U:
+        if c.backends != _VELA:
             continue
         ops = "<br>".join(f"`{registry.op_name(t)}`" for t in sorted(ops, key=registry.op_name))
         lines.append(f"| {ops} | {c.text} |")
