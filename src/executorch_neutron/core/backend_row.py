@@ -44,6 +44,8 @@ class Backend:
     placement: Callable | None = None
     #: (blob, the .pte's named data by key) -> what compiled the payload (tool and version), or None
     compiled_by: Callable | None = None
+    #: its own section of SUPPORTED_OPS.md (Markdown lines: its limits, which the main table then leaves out), or None
+    supported_ops: Callable[[], list[str]] | None = None
     #: partition tag -> the files its preprocess may write into intermediates_dir beside `<tag>.tflite`
     intermediates: Callable[[str], tuple[str, ...]] = lambda tag: ()
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..core.backend_row import Backend
 from ..core.memory import DRAM, FLASH, SRAM, Block
 from ..core.payload import unpack
+from ..ops import registry
 from ..target import ETHOS_U
 from . import host
 from . import payload as vela_payload
@@ -158,8 +159,25 @@ def memory(blob: bytes, spec, tflite: bytes | None, name: str) -> list[Block]:
     return out
 
 
+
+def supported_ops() -> list[str]:
+    """The Ethos-U section of SUPPORTED_OPS.md: the same table, with Vela's own limits on top (constraints.py)."""
+    lines = ["## Arm Ethos-U targets (Vela)", "",
+             "For `imx93`, `ethos-u55-128`, `ethos-u55-256` and `ethos-u65-256` the table above applies without "
+             "the constraints marked *(Neutron only)*, and without the constraint profiles: they are Neutron's "
+             "operator tables, so every row and every other constraint applies whatever `constraints=` says. Then "
+             "these limits of Vela 5.2 apply (a node breaking one stays on the CPU with the reason \"<what was "
+             "found>: <the rule>\"):", "",
+             "| operators (edge) | Vela's rule |", "|---|---|"]
+    for ops, c in registry.ADDED:
+        if c.backends != frozenset({ETHOS_U}):
+            continue
+        ops = "<br>".join(f"`{registry.op_name(t)}`" for t in sorted(ops, key=registry.op_name))
+        lines.append(f"| {ops} | {c.text} |")
+    return lines + [""]
+
 ROW = Backend(ETHOS_U, BACKEND_ID, EthosUPartitioner, view, host_payload, claims, host_blob, on_load,
               device_only=DEVICE_ONLY, title="Ethos-U NPU (Vela)", limits=lambda profile: "Vela's limits",
               pte_tflite=pte_tflite, layer_estimate=layer_estimate, partition_estimate=partition_estimate,
               estimate_total=estimate_total, estimate_notes=estimate_notes, section=section, memory=memory,
-              placement=placement)
+              placement=placement, supported_ops=supported_ops)

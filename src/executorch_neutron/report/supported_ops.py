@@ -16,9 +16,7 @@ from ..ops import registry
 from ..ops.fusion import SUPPORTED_BOUNDS_TEXT
 from ..passes import PIPELINE
 from ..passes.fold_constants import FOLD_MAX_ELEMENTS
-from ..target import ETHOS_U, KIND_NAMES, TARGETS, NeutronTarget, get_target
-
-_VELA = frozenset({ETHOS_U})  # the constraints of the last section, Vela's
+from ..target import KIND_NAMES, all_targets, get_target
 
 _GENERIC = (
     "Every input is int8 (a dequantize node or a constant), every output is quantized to int8 by a quantize node "
@@ -60,13 +58,18 @@ def _profile_tag(profiles, backends=registry.ALL_BACKENDS) -> str:
     return " *(" + "; ".join(tags) + ")*" if tags else ""
 
 
-def render_markdown(target: str | NeutronTarget | None = None) -> str:
+def render_markdown(target=None) -> str:
+    """SUPPORTED_OPS.md: limits left as names with every target's values, or filled with `target`'s (a name or a
+    target)."""
     backends.register_limits()
+    sections = [b for b in backends.BACKENDS.values() if b.supported_ops is not None]
+    own = {frozenset({b.kind}) for b in sections}  # limits of a back end that lists them in its own section
     tgt = get_target(target) if target is not None else None
     macs = (f"`num_macs` is {tgt.num_macs} ({tgt.name})" if getattr(tgt, "num_macs", None) else
-            "`num_macs` is the target's MAC count: " + ", ".join(f"{t.name} {t.num_macs}" for t in TARGETS.values()))
+            "`num_macs` is the target's MAC count: " + ", ".join(f"{t.name} {t.num_macs}" for t in all_targets()
+                                                                 if getattr(t, "num_macs", None)))
     lines = [
-        "# Operators supported by the Neutron backend" + (f" ({tgt.name})" if tgt else ""),
+        "# Supported operators" + (f" ({tgt.name})" if tgt else ""),
         "",
         "Generated from the operator registry (`src/executorch_neutron/ops/`) by "
         "`executorch-neutron ops --markdown > SUPPORTED_OPS.md`; do not edit by hand. The partitioner checks "
@@ -79,9 +82,10 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
         "",
         f"`NeutronCompileSpec(constraints=...)` (CLI `--constraints`) picks the table; default `{DEFAULT_PROFILE}`. "
         "A constraint marked *(documented only)* is not enforced by NXP's current SDK release; a row or constraint "
-        "marked *(sdk-current only)* is not in the documented table. A constraint marked *(Neutron only)* is a "
-        "Neutron hardware or SDK limit: Ethos-U targets do not apply it (Vela's limits apply there, see the last "
-        "section); the others are what the converter and the quantizer can express and apply to every target.",
+        "marked *(sdk-current only)* is not in the documented table. A constraint marked *(<NPU> only)* is a "
+        "hardware or SDK limit of that NPU: other targets do not apply it (a back end with a section below lists its "
+        "own limits there); the others are what the converter and the quantizer can express and apply to every "
+        "target.",
         "",
     ]
     lines += [f"- `{name}`: {text}." for name, text in CONSTRAINT_PROFILES.items()]
@@ -94,7 +98,7 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
         names = sorted({registry.op_name(t) for t in entry.targets})
         ops = "<br>".join(f"`{n}`" for n in names) + _profile_tag(entry.profiles)
         cons = [_sentence(c.describe(tgt)) + _profile_tag(c.profiles, c.backends) for c in entry.constraints
-                if c.backends != _VELA]  # Vela's limits: their section below
+                if c.backends not in own]  # a back end's limits listed in its own section below
         if entry.noop and entry.alone:
             cons.append("No-op (moves no data), delegated on its own too (as NXP's release does).")
         elif entry.noop:
@@ -111,7 +115,7 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
     lines += [f"- **{name}**: {text}" for name, text in passes()]
     lines += ["", "## custom_delegation_options", "",
               "Defaults are defensive. `NeutronCompileSpec(custom_delegation_options=(...))` (or "
-              "`NeutronPartitioner(custom_delegation_options=(...))`) turns on opportunistic delegation; unknown "
+              "the partitioner's `custom_delegation_options`) turns on opportunistic delegation; unknown "
               "names are an error.", ""]
     lines += [f"- `{name}`: {text}" for name, text in registry.DELEGATION_OPTIONS.items()]
     producers = sorted({registry.op_name(t) for e in registry.entries() if e.fuses_activation for t in e.targets})
@@ -119,22 +123,6 @@ def render_markdown(target: str | NeutronTarget | None = None) -> str:
               f"{', '.join(f'`{p}`' for p in producers)} absorb a following relu, relu6 / hardtanh / clamp with "
               f"bounds {SUPPORTED_BOUNDS_TEXT} into one TFLite operator; NeutronQuantizer fuses exactly these "
               "pairs (other bounds get their own quantization and operator).", ""]
-    lines += _ethos_u_section()
+    for b in sections:
+        lines += b.supported_ops()
     return "\n".join(lines)
-
-
-def _ethos_u_section() -> list[str]:
-    """The Ethos-U targets: the same table, with Vela's own limits on top (ethos_u/constraints.py)."""
-    lines = ["## Arm Ethos-U targets (Vela)", "",
-             "For `imx93`, `ethos-u55-128`, `ethos-u55-256` and `ethos-u65-256` the table above applies without "
-             "the constraints marked *(Neutron only)*, and without the constraint profiles: they are Neutron's "
-             "operator tables, so every row and every other constraint applies whatever `constraints=` says. Then "
-             "these limits of Vela 5.2 apply (a node breaking one stays on the CPU with the reason \"<what was "
-             "found>: <the rule>\"):", "",
-             "| operators (edge) | Vela's rule |", "|---|---|"]
-    for ops, c in registry.ADDED:
-        if c.backends != _VELA:
-            continue
-        ops = "<br>".join(f"`{registry.op_name(t)}`" for t in sorted(ops, key=registry.op_name))
-        lines.append(f"| {ops} | {c.text} |")
-    return lines + [""]
