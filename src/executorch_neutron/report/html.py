@@ -92,7 +92,8 @@ def _io(shapes, formats) -> str:
                        for s, f in zip(shapes, formats))
 
 
-def to_html(report) -> str:
+def to_html(report, sections=()) -> str:
+    """The page; `sections`: HTML fragments of other stages shown after the cards (e.g. `evaluate`'s accuracy)."""
     total_macs = max(report.total_macs, report.npu_macs)
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -108,6 +109,7 @@ def to_html(report) -> str:
         _card(str(len(report.partitions)), "partitions"),
         _card(human_bytes(report.model_bytes), "model size"),
         "</div>",
+        *sections,
         *_memory(report),
         *graph_svg.section(report.graph),
         "<h2>Partitions</h2><table><tr><th>partition</th><th>nodes</th><th>MACs</th><th>inputs</th><th>outputs</th>"
