@@ -108,7 +108,7 @@ def _samples(dataset: Dataset, shape: tuple[int, ...], inputs) -> list[tuple[tor
         raise UserError(f"the samples of {dataset.source} have shape {list(x.shape[1:])} (x is {list(x.shape)}) but "
                         f"the model takes {list(shape)}", SHAPE_HINT)
     dtype = inputs[0].dtype if inputs is not None else torch.float32
-    return [(torch.from_numpy(np.ascontiguousarray(r)).to(dtype),) for r in rows]
+    return [(torch.from_numpy(r.copy()).to(dtype),) for r in rows]  # a copy: numpy's s[None] has a 0 stride
 
 
 def _output0(out) -> np.ndarray:
@@ -125,10 +125,10 @@ def _task(task: str | None, y: np.ndarray, out_size: int) -> tuple[str, str]:
         return task, "given"
     if integer_valued(y) and out_size > 1 and y.min() >= 0 and y.max() < out_size:
         return metrics.CLASSIFICATION, (f"inferred: whole-number labels {int(y.min())}..{int(y.max())} index the "
-                                        f"model's {out_size} outputs; --task regression otherwise")
+                                        f"model's {out_size} outputs; give the task to choose the other")
     why = "labels are not whole numbers" if not integer_valued(y) else (
         f"labels {y.min():g}..{y.max():g} do not index the model's {out_size} output(s)")
-    return metrics.REGRESSION, f"inferred: {why}; --task classification otherwise"
+    return metrics.REGRESSION, f"inferred: {why}; give the task to choose the other"
 
 
 def _labels(task: str, y: np.ndarray, out_size: int) -> np.ndarray:
