@@ -14,7 +14,7 @@ TEST_SHARE = 0.25
 def _split(x: np.ndarray, y: np.ndarray, seed: int):
     order = np.random.default_rng(seed).permutation(len(x))
     cut = int(len(x) * (1 - TEST_SHARE))
-    return x[order[:cut]], y[order[:cut]], x[order[cut:]], y[order[cut:]]
+    return (a.copy() for a in (x[order[:cut]], y[order[:cut]], x[order[cut:]], y[order[cut:]]))  # plain strides
 
 
 def _fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss_fn, epochs: int, lr: float, batch: int = 64):
@@ -35,7 +35,7 @@ def digits_cnn(epochs: int = 12):
 
     torch.manual_seed(0)
     d = load_digits()
-    x = (d.images / 16.0).astype(np.float32)[:, None]  # (N, 1, 8, 8)
+    x = (d.images / 16.0).astype(np.float32).reshape(-1, 1, 8, 8)
     x_train, y_train, x_test, y_test = _split(x, d.target.astype(np.int64), seed=0)
     model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 16, 3, stride=2, padding=1),
                           nn.ReLU(), nn.Flatten(), nn.Linear(16 * 4 * 4, 10))

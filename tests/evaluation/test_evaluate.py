@@ -79,7 +79,7 @@ def test_diabetes_metrics_are_the_numpy_formulas(diabetes):
         want = _numpy_metrics(raw[row.name], y)
         assert row.metrics == pytest.approx(want, rel=1e-4), row.name
     assert r.row(FLOAT).metrics["RMSE"] < 0.9 * y.std()  # better than predicting the mean
-    assert r.row(HOST).metrics["SQNR dB"] > 10
+    assert r.row(HOST).metrics["SQNR dB"] > 6  # vs the targets: the model's error, not quantization's
 
 
 def test_autoencoder_target_is_its_input():
