@@ -19,9 +19,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import trained_models  # noqa: E402
 
-from executorch_neutron.evaluation import evaluate  # noqa: E402
+from executorch_neutron.evaluation import Dataset, evaluate  # noqa: E402
 
-MODELS = {"digits CNN": trained_models.digits_cnn, "diabetes MLP": trained_models.diabetes_mlp}
+MODELS = {"digits CNN": (trained_models.digits_cnn, "load_digits, held-out quarter"),
+          "diabetes MLP": (trained_models.diabetes_mlp, "load_diabetes, held-out quarter")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,9 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--targets", nargs="+", default=["imxrt700", "imx93"])
     args = parser.parse_args(argv)
     logging.getLogger("executorch_neutron").setLevel(logging.ERROR)
-    for name, train in MODELS.items():
+    for name, (train, source) in MODELS.items():
         start = time.perf_counter()
-        model, inputs, data = train()
+        model, inputs, (x, y) = train()
+        data = Dataset(x, y, source)
         print(f"## {name} (trained in {time.perf_counter() - start:.1f} s)\n")
         for target in args.targets:
             start = time.perf_counter()

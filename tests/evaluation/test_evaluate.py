@@ -86,6 +86,18 @@ def test_autoencoder_target_is_its_input():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(6, 3), torch.nn.ReLU(), torch.nn.Linear(3, 6)).eval()
     x = np.random.default_rng(0).standard_normal((12, 6)).astype(np.float32)
-    r = evaluate(model, (x, x), target="imxrt700", calibration_samples=8)
+    bars = []
+
+    def progress(iterable=None, **kwargs):  # a tqdm-like factory: lower()'s stage bars, then one bar per row
+        bars.append(kwargs.get("desc"))
+        return iterable if iterable is not None else _NoBar()
+
+    r = evaluate(model, (x, x), target="imxrt700", calibration_samples=8, progress=progress)
     assert r.task == "regression" and r.columns == ("RMSE", "MAE", "cosine", "SQNR dB")
+    assert bars[-3:] == [FLOAT, QUANTIZED, HOST] and "calibrating" in bars
     assert r.row(HOST).metrics == pytest.approx(_numpy_metrics(r.outputs[HOST], x), rel=1e-4)
+
+
+class _NoBar:
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None

@@ -3,6 +3,7 @@ the .pte on a board) as a text table, a JSON-ready dict, and the HTML report's a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -13,6 +14,11 @@ from ..core.atomic import write_text
 from .metrics import COLUMNS, format_value
 
 FLOAT, QUANTIZED, HOST, BOARD = "float PyTorch", "quantized PyTorch", ".pte on the host", ".pte on the board"
+
+
+def _json_number(value: float | None) -> float | str | None:
+    """A metric as strict JSON holds it: an infinite SQNR (identical outputs) as the string "inf"."""
+    return str(value) if value is not None and math.isinf(value) else value
 
 
 @dataclass
@@ -43,7 +49,8 @@ class EvaluationResult:
     def to_dict(self) -> dict:
         return {"task": self.task, "task_source": self.task_source, "target": self.target, "data": self.data,
                 "samples": self.samples, "calibration": self.calibration, "columns": list(self.columns),
-                "rows": [{"name": r.name, "metrics": r.metrics} for r in self.rows]}
+                "rows": [{"name": r.name, "metrics": {k: _json_number(v) for k, v in r.metrics.items()}}
+                         for r in self.rows]}
 
     def __str__(self) -> str:
         cells = [["", *self.columns]] + [[r.name, *(format_value(c, r.metrics.get(c)) for c in self.columns)]

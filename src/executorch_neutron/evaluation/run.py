@@ -47,15 +47,15 @@ def evaluate(model: torch.nn.Module | None = None, data=None, inputs=None, task:
         raise ValueError("evaluate() needs a model, or result=LoweringResult")
     samples = _samples(dataset, _input_shape(inputs, result, dataset), inputs)
     inputs = tuple(inputs) if inputs is not None else samples[0]
+    if isinstance(model, torch.nn.Module) and model.training:  # as lower() sees it; the caller's model untouched
+        model = copy.deepcopy(model).eval()
     first = result.quantized_model if result is not None and result.quantized_model is not None else model
     with torch.no_grad():
         out_size = _output0(first(*samples[0])).size
     task, task_source = _task(task, dataset.y, out_size)
     labels = _labels(task, dataset.y, out_size)
     if result is None:
-        note = (f"{len(calibration)} sample(s) given" if calibration is not None else
-                f"the first {min(calibration_samples, len(samples))} sample(s) of the data set (also evaluated)")
-        calibration = list(calibration) if calibration is not None else samples[:calibration_samples]
+        note, calibration = _calibration(calibration, samples, calibration_samples, lower_options)
         result = lower(model, inputs, calibration, target, progress=progress, **lower_options)
     else:
         note = "as the given LoweringResult was calibrated"
@@ -65,6 +65,16 @@ def evaluate(model: torch.nn.Module | None = None, data=None, inputs=None, task:
     rows = [Row(name, metrics.compute(task, out, labels)) for name, out in outputs.items()]
     return EvaluationResult(task, task_source, result.spec.target_info.name, dataset.source, len(samples), note, rows,
                             outputs, result)
+
+
+def _calibration(given, samples: list, first: int, lower_options: dict) -> tuple[str, list | None]:
+    """(what the model is calibrated on, in words; the samples): those given, else the data set's first ones."""
+    if not lower_options.get("quantize_model", True):
+        return "none (the model is already quantized)", None
+    if given is not None:
+        given = list(given)
+        return f"{len(given)} sample(s) given", given
+    return f"the first {min(first, len(samples))} sample(s) of the data set (also evaluated)", samples[:first]
 
 
 def _dataset(data, limit: int | None) -> Dataset:
@@ -150,15 +160,13 @@ def _labels(task: str, y: np.ndarray, out_size: int) -> np.ndarray:
 
 
 def _each(progress, samples, desc: str):
-    return progress(samples, desc=desc, unit="sample", leave=False) if progress else samples
+    return progress(samples, desc=desc, unit="sample") if progress else samples
 
 
 def _run_rows(model, result, samples, quantize_model: bool, progress) -> dict[str, np.ndarray]:
     """Output 0 of every sample, per row: the float model, PyTorch's quantized model, the .pte on the host."""
     quantized = result.quantized_model if result.quantized_model is not None else model
     float_model = model if quantize_model and model is not None and model is not quantized else None
-    if isinstance(float_model, torch.nn.Module) and float_model.training:  # as lower() saw it; caller's untouched
-        float_model = copy.deepcopy(float_model).eval()
     program = load(result.pte)
     rows = {FLOAT: float_model, QUANTIZED: quantized, HOST: lambda *x: program.execute(list(x))}
     outputs = {}
