@@ -4,7 +4,8 @@ Sections: totals (node and MAC shares, model size), the memory section (memory.p
 totals against the target's SRAM and flash as bars), the program drawn as a graph
 (graph_svg.py: partitions, CPU nodes and boundary crossings, inline SVG), a table of partitions (with each one's back-end section),
 the back end's estimate per layer (where the cycles go, as bars), a per-operator view (NPU vs CPU counts)
-and every CPU node with its reason and hint.
+and every CPU node with its reason and hint. Other stages' sections (`evaluate`'s accuracy) follow the cards
+when given.
 """
 
 from __future__ import annotations
