@@ -60,6 +60,14 @@ def test_digits_table_json_and_html(digits, tmp_path):
     assert "delegation report" in page and "Accuracy on arrays" in page and "top-1 of the .pte on the host" in page
 
 
+def test_a_lowering_result_is_evaluated_without_lowering_again(digits):
+    _, _, x, y, r = digits
+    again = evaluate(data=(x, y), result=r.lowering, limit=40)
+    assert [row.name for row in again.rows] == [QUANTIZED, HOST] and again.samples == 40
+    assert again.calibration == "as the given LoweringResult was calibrated"
+    assert np.array_equal(again.outputs[HOST], r.outputs[HOST][:40])
+
+
 def _numpy_metrics(p: np.ndarray, t: np.ndarray) -> dict:
     p, t = p.astype(np.float64).ravel(), t.astype(np.float64).ravel()
     e = p - t
