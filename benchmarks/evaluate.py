@@ -1,5 +1,6 @@
-"""`evaluate` on trained models and data sets scikit-learn ships: the 8x8 digits CNN (top-1 / top-5) and the
-diabetes MLP regressor (RMSE / MAE / cosine / SQNR against the targets), each trained here with fixed seeds
+"""`evaluate` on trained models and data sets scikit-learn ships: the 8x8 digits CNN (top-1 / top-5), the
+diabetes MLP regressor and a digits autoencoder (RMSE / MAE / cosine / SQNR against the targets; the autoencoder's
+target is its input), each trained here with fixed seeds
 (tests/trained_models.py), lowered per target (calibrated on the first 32 test samples) and evaluated on its
 held-out quarter: float PyTorch, PyTorch's quantized model and the .pte on the host. No pass/fail.
 
@@ -22,7 +23,8 @@ import trained_models  # noqa: E402
 from executorch_neutron.evaluation import Dataset, evaluate  # noqa: E402
 
 MODELS = {"digits CNN": (trained_models.digits_cnn, "load_digits, held-out quarter"),
-          "diabetes MLP": (trained_models.diabetes_mlp, "load_diabetes, held-out quarter")}
+          "diabetes MLP": (trained_models.diabetes_mlp, "load_diabetes, held-out quarter"),
+          "digits autoencoder": (trained_models.digits_autoencoder, "load_digits, held-out quarter, y = x")}
 
 
 def main(argv: list[str] | None = None) -> int:

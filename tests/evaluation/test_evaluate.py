@@ -103,5 +103,6 @@ def test_autoencoder_target_is_its_input():
 
     r = evaluate(model, (x, x), target="imxrt700", calibration_samples=8, progress=progress)
     assert r.task == "regression" and r.columns == ("RMSE", "MAE", "cosine", "SQNR dB")
+    assert r.task_source.startswith("inferred: y holds 6 values per sample")
     assert bars[-3:] == [FLOAT, QUANTIZED, HOST] and "calibrating" in bars
     assert r.row(HOST).metrics == pytest.approx(_numpy_metrics(r.outputs[HOST], x), rel=1e-4)

@@ -136,8 +136,12 @@ def _task(task: str | None, y: np.ndarray, out_size: int) -> tuple[str, str]:
     if integer_valued(y) and out_size > 1 and y.min() >= 0 and y.max() < out_size:
         return metrics.CLASSIFICATION, (f"inferred: whole-number labels {int(y.min())}..{int(y.max())} index the "
                                         f"model's {out_size} outputs; give the task to choose the other")
-    why = "labels are not whole numbers" if not integer_valued(y) else (
-        f"labels {y.min():g}..{y.max():g} do not index the model's {out_size} output(s)")
+    if y.ndim != 1:
+        why = f"y holds {int(np.prod(y.shape[1:]))} values per sample"
+    elif not integer_valued(y):
+        why = "the labels are not whole numbers"
+    else:
+        why = f"labels {y.min():g}..{y.max():g} do not index the model's {out_size} output(s)"
     return metrics.REGRESSION, f"inferred: {why}; give the task to choose the other"
 
 
