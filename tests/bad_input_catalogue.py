@@ -253,6 +253,14 @@ CASES: dict[str, Case] = {
     "negative_max_samples": Case(
         "`compare --max-samples -1`", "pass a positive number", 2, "--max-samples -1: at least one sample",
         argv=("compare", "{d}/model.py:factory", "--random-calibration", "--max-samples", "-1")),
+    "evaluate_missing_data": Case(
+        "`evaluate --data FILE` that does not exist", "an .npz with arrays x and y, or a directory of .npy samples "
+        "with labels.txt", 2, "no such file or directory: {d}/nope.npz",
+        argv=("evaluate", "{d}/model.py:factory", "--data", "{d}/nope.npz")),
+    "evaluate_data_without_labels": Case(
+        "`evaluate --data DIR` whose directory has no labels file", "add labels.txt ('FILE LABEL' per line) or "
+        "labels.npy", 2, "{d}/nancal has no labels.txt or labels.npy",
+        argv=("evaluate", "{d}/model.py:factory", "--data", "{d}/nancal")),
     "calibration_and_random_calibration": Case(
         "`--calibration DIR` and `--random-calibration` together", "pass one of them", 2,
         "--calibration and --random-calibration exclude each other",

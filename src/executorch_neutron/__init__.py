@@ -30,6 +30,7 @@ _LAZY = {
     "LoweringResult": ".lowering",
     "LoweringError": ".pipeline",
     "compare": ".numerics",
+    "evaluate": ".evaluation.run",
     "check_budget": ".report.memory",
     "memory_section": ".report.memory",
     "BudgetError": ".report.memory",

@@ -1,6 +1,6 @@
 """Command line: `executorch-neutron <command>` (also `python -m executorch_neutron`). argparse -> public API.
 
-Commands: demo, compile, run, profile, report, compare, targets, ops. Exit codes: 0 success, 1 failure while working,
+Commands: demo, compile, run, profile, report, compare, evaluate, targets, ops. Exit codes: 0 success, 1 failure while working,
 2 bad input (missing file, bad factory path, unknown target, shape mismatch, ...), 3 nothing was delegated,
 130 interrupted (Ctrl-C).
 Errors are one line plus a hint; `--verbose` shows the traceback.
@@ -97,7 +97,9 @@ def _spec_options(args) -> dict:
     )
 
 
-def _lower(args):
+def _load(args):
+    """(target name, model, example inputs, the factory's calibration or None, progress bar factory) of a command
+    that lowers a model; the target and the model path are checked before torch is imported."""
     from .target import get_target
 
     target = get_target(args.target).name  # an unknown name or a wrong path fails here, before torch is imported
@@ -105,13 +107,18 @@ def _lower(args):
     _import_torch()
     from tqdm import tqdm
 
-    from . import lower
-
     model, inputs, bundled = load_model(args.model)
     check_inputs_fit(model, inputs)
+    bars = functools.partial(tqdm, file=sys.stderr, leave=False, disable=args.quiet or not sys.stderr.isatty())
+    return target, model, inputs, bundled, bars
+
+
+def _lower(args):
+    target, model, inputs, bundled, bars = _load(args)
+    from . import lower
+
     quantize = not args.qat
     calib = _calibration(args, inputs, bundled) if quantize else None
-    bars = functools.partial(tqdm, file=sys.stderr, leave=False, disable=args.quiet or not sys.stderr.isatty())
     result = lower(model, inputs, calib, target=target, quantize_model=quantize, progress=bars,
                    etrecord=bool(getattr(args, "etrecord", None)), **_spec_options(args))
     return result, model, inputs, calib
@@ -341,6 +348,38 @@ def _compare(args) -> int:
     return EXIT_OK
 
 
+def _evaluate(args) -> int:
+    from .board import cli_support as board
+    from .evaluation.data import check_path
+
+    if (args.limit is not None and args.limit < 1) or args.calibration_samples < 1:
+        raise UserError(f"--limit {args.limit} --calibration-samples {args.calibration_samples}: at least one sample "
+                        "each", "pass --limit 100 --calibration-samples 32")
+    data = check_path(args.data)  # before torch is imported
+    _check_paths(args, [("--html", args.html)], [("--data", data)] if data.is_file() else [])
+    runner = board.device_runner(args)
+    target, model, inputs, bundled, bars = _load(args)
+    from .evaluation import evaluate, load_dataset
+
+    dataset = load_dataset(data, args.limit)
+    given = args.calibration or bundled is not None or args.random_calibration
+    calib = _calibration(args, inputs, bundled) if given and not args.qat else None
+    with _dropping_log("produced a host-reference .pte"), _runtime_logs():  # evaluate writes no .pte
+        result = evaluate(model, dataset, inputs, args.task, target, calibration=calib,
+                          calibration_samples=args.calibration_samples, device=args.device, baud=args.baud,
+                          runner=runner, timeout=args.timeout, progress=bars, quantize_model=not args.qat,
+                          **_spec_options(args))
+    if args.json:
+        import json
+
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(result)
+    if args.html:
+        print(f"wrote {result.save_html(args.html)}", file=sys.stderr if args.json else sys.stdout)
+    return EXIT_OK
+
+
 def _targets(args) -> int:
     import dataclasses
     import json
@@ -543,6 +582,22 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--max-samples", type=int, default=8, help="at most this many calibration samples (default 8)")
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=_compare)
+
+    e = sub.add_parser("evaluate", help="accuracy (top-1/top-5) or error (RMSE, MAE, cosine, SQNR) on a labelled "
+                       "data set: float vs quantized PyTorch vs the .pte on the host (and on a board)")
+    _add_lowering_options(e)
+    e.add_argument("--data", required=True, metavar="FILE_OR_DIR", help="labelled samples: an .npz with arrays x "
+                   "and y, or a directory of .npy samples with labels.txt ('FILE LABEL' per line) or labels.npy")
+    e.add_argument("--task", choices=("classification", "regression"), help="default: classification when y holds "
+                   "whole-number class indices of the model's outputs, else regression (reconstruction: y = x)")
+    e.add_argument("--limit", type=int, metavar="N", help="evaluate only the first N samples")
+    e.add_argument("--calibration-samples", type=int, default=32, metavar="N", help="without --calibration, "
+                   "calibrate on the data set's first N samples (default 32)")
+    e.add_argument("--json", action="store_true")
+    e.add_argument("--html", metavar="FILE", help="write the delegation report with an accuracy section as HTML")
+    board.add_device_options(e.add_argument_group("on a board (NXP's executorch_modelrunner firmware over a serial "
+                                                  "port)"))
+    e.set_defaults(func=_evaluate)
 
     t = sub.add_parser("targets", help="the targets, their NPUs and their facts")
     t.add_argument("--json", action="store_true")

@@ -26,7 +26,8 @@ for argv in (["--help"], ["compile", "--help"], ["compile", "--bogus"], ["demo",
     except SystemExit:
         pass
 for argv in (["demo", "--model", "cifarnett"], ["compile", "nope.py:factory", "-o", "x.pte"], ["compile", "m.py:f", "--target", "imx9", "-o", "x.pte"],
-             ["run", "nope.pte"], ["report", "nope.pte"], ["profile", "nope.pte"], ["compare", "nope.py:f"]):
+             ["run", "nope.pte"], ["report", "nope.pte"], ["profile", "nope.pte"], ["compare", "nope.py:f"],
+             ["evaluate", "nope.py:f", "--data", "nope.npz"]):
     assert cli.main(argv) == 2, argv  # refused on its arguments
 try:
     get_target("imxrt70")

@@ -21,6 +21,7 @@ _LAZY = {
     "Finding": ".runners", "Runner": ".runners", "RunnerError": ".runners", "check_kernels": ".runners",
     "check_pte": ".runners", "load_runner": ".runners",
     "BoardRun": ".session", "BoardRunError": ".session", "WillNotLoad": ".session", "run_on_board": ".session",
+    "run_samples_on_board": ".session",
     "compare_with_host": ".compare",
 }
 __all__ = sorted(_LAZY)

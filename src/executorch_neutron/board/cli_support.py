@@ -29,17 +29,31 @@ def add_compile_options(p: argparse.ArgumentParser) -> None:
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("on a board (NXP's executorch_modelrunner firmware over a serial port)")
-    g.add_argument("--device", metavar="PORT", help="run on the board at PORT (/dev/ttyACM0, COM5) instead of the "
-                   "host; needs pyserial (pip install 'executorch-neutron[board]')")
-    g.add_argument("--baud", type=int, default=115200, help="serial baud rate (default 115200, the firmware's)")
+    add_device_options(g, "instead of the host")
     g.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="--device: run N times; prints min/median/max on-board time")
     g.add_argument("--compare-host", action="store_true", help="--device: also run on the host and print the "
                    "largest difference per output, in output quantization steps")
+
+
+def add_device_options(g, where: str = "as well as on the host") -> None:
+    """--device PORT and the flags of its serial session (`run`, `evaluate`)."""
+    g.add_argument("--device", metavar="PORT", help=f"run on the board at PORT (/dev/ttyACM0, COM5) {where}; "
+                   "needs pyserial (pip install 'executorch-neutron[board]')")
+    g.add_argument("--baud", type=int, default=115200, help="serial baud rate (default 115200, the firmware's)")
     g.add_argument("--runner", default="modelrunner", metavar="NAME|FILE", help=f"--device: {RUNNER_HELP}; "
                    "checked before uploading (default modelrunner)")
     g.add_argument("--timeout", type=float, default=10.0, metavar="S",
                    help="--device: seconds to wait for each answer, beyond the transfer time (default 10)")
+
+
+def device_runner(args):
+    """The --runner kernel table of a command with --device (None without --device); a bad one fails here."""
+    if not args.device:
+        return None
+    if args.timeout <= 0:
+        raise UserError(f"--timeout {args.timeout}: a positive timeout is needed", "pass --timeout 10")
+    return _runner(args.runner)
 
 
 def _runner(name):

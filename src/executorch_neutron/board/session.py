@@ -5,7 +5,7 @@ Before uploading: every CPU operator of the .pte must be in the runner's kernel 
 must fit the firmware's model buffer where the runner knows it; a delegate compiled without the eIQ Neutron SDK
 (a host-reference payload) is warned about. Then: drain the boot banner, LOAD_MODEL, GET_INFO, and per repetition
 LOAD_INPUT + RUN (RUN consumes the input). Every error frame becomes one `BoardRunError` line naming the cause for
-this .pte and what to do.
+this .pte and what to do. `run_samples_on_board` runs many samples in one session (one upload).
 """
 
 from __future__ import annotations
@@ -127,12 +127,22 @@ def run_on_board(pte: str | Path | bytes, inputs: Sequence[torch.Tensor], port: 
     times; returns the last run's outputs and every run's on-board time."""
     if repeat < 1:
         raise BoardRunError(f"repeat={repeat}: at least one run is needed")
+    return run_samples_on_board(pte, [inputs], port, baud, runner, timeout, repeat=repeat)[0]
+
+
+def run_samples_on_board(pte: str | Path | bytes, samples: Sequence[Sequence[torch.Tensor]], port: str,
+                         baud: int = 115200, runner: str | Path | Runner = "modelrunner", timeout: float = 10.0, *,
+                         repeat: int = 1, progress=None) -> list[BoardRun]:
+    """Run `pte` on every sample (a sequence of inputs, as `run_on_board` takes them) in one session: the model is
+    uploaded once, then each sample is loaded and run `repeat` times; one BoardRun per sample. `progress`: a
+    tqdm-like factory for a bar over the samples."""
     data = bytes(pte) if isinstance(pte, (bytes, bytearray, memoryview)) else Path(pte).read_bytes()
     runner = runner if isinstance(runner, Runner) else load_runner(runner)
     preflight(data, runner)
-    if len(inputs) != 1:
-        raise BoardRunError(f"{len(inputs)} inputs given; the program takes one")
-    inputs_info = None
+    for inputs in samples:
+        if len(inputs) != 1:
+            raise BoardRunError(f"{len(inputs)} inputs given; the program takes one")
+    inputs_info, results = None, []
     with ModelRunner(port, baud, timeout) as board:
         board.drain_banner()
         try:
@@ -141,14 +151,21 @@ def run_on_board(pte: str | Path | bytes, inputs: Sequence[torch.Tensor], port: 
             if len(inputs_info) != 1:
                 raise BoardProtocolError(f"the board reports {len(inputs_info)} inputs for a program of one: is it "
                                          "running the executorch_modelrunner firmware?")
-            payload = to_board(inputs[0], inputs_info[0], 0)
-            times, raw = [], []
-            for _ in range(repeat):
-                board.load_input(payload)
-                t, raw = board.run()
-                times.append(t)
+            for inputs in progress(samples, desc="on the board", unit="sample") if progress else samples:
+                results.append(_run_sample(board, to_board(inputs[0], inputs_info[0], 0), repeat))
         except BoardError as exc:
             raise BoardRunError(_explain(exc, data, runner, inputs_info)) from None
-    outputs = [from_board(spec, blob, outputs_info[i] if i < len(outputs_info) else None, i)
-               for i, (spec, blob) in enumerate(raw)]
-    return BoardRun(outputs, times, inputs_info, outputs_info, board.banner.decode("ascii", "replace").strip())
+    banner = board.banner.decode("ascii", "replace").strip()
+    return [BoardRun([from_board(spec, blob, outputs_info[i] if i < len(outputs_info) else None, i)
+                      for i, (spec, blob) in enumerate(raw)], times, inputs_info, outputs_info, banner)
+            for times, raw in results]
+
+
+def _run_sample(board: ModelRunner, payload: bytes, repeat: int) -> tuple[list[int], list]:
+    """LOAD_INPUT + RUN `repeat` times (RUN consumes the input): every run's time and the last run's outputs."""
+    times, raw = [], []
+    for _ in range(repeat):
+        board.load_input(payload)
+        t, raw = board.run()
+        times.append(t)
+    return times, raw

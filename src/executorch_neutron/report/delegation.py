@@ -249,8 +249,9 @@ class DelegationReport:
     def to_markdown(self) -> str:
         return to_markdown(self)
 
-    def to_html(self) -> str:
-        return to_html(self)
+    def to_html(self, sections=()) -> str:
+        """The HTML page; `sections`: fragments shown after its cards (the accuracy section of `evaluate`)."""
+        return to_html(self, sections)
 
     def save(self, path: str | Path) -> Path:
         """Write the report; the format follows the suffix: .md, .html/.htm, .json, anything else text."""

@@ -4,7 +4,8 @@ Sections: totals (node and MAC shares, model size), the memory section (memory.p
 totals against the target's SRAM and flash as bars), the program drawn as a graph
 (graph_svg.py: partitions, CPU nodes and boundary crossings, inline SVG), a table of partitions (with each one's back-end section),
 the back end's estimate per layer (where the cycles go, as bars), a per-operator view (NPU vs CPU counts)
-and every CPU node with its reason and hint.
+and every CPU node with its reason and hint. Other stages' sections (`evaluate`'s accuracy) follow the cards
+when given.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def _io(shapes, formats) -> str:
                        for s, f in zip(shapes, formats))
 
 
-def to_html(report) -> str:
+def to_html(report, sections=()) -> str:
+    """The page; `sections`: HTML fragments of other stages shown after the cards (e.g. `evaluate`'s accuracy)."""
     total_macs = max(report.total_macs, report.npu_macs)
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -108,6 +110,7 @@ def to_html(report) -> str:
         _card(str(len(report.partitions)), "partitions"),
         _card(human_bytes(report.model_bytes), "model size"),
         "</div>",
+        *sections,
         *_memory(report),
         *graph_svg.section(report.graph),
         "<h2>Partitions</h2><table><tr><th>partition</th><th>nodes</th><th>MACs</th><th>inputs</th><th>outputs</th>"
