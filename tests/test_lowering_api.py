@@ -104,3 +104,29 @@ def test_plain_executorch_flow_needs_no_extra_import():
     proc = subprocess.run([sys.executable, "-c", PLAIN_FLOW], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert int(proc.stdout.strip().splitlines()[-1]) > 0
+
+
+@pytest.mark.parametrize("layout", ["numpy_new_axis", "permuted_view"])
+def test_example_inputs_in_any_layout_give_a_pte_that_runs(layout):
+    """An example input with a 0 stride (numpy's `a[:, None][:1]`) or a permuted view lowers, and the .pte takes
+    plain contiguous inputs: its host run is within 1 step of PyTorch's quantized model."""
+    import numpy as np
+    from harness import assert_within_steps, model_output_qparams, quantize_np
+
+    from executorch_neutron.runtime import run
+
+    rng = np.random.default_rng(0)
+    if layout == "numpy_new_axis":  # [1, 3, 8, 8] with strides (0, 64, 8, 1)
+        example = torch.from_numpy(rng.standard_normal((4, 3, 8, 8)).astype(np.float32)[:, None][:1]).squeeze(0)
+    else:
+        example = torch.randn(1, 8, 3, 8).transpose(1, 2)  # [1, 3, 8, 8] viewed with dim order (0, 2, 1, 3)
+    assert 0 in example.stride() or not example.is_contiguous()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU()).eval()
+    result = lower(model, (example,), [(example,)] + zoo.calibration((example.contiguous(),), 4))
+    x = example.contiguous()
+    (out,) = run(result.pte, [x])
+    (scale, zp), = model_output_qparams(result.quantized_model)
+    with torch.no_grad():
+        reference = result.quantized_model(x)
+    assert_within_steps(quantize_np(out.numpy(), scale, zp), quantize_np(reference.numpy(), scale, zp), 1, scale)

@@ -98,6 +98,16 @@ class LoweringResult:
         return {p.tag: p.blob for p in self.report.partitions}
 
 
+def _owned(x: torch.Tensor) -> torch.Tensor:
+    """A copy of an example input in a layout ExecuTorch can store: channels-last stays channels-last (how the model's
+    inputs are stored); any other layout (a 0 stride from numpy's `a[:, None]`, a permuted view) becomes contiguous,
+    so the .pte expects plain contiguous inputs."""
+    for fmt, rank in ((torch.channels_last, 4), (torch.channels_last_3d, 5)):
+        if x.dim() == rank and not x.is_contiguous() and x.is_contiguous(memory_format=fmt):
+            return x.clone(memory_format=fmt)
+    return x.clone(memory_format=torch.contiguous_format)
+
+
 def _as_tuple(inputs) -> tuple:
     if isinstance(inputs, torch.Tensor):
         return (inputs,)
@@ -321,7 +331,7 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
 
     spec = resolve_spec(target, spec, **spec_options)
     pipeline = assemble(spec, quantizer)
-    inputs = tuple(x.clone() for x in _as_tuple(inputs))  # a forward() that changes its input must not reach the caller
+    inputs = tuple(_owned(x) for x in _as_tuple(inputs))  # a forward() that changes its input must not reach the caller
     if quantize_model and _already_quantized(model):
         raise LoweringError("the model is already quantized (it holds quantize/dequantize nodes, e.g. convert_pt2e "
                             "output): lower it as is with quantize_model=False (CLI: --qat), or pass the float model")
