@@ -60,6 +60,8 @@ class NeutronTarget:
     program_memory: str = "flash"
     working_memory: str = "SRAM"
     kind = NEUTRON  # the back end that lowers for this target (class attribute, not a field)
+    # the activation precisions the NPU computes (NeutronQuantizer's `activations`; int8 weights in each case)
+    activation_dtypes = ("int8",)
 
     @property
     def macs_per_cycle(self) -> int:
@@ -249,6 +251,7 @@ class EthosUTarget:
     transpose_form: str = "4d"
     cortex_m = None  # leftovers stay portable kernels (no Cortex-M stage for Ethos-U targets)
     kind = ETHOS_U
+    activation_dtypes = ("int8",)  # the activation precisions the NPU computes (int8 weights in each case)
     # no `num_macs`: the registry's `% num_macs` constraints are Neutron's (neutron/constraints.py), not checked here
 
     def describe(self) -> str:

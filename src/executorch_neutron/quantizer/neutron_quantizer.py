@@ -27,6 +27,7 @@ from ..compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
 from ..target import NeutronTarget, get_target
 from ..passes import PassContext, run_passes
 from .patterns import ANNOTATORS, AnnotationContext, annotate_graph
+from .precision import PrecisionConfig, check_precision, qualified_name
 from .qconfig import NeutronQConfig, make_qconfig
 
 
@@ -46,6 +47,9 @@ class NeutronQuantizer(Quantizer):
             and the recipes pass it). A rewrite into ops the profile's table lacks is not made: with
             "documented" (no rsqrt) layer norm stays one float op on the CPU instead of int8 pieces split
             between NPU and CPU. Ethos-U targets have no profiles.
+        activations: the global precision, "int8" (default) or "int16" (int16 activations, int8 weights, where
+            the target has them: `target.activation_dtypes`). Per-layer settings: `set_module_type`,
+            `set_module_name`, `set_operator_type`, `set_node_name` (see `precision.py`).
     """
 
     def __init__(
@@ -56,6 +60,7 @@ class NeutronQuantizer(Quantizer):
         observer: str = "minmax",
         modules_to_skip: Iterable[type | str] = (),
         constraints: str = DEFAULT_PROFILE,
+        activations: str = "int8",
     ) -> None:
         super().__init__()
         if constraints not in CONSTRAINT_PROFILES:
@@ -64,15 +69,53 @@ class NeutronQuantizer(Quantizer):
         self.target: NeutronTarget = get_target(target)
         self.is_qat = is_qat
         self.qconfig: NeutronQConfig = make_qconfig(is_qat=is_qat, per_channel=per_channel, observer=observer)
+        self.precision = PrecisionConfig(self._supported(activations))
         skip = tuple(modules_to_skip)
-        self._skip_names = tuple(s for s in skip if isinstance(s, str))
-        self._skip_types = tuple(_qualified_name(t) for t in skip if isinstance(t, type))
-        if len(self._skip_names) + len(self._skip_types) != len(skip):
+        if any(not isinstance(s, (str, type)) for s in skip):
             raise TypeError("modules_to_skip takes module types and module names (str)")
+        for s in skip:
+            (self.set_module_name if isinstance(s, str) else self.set_module_type)(s, "float")
 
     def __repr__(self) -> str:
         return (f"NeutronQuantizer(target={self.target.name!r}, is_qat={self.is_qat}, "
-                f"per_channel={self.qconfig.per_channel}, constraints={self.constraints!r})")
+                f"per_channel={self.qconfig.per_channel}, constraints={self.constraints!r}, "
+                f"activations={self.precision.default!r})")
+
+    # -- Quantizer API ---------------------------------------------------------------------------------------
+
+    # -- per-layer precision: later, more specific settings win (precision.py) ----------------------------------
+
+    def set_global(self, precision: str) -> "NeutronQuantizer":
+        self.precision.default = self._supported(precision)
+        return self
+
+    def set_module_type(self, module_type: type | str, precision: str) -> "NeutronQuantizer":
+        key = module_type if isinstance(module_type, str) else qualified_name(module_type)
+        self.precision.set("module_type", key, self._supported(precision))
+        return self
+
+    def set_module_name(self, name: str, precision: str) -> "NeutronQuantizer":
+        """`name` as in `model.named_modules()` ("head" covers "head.fc"), or a glob ("conv*")."""
+        self.precision.set("module_name", name, self._supported(precision))
+        return self
+
+    def set_operator_type(self, operator, precision: str) -> "NeutronQuantizer":
+        """`operator`: an ATen op (torch.ops.aten.conv2d.default) or its name ("aten.conv2d")."""
+        self.precision.set("operator", str(operator), self._supported(precision))
+        return self
+
+    def set_node_name(self, name: str, precision: str) -> "NeutronQuantizer":
+        """`name`: a node of the exported graph as `prepare_pt2e` sees it ("conv2d_3")."""
+        self.precision.set("node", name, self._supported(precision))
+        return self
+
+    def _supported(self, precision: str) -> str:
+        check_precision(precision)
+        dtypes = getattr(self.target, "activation_dtypes", ("int8",))
+        if precision != "float" and precision not in dtypes:
+            raise ValueError(f"{precision} activations are not supported on {self.target.name}: its NPU computes "
+                             f"{' and '.join(dtypes)}; use {' or '.join((*dtypes, 'float'))}")
+        return precision
 
     # -- Quantizer API ---------------------------------------------------------------------------------------
 
@@ -80,7 +123,9 @@ class NeutronQuantizer(Quantizer):
         return run_passes(model, PassContext(is_qat=self.is_qat, backend=self.target.kind, profile=self.constraints))
 
     def annotate(self, model: GraphModule) -> GraphModule:
-        annotate_graph(model, AnnotationContext(qconfig=self.qconfig, skip=self._skipped))
+        self.precision.check(model)
+        annotate_graph(model, AnnotationContext(qconfig=self.qconfig, skip=self._skipped,
+                                                precision=self.precision.of))
         return model
 
     def validate(self, model: GraphModule) -> None:
@@ -94,16 +139,5 @@ class NeutronQuantizer(Quantizer):
         return sorted(str(op) for op in ANNOTATORS)
 
     def _skipped(self, node: Node) -> bool:
-        if not (self._skip_names or self._skip_types):
-            return False
-        for name, kind in (node.meta.get("nn_module_stack") or {}).values():
-            kind_name = kind if isinstance(kind, str) else _qualified_name(kind)
-            if kind_name in self._skip_types:
-                return True
-            if any(name == s or name.startswith(s + ".") for s in self._skip_names):
-                return True
-        return False
-
-
-def _qualified_name(t: type) -> str:
-    return f"{t.__module__}.{t.__qualname__}"
+        """The configuration keeps `node` float."""
+        return self.precision.of(node) == "float"

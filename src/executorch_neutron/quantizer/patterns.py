@@ -54,6 +54,7 @@ Annotator = Callable[[Node, "AnnotationContext"], Optional[list[Node]]]
 class AnnotationContext:
     qconfig: NeutronQConfig
     skip: Callable[[Node], bool]  # True for nodes the user asked to keep float
+    precision: Callable[[Node], str] = lambda node: "int8"  # the node's precision (precision.PRECISIONS)
 
     def free(self, node: object) -> bool:
         """A float-tensor call_function node, not annotated yet, not skipped, not a reshaped constant."""
