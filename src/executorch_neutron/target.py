@@ -251,7 +251,8 @@ class EthosUTarget:
     transpose_form: str = "4d"
     cortex_m = None  # leftovers stay portable kernels (no Cortex-M stage for Ethos-U targets)
     kind = ETHOS_U
-    activation_dtypes = ("int8",)  # the activation precisions the NPU computes (int8 weights in each case)
+    # the activation precisions the NPU computes (int8 weights in each case): Vela compiles TFLite's 16x8 operators
+    activation_dtypes = ("int8", "int16")
     # no `num_macs`: the registry's `% num_macs` constraints are Neutron's (neutron/constraints.py), not checked here
 
     def describe(self) -> str:

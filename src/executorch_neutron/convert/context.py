@@ -33,10 +33,18 @@ class QuantizedConstant:
     quant: Quant  # axis refers to PyTorch order
 
 
+#: the integer types a partition's quantized tensors may have (activations int8 or int16, biases int32)
+_STORAGE = {torch.int8: "int8", torch.int16: "int16", torch.int32: "int32"}
+
+
 def quant_from(p: qdq.QParams) -> Quant:
+    dtype = _STORAGE.get(p.dtype)
+    if dtype is None:
+        raise ConversionError(f"quantization to {p.dtype}: partitions hold int8 or int16 activations and int32 biases")
     if p.per_channel:
-        return Quant(tuple(float(s) for s in p.scale.tolist()), tuple(int(z) for z in p.zero_point.tolist()), p.axis)
-    return Quant.per_tensor(p.scale, p.zero_point)
+        return Quant(tuple(float(s) for s in p.scale.tolist()), tuple(int(z) for z in p.zero_point.tolist()), p.axis,
+                     dtype)
+    return Quant.per_tensor(p.scale, p.zero_point, dtype)
 
 
 class ConversionContext:
@@ -83,7 +91,7 @@ class ConversionContext:
                 c = self.quantized_constant(node)
                 if not c.quant.is_per_tensor:
                     raise ConversionError(f"{node.name}: per-channel constant used as an activation operand")
-                data = c.data.reshape(shape).astype(np.int8)
+                data = c.data.reshape(shape).astype(c.quant.storage)
                 out = Value(self.builder.constant(f"{node.name}_rank{rank}", data, v.quant), shape, Layout.NATURAL,
                             v.quant)
             else:
@@ -114,10 +122,11 @@ class ConversionContext:
 
     def _requantized(self, q_node: Node, v: Value) -> Value:
         """A requantization inside the partition (dequantize -> quantize with other parameters): a TFLite QUANTIZE
-        of the int8 tensor to the new scale and zero point (the same tensor when they are equal)."""
+        of the tensor to the new scale, zero point and type (int8 <-> int16 where int8 and int16 layers meet; the
+        same tensor when nothing changes)."""
         p = self.qparams(q_node)
-        if p.dtype != torch.int8:
-            raise ConversionError(f"{q_node.name}: requantization to {p.dtype}; Neutron computes int8")
+        if p.dtype not in (torch.int8, torch.int16):
+            raise ConversionError(f"{q_node.name}: requantization to {p.dtype}; partitions compute int8 or int16")
         quant = quant_from(p)
         if quant == v.quant:
             return v
@@ -131,7 +140,7 @@ class ConversionContext:
             raise ConversionError(f"{dq_node.name}: per-channel constant used as an activation operand")
         layout = Layout.preferred(c.data.ndim)
         data = np.transpose(c.data, to_physical_perm(c.data.ndim, layout)) if layout is Layout.CHANNELS_LAST else c.data
-        t = self.builder.constant(dq_node.name, data.astype(np.int8), c.quant)
+        t = self.builder.constant(dq_node.name, data.astype(c.quant.storage), c.quant)
         return Value(t, tuple(c.data.shape), layout, c.quant)
 
     def _transposed(self, v: Value, layout: Layout) -> Value:
@@ -182,13 +191,13 @@ class ConversionContext:
         out = self.output_node(node)
         params = [self.qparams(u) for u in out.users if qdq.is_q(u)]
         if not params or len(params) != len(out.users):
-            raise ConversionError(f"{out.name}: output is not quantized to int8 by a quantize node")
+            raise ConversionError(f"{out.name}: output is not quantized (int8 or int16) by a quantize node")
         if any(not p.same_as(params[0]) for p in params[1:]):
             raise ConversionError(f"{out.name}: output is quantized twice with different parameters")
         return quant_from(params[0])
 
     def emit_output(self, node: Node, layout: Layout, quant: Quant | None = None) -> Value:
-        """Create the int8 tensor for `node`'s result (its logical shape from the graph) and bind it."""
+        """Create the int8 (or, by its quantization, int16) tensor for `node`'s result (its logical shape from the graph) and bind it."""
         out = self.output_node(node)
         val = out.meta["val"]
         if isinstance(val, (tuple, list)):

@@ -137,8 +137,8 @@ def _input_quant(ctx: ConversionContext, node: Node):
         raise ConversionError(f"partition input {node.name} is not an int8 tensor consumed by dequantize nodes")
     if any(not p.same_as(params[0]) for p in params[1:]):
         raise ConversionError(f"partition input {node.name} is dequantized with different parameters")
-    if params[0].dtype != torch.int8:
-        raise ConversionError(f"partition input {node.name} is {params[0].dtype}, Neutron computes int8")
+    if params[0].dtype not in (torch.int8, torch.int16):
+        raise ConversionError(f"partition input {node.name} is {params[0].dtype}; partitions compute int8 or int16")
     return quant_from(params[0])
 
 

@@ -62,6 +62,8 @@ def per_tensor_kind(node) -> str | None:
 SIGMOID_SOFTMAX_QPARAMS = (1.0 / 256.0, -128)
 #: LiteRT's int8 TANH output: scale 1/128, zero point 0 (range [-1, 1)).
 TANH_QPARAMS = (1.0 / 128.0, 0)
+#: LiteRT's int16 LOGISTIC, TANH and SOFTMAX outputs: scale 1/32768, zero point 0.
+FIXED_QPARAMS_INT16 = (1.0 / 32768.0, 0)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import torch
 from ai_edge_litert import schema_py_generated as schema
 from executorch.exir.dialects._ops import ops as exir_ops
 
-from ..core.qdq import SIGMOID_SOFTMAX_QPARAMS, TANH_QPARAMS
+from ..core.qdq import FIXED_QPARAMS_INT16, SIGMOID_SOFTMAX_QPARAMS, TANH_QPARAMS
 from ..tflite.builder import Quant, options
 from ..tflite.layout import Layout
 from .fusion import SUPPORTED_BOUNDS_TEXT, activation_bounds, activation_codes
@@ -44,14 +44,15 @@ def _any_bounds(a, ctx):
     return shared_quantization().check(a, ctx)
 
 
-@register(_aten.relu.default, quantize={"own_output": (A.relu.default, A.relu_.default)})
+@register(_aten.relu.default, quantize={"own_output": (A.relu.default, A.relu_.default)}, int16=True)
 def convert_relu(ctx, a):
     """max(x, 0)."""
     unary(ctx, a, schema.BuiltinOperator.RELU)
 
 
 @register(_aten.hardtanh.default, _aten.clamp.default, constraints=(_any_bounds,), quantize={
-    "clamp": (A.relu6.default, A.hardtanh.default, A.hardtanh_.default, A.clamp.default, A.clamp_.default)})
+    "clamp": (A.relu6.default, A.hardtanh.default, A.hardtanh_.default, A.clamp.default, A.clamp_.default)},
+    int16=True)
 def convert_clamp(ctx, a):
     """Clamp: a RELU* op for the bounded ranges it implements (relu6 is hardtanh(0, 6)), else MAXIMUM and/or
     MINIMUM with the bounds quantized to the input's (= the output's) parameters."""
@@ -67,7 +68,9 @@ def convert_clamp(ctx, a):
                                               activation_bounds(a.node)) if math.isfinite(bound)]
     src = x.tensor
     for i, (op, bound) in enumerate(steps):
-        q = np.full([1] * len(x.shape), np.clip(np.round(bound / scale) + zp, -128, 127), dtype=np.int8)
+        info = np.iinfo(x.quant.storage)
+        q = np.full([1] * len(x.shape), np.clip(np.round(bound / scale) + zp, info.min, info.max),
+                    dtype=x.quant.storage)
         c = b.constant(f"{a.node.name}_bound{i}", q, x.quant)
         dst = out.tensor if i == len(steps) - 1 else b.tensor(f"{a.node.name}_lower", b.shape_of(x.tensor), np.int8,
                                                               x.quant)
@@ -76,28 +79,31 @@ def convert_clamp(ctx, a):
 
 
 def fixed_output(scale: float, zero_point: int) -> Constraint:
+    """The int8 output quantization the op's LiteRT kernel needs (an int16 output: 1/32768, 0 for each)."""
     def check(a, ctx):
         qs = [u for u in a.node.users if is_q(u)]
         if not qs:
             return None  # reported by the generic int8 check
         s, z = float(qs[0].args[1]), int(qs[0].args[2])
-        if abs(s - scale) > 1e-6 * scale or z != zero_point:
+        want_s, want_z = FIXED_QPARAMS_INT16 if qs[0].args[5] == torch.int16 else (scale, zero_point)
+        if abs(s - want_s) > 1e-6 * want_s or z != want_z:
             return f"output quantized with scale {s:.6g}, zero point {z}"
         return None
 
-    return Constraint(f"output quantization scale {scale:.6g}, zero point {zero_point} (LiteRT's kernel needs it; "
-                      "NeutronQuantizer sets it)", check)
+    return Constraint(f"output quantization scale {scale:.6g}, zero point {zero_point} (int16: scale "
+                      f"{FIXED_QPARAMS_INT16[0]:.6g}, zero point 0; LiteRT's kernel needs it; NeutronQuantizer sets it)",
+                      check)
 
 
 @register(_aten.sigmoid.default, constraints=(fixed_output(*SIGMOID_SOFTMAX_QPARAMS),),
-          quantize={"fixed_sigmoid_softmax": (A.sigmoid.default, A.sigmoid_.default)})
+          quantize={"fixed_sigmoid_softmax": (A.sigmoid.default, A.sigmoid_.default)}, int16=True)
 def convert_sigmoid(ctx, a):
     """Logistic function."""
     unary(ctx, a, schema.BuiltinOperator.LOGISTIC)
 
 
 @register(_aten.tanh.default, constraints=(fixed_output(*TANH_QPARAMS),),
-          quantize={"fixed_tanh": (A.tanh.default, A.tanh_.default)})
+          quantize={"fixed_tanh": (A.tanh.default, A.tanh_.default)}, int16=True)
 def convert_tanh(ctx, a):
     """Hyperbolic tangent."""
     unary(ctx, a, schema.BuiltinOperator.TANH)

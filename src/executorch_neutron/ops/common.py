@@ -20,18 +20,25 @@ def is_int8_constant(node, ctx) -> bool:
     return val is not None and not val.dtype.is_floating_point
 
 
-def quantize_bias(bias, in_scale: float, w_scales, ctx, n_out: int) -> np.ndarray:
-    """int32 bias with scale in_scale * w_scale[c]; from a dq(int32) constant, a float constant or None."""
+def bias_storage(x_quant) -> np.dtype:
+    """A convolution's or fully connected layer's bias type: int32 for int8 inputs, int64 for int16 (TFLite's 16x8
+    kernels)."""
+    return np.dtype(np.int64) if x_quant.dtype == "int16" else np.dtype(np.int32)
+
+
+def quantize_bias(bias, in_scale: float, w_scales, ctx, n_out: int, storage=np.int32) -> np.ndarray:
+    """Bias (int32, or `storage`) with scale in_scale * w_scale[c]; from a dq(int32) constant, a float constant or
+    None."""
     w_scales = np.asarray(w_scales, dtype=np.float64)
     if w_scales.size == 1:
         w_scales = np.full(n_out, float(w_scales[0]))
     scales = in_scale * w_scales
     if bias is None:
-        return np.zeros(n_out, dtype=np.int32), scales
+        return np.zeros(n_out, dtype=storage), scales
     if qdq.is_dq(bias):
         c = ctx.quantized_constant(bias)
         if c.data.dtype == np.int32 and np.allclose(np.asarray(c.quant.scale) * np.ones(n_out), scales, rtol=1e-5):
-            return c.data.astype(np.int32), scales
+            return c.data.astype(storage), scales
         real = (c.data.astype(np.float64) - np.asarray(c.quant.zero_point)) * np.asarray(c.quant.scale)
     else:
         t = ctx.constant_tensor(bias)
@@ -39,7 +46,8 @@ def quantize_bias(bias, in_scale: float, w_scales, ctx, n_out: int) -> np.ndarra
             raise ValueError(f"bias {bias.name} is not a constant")
         real = t.detach().double().numpy()
     q = np.round(real / scales)
-    return np.clip(q, -(2**31), 2**31 - 1).astype(np.int32), scales
+    info = np.iinfo(storage)
+    return np.clip(q, info.min, info.max).astype(storage), scales
 
 
 def same_padding_matches(in_size: int, k: int, stride: int, dilation: int, pad: int) -> bool:

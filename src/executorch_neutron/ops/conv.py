@@ -15,7 +15,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 
 from ..tflite.builder import Quant, options
 from ..tflite.layout import CONV_WEIGHT_PERM, OUT_LAST_WEIGHT_PERM, Layout, physical_shape
-from .common import is_int8_constant, quantize_bias, same_padding_matches
+from .common import bias_storage, is_int8_constant, quantize_bias, same_padding_matches
 from .fusion import fused_code
 from .registry import constraint, register
 
@@ -67,7 +67,7 @@ A = torch.ops.aten
 
 @register(exir_ops.edge.aten.convolution.default, constraints=CONSTRAINTS, fuses_activation=True, quantize={
     "weighted": (A.conv1d.default, A.conv2d.default, A.conv1d.padding, A.conv2d.padding),
-    "weighted_transpose": (A.conv_transpose1d.default, A.conv_transpose2d.input)})
+    "weighted_transpose": (A.conv_transpose1d.default, A.conv_transpose2d.input)}, int16=True)
 def convert_conv2d(ctx, a):
     """Conv1d, Conv2d, depthwise and transposed Conv2d with optional fused relu/relu6/hardtanh/clamp."""
     if a["transposed"]:
@@ -135,7 +135,7 @@ def _conv2d(ctx, a, x, w_data, w_quant_pt, stride, pad, dil, out_tensor):
     w_quant = Quant(w_quant_pt.scale, w_quant_pt.zero_point, 3 if depthwise else 0)
     data = np.transpose(w_data, OUT_LAST_WEIGHT_PERM if depthwise else CONV_WEIGHT_PERM).astype(np.int8)
     wt = b.constant(a.node.name + "_w", data, w_quant)
-    bias, bias_scales = quantize_bias(a["bias"], in_scale, w_quant_pt.scale, ctx, out_c)
+    bias, bias_scales = quantize_bias(a["bias"], in_scale, w_quant_pt.scale, ctx, out_c, bias_storage(x.quant))
     bt = b.constant(a.node.name + "_b", bias, Quant(tuple(bias_scales), (0,) * out_c, 0))
 
     common = _conv_options(a, padding, stride, dil)
@@ -158,7 +158,8 @@ def _grouped(ctx, a, x, w, stride, pad, dil, out_tensor):
     co = out_c // groups
     x, padding = _padded(ctx, x, (kh, kw), stride, pad, dil)
     n, _, h, wd = x.shape
-    bias, bias_scales = quantize_bias(a["bias"], x.quant.scale[0], w.quant.scale, ctx, out_c)
+    bias, bias_scales = quantize_bias(a["bias"], x.quant.scale[0], w.quant.scale, ctx, out_c,
+                                      bias_storage(x.quant))
     per_channel = len(w.quant.scale) > 1
     pieces = [b.tensor(f"{name}_in{i}", (n, h, wd, ci), np.int8, x.quant) for i in range(groups)]
     b.op(schema.BuiltinOperator.SPLIT, [b.int32_vector(name + "_axis", [3]), x.tensor], pieces,
@@ -226,7 +227,8 @@ def _transpose_conv(ctx, a):
     extra = [max(0, p[i] + final[2 + i] - ((h, wd)[i] - 1) * s[i] - (kh, kw)[i]) for i in range(2)]
     full = (n, out_c, (h - 1) * s[0] + kh + extra[0], (wd - 1) * s[1] + kw + extra[1])
     wt = b.constant(a.node.name + "_w", np.transpose(data, OUT_LAST_WEIGHT_PERM).astype(np.int8), w_quant)
-    bias, bias_scales = quantize_bias(a["bias"], x.quant.scale[0], w_quant.scale, ctx, out_c)
+    bias, bias_scales = quantize_bias(a["bias"], x.quant.scale[0], w_quant.scale, ctx, out_c,
+                                      bias_storage(x.quant))
     bt = b.constant(a.node.name + "_b", bias, Quant(tuple(bias_scales), (0,) * out_c, 0))
     shape_t = b.int32_vector(a.node.name + "_out_shape", physical_shape(full, Layout.CHANNELS_LAST))
     act = fused_code(a.node)

@@ -103,21 +103,21 @@ def binary(ctx, a, builtin: int, opts, reciprocal: bool = False) -> None:
 
 
 @register(_aten.add.Tensor, constraints=(_tensor_operands, _alpha, _operands_int8), fuses_activation=True,
-          quantize={"binary": (A.add.Tensor, A.add_.Tensor)})
+          quantize={"binary": (A.add.Tensor, A.add_.Tensor)}, int16=True)
 def convert_add(ctx, a):
     """Elementwise sum (with broadcasting), optional fused relu."""
     binary(ctx, a, schema.BuiltinOperator.ADD, options("AddOptionsT", fusedActivationFunction=fused_code(a.node)))
 
 
 @register(_aten.sub.Tensor, constraints=(_tensor_operands, _alpha, _operands_int8),
-          profiles={"sdk-current"}, quantize={"binary": (A.sub.Tensor, A.sub_.Tensor, A.rsub.Scalar)})
+          profiles={"sdk-current"}, quantize={"binary": (A.sub.Tensor, A.sub_.Tensor, A.rsub.Scalar)}, int16=True)
 def convert_sub(ctx, a):
     """Elementwise difference (in NXP's current SDK, not in the documented table)."""
     binary(ctx, a, schema.BuiltinOperator.SUB, options("SubOptionsT"))
 
 
 @register(_aten.mul.Tensor, constraints=(_tensor_operands, _operands_int8),
-          fuses_activation=True, quantize={"binary": (A.mul.Tensor, A.mul_.Tensor)})
+          fuses_activation=True, quantize={"binary": (A.mul.Tensor, A.mul_.Tensor)}, int16=True)
 def convert_mul(ctx, a):
     """Elementwise product (with broadcasting), optional fused relu."""
     binary(ctx, a, schema.BuiltinOperator.MUL, options("MulOptionsT", fusedActivationFunction=fused_code(a.node)))

@@ -14,7 +14,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from ..core import qdq
 from ..tflite.builder import Quant, options
 from ..tflite.layout import Layout, channels_last_flatten_columns
-from .common import is_int8_constant, quantize_bias
+from .common import bias_storage, is_int8_constant, quantize_bias
 from .fusion import fused_code
 from .registry import constraint, register
 
@@ -47,7 +47,7 @@ def _fully_connected(ctx, node, x, weight_oi: np.ndarray, w_quant: Quant, bias_n
     b = ctx.builder
     out_f = weight_oi.shape[0]
     wt = b.constant(node.name + "_w", weight_oi.astype(np.int8), Quant(w_quant.scale, w_quant.zero_point, 0))
-    bias, scales = quantize_bias(bias_node, x.quant.scale[0], w_quant.scale, ctx, out_f)
+    bias, scales = quantize_bias(bias_node, x.quant.scale[0], w_quant.scale, ctx, out_f, bias_storage(x.quant))
     bt = b.constant(node.name + "_b", bias, Quant(tuple(scales), (0,) * out_f, 0))
     out = ctx.emit_output(node, Layout.NATURAL)
     opts = options("FullyConnectedOptionsT", fusedActivationFunction=fused_code(node),
@@ -56,7 +56,7 @@ def _fully_connected(ctx, node, x, weight_oi: np.ndarray, w_quant: Quant, bias_n
 
 
 @register(_aten.linear.default, constraints=(_linear_weights,), fuses_activation=True, preserve="always",
-          quantize={"weighted": (A.linear.default,)},
+          quantize={"weighted": (A.linear.default,)}, int16=True,
           # a rank-1 input (after functionalization, e.g. an in-place squeeze_ of an LSTM's initial state) is
           # decomposed: ExecuTorch's portable linear.out refuses rank 1 (passes/linear_rank1_to_rank2.py handles the
           # rank-1 linears the exported graph shows)

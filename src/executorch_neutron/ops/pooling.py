@@ -93,7 +93,7 @@ def _same_padding(a, ctx):
 MAX_POOL = (_rank4, _dilation, _no_ceil, _same_padding, shared_quantization())
 
 
-@register(_aten.max_pool2d.default, constraints=MAX_POOL)
+@register(_aten.max_pool2d.default, constraints=MAX_POOL, int16=True)
 def convert_max_pool2d(ctx, a):
     """2D max pooling."""
     _pool(ctx, a, schema.BuiltinOperator.MAX_POOL_2D)
@@ -106,7 +106,7 @@ def _no_indices(a, ctx):
 
 
 @register(_aten.max_pool2d_with_indices.default, constraints=(_no_indices,) + MAX_POOL,
-          quantize={"shared": (A.max_pool2d.default,)})
+          quantize={"shared": (A.max_pool2d.default,)}, int16=True)
 def convert_max_pool2d_with_indices(ctx, a):
     """2D max pooling whose indices are unused (what max_pool2d becomes in the edge dialect)."""
     _pool(ctx, a, schema.BuiltinOperator.MAX_POOL_2D)
@@ -115,7 +115,7 @@ def convert_max_pool2d_with_indices(ctx, a):
 
 @register(_aten.avg_pool2d.default,
           constraints=(_rank4, _no_ceil, _divisor, _same_padding, shared_quantization()),
-          quantize={"shared": (A.avg_pool2d.default,)})
+          quantize={"shared": (A.avg_pool2d.default,)}, int16=True)
 def convert_avg_pool2d(ctx, a):
     """2D average pooling: padding excluded from the average (SAME padding), or counted (an explicit PAD of zeros
     before it, count_include_pad=True)."""

@@ -198,6 +198,9 @@ class OpEntry:
     #: which nodes of a preserved ATen op are this entry's at all (others decompose silently, no rejection:
     #: aten.pad in constant mode becomes constant_pad_nd)
     preserve_when: Callable[[NodeArgs], bool] | None = None
+    #: the converter writes the op with int16 activations too (TFLite's 16x8 form, which LiteRT runs); an int16
+    #: node of an entry without it stays on the CPU (`INT16_REASON`)
+    int16: bool = False
 
     def check(self, node: Node, ctx: CheckContext) -> tuple[str, str | None] | None:
         """None when every constraint holds, else (reason, hint) of the first that does not."""
@@ -218,10 +221,13 @@ class OpEntry:
 
 
 REGISTRY: dict[object, OpEntry] = {}
+#: the reason an int16 node of an entry without `int16` stays on the CPU
+INT16_REASON = ("int16 activations: the converter writes this operator in int8 only; quantize it int8 "
+                "(NeutronQuantizer.set_module_name / set_operator_type / set_node_name)")
 
 
 def register(*targets, constraints=(), noop=False, alone=False, quantize=None, preserve=None, fuses_activation=False,
-             profiles=ALL_PROFILES, preserve_when=None):
+             profiles=ALL_PROFILES, preserve_when=None, int16=False):
     """Decorator registering a converter `fn(ctx, args)` for edge ops `targets` with their constraints.
 
     quantize: {annotation family: ATen ops} for the ATen ops NeutronQuantizer annotates that become these edge ops.
@@ -246,6 +252,7 @@ def register(*targets, constraints=(), noop=False, alone=False, quantize=None, p
             fuses_activation=fuses_activation,
             profiles=frozenset(profiles),
             preserve_when=preserve_when,
+            int16=int16,
         )
         for t in targets:
             if t in REGISTRY:

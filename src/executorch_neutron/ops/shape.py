@@ -35,9 +35,10 @@ _DIM_ORDER_CLONE = exir_ops.edge.dim_order_ops._clone_dim_order.default
 
 @register(_aten.squeeze_copy.default, _aten.squeeze_copy.dim, _aten.squeeze_copy.dims, _aten.unsqueeze_copy.default,
           noop=True, alone=True, constraints=(shared_quantization(),), quantize={"shared": (
-              A.squeeze.default, A.squeeze.dim, A.squeeze.dims, A.unsqueeze.default)})
+              A.squeeze.default, A.squeeze.dim, A.squeeze.dims, A.unsqueeze.default)}, int16=True)
 @register(_aten.view_copy.default, noop=True, constraints=(shared_quantization(),), quantize={"shared": (
-              A.view.default, A.reshape.default, A._unsafe_view.default, A.flatten.using_ints, A.unflatten.int)})
+              A.view.default, A.reshape.default, A._unsafe_view.default, A.flatten.using_ints, A.unflatten.int)},
+          int16=True)
 def convert_view(ctx, a):
     """Reshape (no data movement in PyTorch order); squeeze and unsqueeze are reshapes too. A flatten of a
     channels-last value read only by linear layers reshapes it as it lies (no TRANSPOSE): the linears take their
@@ -85,7 +86,7 @@ def _default_dim_order(a, ctx):
 
 
 @register(_aten.clone.default, _DIM_ORDER_CLONE, noop=True, constraints=(_default_dim_order, shared_quantization()),
-          quantize={"shared": (A.clone.default,)})
+          quantize={"shared": (A.clone.default,)}, int16=True)
 def convert_clone(ctx, a):
     """Copy: the result aliases its input's tensor."""
     ctx.bind(a.node, ctx.value(a["self"]))
@@ -108,7 +109,7 @@ def _permutation(a, ctx):
 
 
 @register(_aten.permute_copy.default, constraints=(_permutation, shared_quantization()),
-          quantize={"shared": (A.permute.default, A.transpose.int, A.t.default)})
+          quantize={"shared": (A.permute.default, A.transpose.int, A.t.default)}, int16=True)
 def convert_permute(ctx, a):
     """Transpose by `dims`, composed with the layouts of input and result into one TRANSPOSE."""
     b = ctx.builder
@@ -135,7 +136,8 @@ def _cat_shared(a, ctx):
     return None
 
 
-@register(_aten.cat.default, constraints=(_cat_shared,), quantize={"concat": (A.cat.default, A.concat.default)})
+@register(_aten.cat.default, constraints=(_cat_shared,), quantize={"concat": (A.cat.default, A.concat.default)},
+          int16=True)
 def convert_cat(ctx, a):
     """Concatenation along `dim`."""
     rank = len(a.out_shape)

@@ -57,7 +57,7 @@ def _chunk_rows(channels: int, rows: int) -> int:
 
 
 @register(_aten._softmax.default, constraints=(_dim_sdk, fixed_output(*SIGMOID_SOFTMAX_QPARAMS)),
-          quantize={"fixed_sigmoid_softmax": (A.softmax.int, A._softmax.default)})
+          quantize={"fixed_sigmoid_softmax": (A.softmax.int, A._softmax.default)}, int16=True)
 def convert_softmax(ctx, a):
     """Softmax over the channels or the last dim (SOFTMAX works on the physical last axis)."""
     layout = _layout(a)

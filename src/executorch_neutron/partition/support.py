@@ -159,8 +159,8 @@ def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
                 return "the model has no quantize nodes: quantize it with NeutronQuantizer (or use lower())"
             return _decomposed_reason(node, ctx) or (
                 f"input {arg.name} is float (no dequantize node): it is computed in float on the CPU")
-        if qdq.per_tensor_kind(arg) == "dq" and arg.args[5] != torch.int8:
-            return f"input {arg.name} is {arg.args[5]}, {ctx.npu} computes int8"
+        if qdq.per_tensor_kind(arg) == "dq" and arg.args[5] not in _computed(ctx):
+            return f"input {arg.name} is {arg.args[5]}, {ctx.npu} computes {_computed_text(ctx)}"
     out = result_node(node)
     if not out.users:
         return "its result is unused"
@@ -170,9 +170,28 @@ def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
         if not qdq.is_q(user):
             return _decomposed_reason(node, ctx) or (
                 f"output is not quantized to int8 (used by {user.name} without a quantize node)")
-        if qdq.per_tensor_kind(user) == "q" and user.args[5] != torch.int8:
-            return f"output is quantized to {user.args[5]}, {ctx.npu} computes int8"
+        if qdq.per_tensor_kind(user) == "q" and user.args[5] not in _computed(ctx):
+            return f"output is quantized to {user.args[5]}, {ctx.npu} computes {_computed_text(ctx)}"
     return None
+
+
+_TORCH_DTYPES = {"int8": torch.int8, "int16": torch.int16}
+
+
+def _computed(ctx: CheckContext) -> tuple:
+    """The activation types the target's NPU computes (`activation_dtypes`: int8, and int16 on Ethos-U)."""
+    return tuple(_TORCH_DTYPES[d] for d in getattr(ctx.target, "activation_dtypes", ("int8",)))
+
+
+def _computed_text(ctx: CheckContext) -> str:
+    return " and ".join(getattr(ctx.target, "activation_dtypes", ("int8",)))
+
+
+def is_int16(node: Node) -> bool:
+    """The node reads or writes an int16 activation (its dequantized inputs, its output's quantize nodes)."""
+    ends = [a for a in node.all_input_nodes if qdq.per_tensor_kind(a) == "dq"]
+    ends += [u for u in result_node(node).users if qdq.per_tensor_kind(u) == "q"]
+    return any(e.args[5] == torch.int16 for e in ends)
 
 
 def _constant_only(node: Node, ctx: CheckContext) -> bool:
@@ -255,6 +274,8 @@ def _decide_one(node: Node, ctx: CheckContext, lookup=registry.lookup) -> Reject
     failed = entry.check(node, ctx)
     if failed:
         return reject(*failed)
+    if not entry.int16 and is_int16(node):
+        return reject(registry.INT16_REASON)
     return None
 
 

@@ -22,8 +22,10 @@ node float. The families:
   set of qparams.
 - `matmul`: mm / addmm with a constant right operand are annotated like linear; otherwise all operands int8.
 
-Inputs produced by an already annotated op reuse that op's output qparams (`SharedQuantizationSpec`), so a
-tensor is quantized once; other inputs (model inputs, float ops) get the activation spec.
+Inputs produced by an already annotated op of the same precision reuse that op's output qparams
+(`SharedQuantizationSpec`), so a tensor is quantized once; other inputs (model inputs, float ops, a producer of the
+other precision) get the activation spec. Each node's specs follow its precision (`AnnotationContext.precision`:
+int8, or int16 activations with int8 weights).
 """
 
 from __future__ import annotations
@@ -68,11 +70,18 @@ class AnnotationContext:
             and not reads_zero_dim_input(node)
         )
 
-    def input_spec(self, arg: Node) -> QuantizationSpecBase:
-        """Reuse the producer's output qparams when it has them, else observe with the activation spec."""
-        if is_annotated(arg) and arg.meta[Q_ANNOTATION_KEY].output_qspec is not None:
+    def specs(self, node: Node) -> NeutronQConfig:
+        """The specs of `node`'s precision (int8 or int16 activations; int8 weights either way)."""
+        return self.qconfig.specs(self.precision(node))
+
+    def input_spec(self, arg: Node, node: Node) -> QuantizationSpecBase:
+        """Reuse the producer's output qparams when it has them in `node`'s precision, else observe with `node`'s
+        activation spec (an int16 node reading an int8 producer, or the reverse, gets its own qparams: convert_pt2e
+        leaves a requantization, which the converter writes as a QUANTIZE)."""
+        if (is_annotated(arg) and arg.meta[Q_ANNOTATION_KEY].output_qspec is not None
+                and self.precision(arg) == self.precision(node)):
             return SharedQuantizationSpec(arg)
-        return self.qconfig.activation
+        return self.specs(node).activation
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -165,12 +174,12 @@ def weighted(weight_axis: Callable[[Node], tuple[int, bool]]) -> Annotator:
         b = node.args[2] if len(node.args) > 2 else None
         if not (is_float_tensor(x) and isinstance(w, Node)):
             return None
-        qc = ctx.qconfig
+        qc = ctx.specs(node)
         axis, channel_ok = weight_axis(node)
         # a weight computed at run time is quantized on the CPU per tensor: ExecuTorch's quantize_per_channel
         # kernel aborts on the float scales convert_pt2e gives it (a constant one is folded to int8 instead)
         per_channel = qc.per_channel and channel_ok and is_constant(w)
-        inputs = {x: ctx.input_spec(x), w: qc.weight(axis, per_channel)}  # order: input, weight, bias
+        inputs = {x: ctx.input_spec(x, node), w: qc.weight(axis, per_channel)}  # order: input, weight, bias
         if isinstance(b, Node):
             inputs[b] = qc.bias((x, node), (w, node), per_channel)
         chain = fusion_tail(node, ctx, (_is_batch_norm, fusion.aten_fusable))
@@ -200,9 +209,9 @@ def binary(fuse: bool = False, scalar_only_rhs: bool = False) -> Annotator:
             return None
         if any(not isinstance(a, (Node, numbers.Number)) for a in (lhs, rhs)):
             return None
-        inputs = {a: ctx.input_spec(a) for a in tensors}
+        inputs = {a: ctx.input_spec(a, node) for a in tensors}
         chain = fusion_tail(node, ctx, (fusion.aten_fusable,) if fuse else ())
-        return mark_chain(chain, inputs, ctx.qconfig.activation)
+        return mark_chain(chain, inputs, ctx.specs(node).activation)
 
     return annotate
 
@@ -214,11 +223,11 @@ def _unary(output: Callable[[Node, AnnotationContext], QuantizationSpecBase], ex
         x = node.args[0]
         if not is_float_tensor(x):
             return None
-        inputs = {x: ctx.input_spec(x)}
+        inputs = {x: ctx.input_spec(x, node)}
         for extra in node.args[1 : 1 + extra_inputs]:
             if not is_float_tensor(extra):
                 return None
-            inputs.setdefault(extra, ctx.input_spec(extra))
+            inputs.setdefault(extra, ctx.input_spec(extra, node))
         mark(node, inputs, output(node, ctx))
         return [node]
 
@@ -226,11 +235,11 @@ def _unary(output: Callable[[Node, AnnotationContext], QuantizationSpecBase], ex
 
 
 def own_output(extra_inputs: int = 0) -> Annotator:
-    return _unary(lambda node, ctx: ctx.qconfig.activation, extra_inputs)
+    return _unary(lambda node, ctx: ctx.specs(node).activation, extra_inputs)
 
 
 def fixed_output(which: str) -> Annotator:
-    return _unary(lambda node, ctx: getattr(ctx.qconfig, which))
+    return _unary(lambda node, ctx: getattr(ctx.specs(node), which))
 
 
 def shared() -> Annotator:
@@ -261,7 +270,7 @@ def _share_all(node: Node, tensors, ctx: AnnotationContext):
         return None
     first = _concat_root(tensors)
     same = SharedQuantizationSpec((first, node))
-    inputs = {first: ctx.input_spec(first)}
+    inputs = {first: ctx.input_spec(first, node)}
     for t in tensors[1:]:
         inputs.setdefault(t, same)
     mark(node, inputs, same)
@@ -270,7 +279,7 @@ def _share_all(node: Node, tensors, ctx: AnnotationContext):
 
 def matmul(node: Node, ctx: AnnotationContext):
     """mm / addmm: constant mat2 -> like linear (weight axis 1 of mat2 [in, out]); else int8 operands."""
-    qc = ctx.qconfig
+    qc = ctx.specs(node)
     is_addmm = node.target == aten.addmm.default
     bias = node.args[0] if is_addmm else None
     lhs, rhs = (node.args[1], node.args[2]) if is_addmm else (node.args[0], node.args[1])
@@ -279,11 +288,11 @@ def matmul(node: Node, ctx: AnnotationContext):
         return None
     unit_scaling = not is_addmm or (arg(node, "beta") == 1 and arg(node, "alpha") == 1)
     if is_constant(rhs) and unit_scaling and (bias is None or (is_constant(bias) and bias.meta["val"].dim() == 1)):
-        inputs = {lhs: ctx.input_spec(lhs), rhs: qc.weight(1)}
+        inputs = {lhs: ctx.input_spec(lhs, node), rhs: qc.weight(1)}
         if bias is not None:
             inputs[bias] = qc.bias((lhs, node), (rhs, node))
     else:
-        inputs = {t: ctx.input_spec(t) for t in operands}
+        inputs = {t: ctx.input_spec(t, node) for t in operands}
     mark(node, inputs, qc.activation)
     return [node]
 

@@ -28,17 +28,27 @@ _NUMPY_TO_TFLITE = {
 }
 
 
+_ACTIVATION_TYPES = (np.dtype(np.int8), np.dtype(np.int16))
+
+
 @dataclass(frozen=True)
 class Quant:
-    """Affine quantization of a tensor: per-tensor (one scale) or per-channel along `axis`."""
+    """Affine quantization of a tensor: per-tensor (one scale) or per-channel along `axis`, and the integer type
+    that stores it (`dtype`: int8; int16 for the activations of A16W8)."""
 
     scale: tuple[float, ...]
     zero_point: tuple[int, ...]
     axis: int = 0
+    dtype: str = "int8"
 
     @classmethod
-    def per_tensor(cls, scale: float, zero_point: int) -> "Quant":
-        return cls((float(scale),), (int(zero_point),))
+    def per_tensor(cls, scale: float, zero_point: int, dtype: str = "int8") -> "Quant":
+        return cls((float(scale),), (int(zero_point),), 0, dtype)
+
+    @property
+    def storage(self) -> np.dtype:
+        """The numpy type of the tensor's values."""
+        return np.dtype(self.dtype)
 
     @property
     def is_per_tensor(self) -> bool:
@@ -47,7 +57,8 @@ class Quant:
 
 @dataclass(frozen=True)
 class Value:
-    """An edge node's value in the flatbuffer: tensor index, logical (PyTorch) shape, physical layout, int8 quant."""
+    """An edge node's value in the flatbuffer: tensor index, logical (PyTorch) shape, physical layout, quantization
+    (int8 or int16)."""
 
     tensor: int
     shape: tuple[int, ...]
@@ -68,6 +79,12 @@ class ModelBuilder:
 
     # tensors -----------------------------------------------------------------------------------------------
     def tensor(self, name: str, shape: Sequence[int], dtype, quant: Quant | None = None, data=None) -> int:
+        """A tensor; a quantized activation asked for as int8 is stored in its quantization's type (int16 under
+        A16W8), so converters name the int8 case only. A constant's data must already be of that type."""
+        if quant is not None and np.dtype(dtype) in _ACTIVATION_TYPES and quant.storage in _ACTIVATION_TYPES:
+            if data is not None and np.asarray(data).dtype != quant.storage:
+                raise ValueError(f"constant {name}: {np.asarray(data).dtype} data quantized as {quant.dtype}")
+            dtype = quant.storage
         t = schema.TensorT()
         t.name = name
         t.shape = [int(d) for d in shape]
