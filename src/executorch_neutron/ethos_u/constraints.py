@@ -18,12 +18,15 @@ from __future__ import annotations
 import math
 from typing import Callable, Optional
 
+import torch
 from executorch.exir.dialects._ops import ops as exir_ops
 from torch.fx import Node
 
+from ethosu.vela.tflite_model_semantic import TFLiteSemantic as _VelaSemantic
 from ethosu.vela.tflite_supported_operators import TFLiteSupportedOperators as _Vela
 from ethosu.vela.utils import calc_resize_factor
 
+from ..core import qdq
 from ..ops import registry
 from ..ops.args import NodeArgs, pool_args, spatial
 from ..ops.conv import transposed_kernel
@@ -279,6 +282,21 @@ def _resize(a: NodeArgs) -> str | None:
     return None if ok else found
 
 
+def _ifm_int16(a: NodeArgs) -> str | None:
+    """The IFM is int16 (a dequantize of int16 among the node's inputs)."""
+    for value in a.node.all_input_nodes:
+        if qdq.per_tensor_kind(value) == "dq" and value.args[5] == torch.int16:
+            return f"int16 input {value.name}"
+    return None
+
+
+#: Vela's rules on operators it compiles in int8 only (its semantic checks; an int16 node of them stays on the CPU:
+#: quantize it int8 per layer). Vela 5.2 states "IFM must be int8" for RSQRT too but compiles an int16 RSQRT
+#: (measured), so only HARD_SWISH is here.
+_INT8_ONLY = (
+    (frozenset({_aten.hardswish.default}), _VelaSemantic.constraint_input_8bit.__doc__),
+)
+
 _MAX_POOL = frozenset({_aten.max_pool2d.default, _aten.max_pool2d_with_indices.default})
 _CONV = frozenset({_aten.convolution.default})
 
@@ -317,6 +335,8 @@ LIMITS: tuple[Limit, ...] = (
                    "1 in a dimension whose OFM size is 1); with align_corners the factors are (OFM - 1) / (IFM - 1); "
                    "bilinear with half-pixel centers (align_corners=False): 2x only",
                    frozenset({_aten.upsample_bilinear2d.vec, _aten.upsample_nearest2d.vec}), _resize),
+    *(_vela(f"{text.rstrip('.')} ({', '.join(sorted(registry.op_name(o) for o in ops))})", ops, _ifm_int16)
+      for ops, text in _INT8_ONLY),
 )
 
 #: Operators Vela has no kernel for, and why (edge ops, reason, what in a node left it there)

@@ -67,24 +67,28 @@ def _operand(ctx, a, name: str, layout: Layout, rank: int, reciprocal: bool = Fa
             data = t.detach().double().numpy()
             if reciprocal:
                 data = 1.0 / data
-            return _quantized_float(ctx, node.name + ("_recip" if reciprocal else ""), extend(data), layout)
+            return _quantized_float(ctx, node.name + ("_recip" if reciprocal else ""), extend(data), layout,
+                                    ctx.output_quant(a.node).dtype)
     if reciprocal:  # dq(int8 constant): dequantize, invert, requantize
         c = ctx.quantized_constant(node)
         real = (c.data.astype(np.float64) - c.quant.zero_point[0]) * c.quant.scale[0]
-        return _quantized_float(ctx, node.name + "_recip", extend(1.0 / real), layout)
+        return _quantized_float(ctx, node.name + "_recip", extend(1.0 / real), layout, ctx.output_quant(a.node).dtype)
     return ctx.value_at_rank(node, rank, layout)
 
 
-def _quantized_float(ctx, name: str, data: np.ndarray, layout: Layout) -> Value:
+def _quantized_float(ctx, name: str, data: np.ndarray, layout: Layout, dtype: str = "int8") -> Value:
+    """A float constant as a symmetric constant of the op's type (`dtype`: int8, or int16 under A16W8)."""
     shape = tuple(data.shape)
+    storage = np.dtype(dtype)
     if data.size == 1:
         c = float(data.reshape(-1)[0])
-        q, quant = np.full(shape, 1 if c >= 0 else -1, dtype=np.int8), Quant.per_tensor(abs(c) or 1.0, 0)
+        q, quant = np.full(shape, 1 if c >= 0 else -1, dtype=storage), Quant.per_tensor(abs(c) or 1.0, 0, dtype)
         if c == 0:
             q[...] = 0
     else:
-        scale = float(np.abs(data).max()) / 127 or 1.0
-        q, quant = np.clip(np.round(data / scale), -127, 127).astype(np.int8), Quant.per_tensor(scale, 0)
+        top = np.iinfo(storage).max
+        scale = float(np.abs(data).max()) / top or 1.0
+        q, quant = np.clip(np.round(data / scale), -top, top).astype(storage), Quant.per_tensor(scale, 0, dtype)
     if len(shape) != 4:
         layout = Layout.NATURAL
     phys = np.transpose(q, to_physical_perm(len(shape), layout)) if layout is Layout.CHANNELS_LAST else q

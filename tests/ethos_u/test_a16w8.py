@@ -1,0 +1,209 @@
+"""A16W8 (int16 activations, int8 weights) on Ethos-U: per operator, the host run of the .pte is within one int16
+output step of PyTorch's quantized model with the same qparams, the partition's TFLite is TFLite's 16x8 form, and
+the payload equals what ExecuTorch's Arm flow (`arm_vela.vela_compile`) makes of the same TFLite; int8 and int16
+layers mix per module; what Vela compiles in int8 only stays on the CPU with Vela's reason (Vela itself refuses
+it, and quantized int8 per layer runs on the NPU); Neutron targets refuse int16 in one line.
+
+References: PyTorch's quantized model (`convert_pt2e`) for the numbers, ExecuTorch's `vela_compile` for the
+payload bytes, Vela itself for what it refuses, the float model for the SQNR sanity check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+
+import numpy as np
+import pytest
+import torch
+from ai_edge_litert.interpreter import Interpreter
+from torch import nn
+
+from executorch_neutron import lower
+from executorch_neutron.ethos_u.vela_call import VelaError
+from executorch_neutron.models import zoo
+from executorch_neutron.ops import registry
+from executorch_neutron.quantizer import NeutronQuantizer
+from executorch_neutron.runtime import run
+from harness import Fn, model_output_qparams
+
+
+def _calibration(inputs):
+    return [inputs] + zoo.calibration(inputs, 4)
+
+
+def _steps(out: torch.Tensor, ref: torch.Tensor, scale: float, zp: int) -> int:
+    """Largest difference of two dequantized outputs, in output quantization steps."""
+    q = lambda t: np.round(t.detach().numpy().astype(np.float64) / scale) + zp  # noqa: E731
+    return int(np.abs(q(out) - q(ref)).max())
+
+
+def _lower16(module, inputs, target, tmp_path, quantizer=None):
+    quantizer = quantizer or NeutronQuantizer(target, activations="int16")
+    return lower(module.eval(), inputs, _calibration(inputs), target=target, quantizer=quantizer,
+                 intermediates_dir=tmp_path)
+
+
+def _tensor_types(tflite: bytes) -> dict[str, str]:
+    it = Interpreter(model_content=tflite)
+    return {d["name"]: d["dtype"].__name__ for d in it.get_tensor_details()}
+
+
+def _vela_bytes(tflite: bytes, flags) -> bytes:
+    from executorch.backends.arm.arm_vela import vela_compile
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        return vela_compile(tflite, list(flags)).processed_bytes
+
+
+#: distinct H, W, C extents: a wrong permutation cannot pass by accident
+CASES = {
+    "conv": (lambda: nn.Sequential(nn.Conv2d(3, 8, 3, padding=1)), (1, 3, 9, 7), "aten.convolution.default"),
+    "conv_relu": (lambda: nn.Sequential(nn.Conv2d(3, 8, 3, stride=2), nn.ReLU()), (1, 3, 11, 9),
+                  "aten.convolution.default"),
+    "depthwise": (lambda: nn.Conv2d(8, 8, 3, groups=8), (1, 8, 10, 6), "aten.convolution.default"),
+    "linear": (lambda: nn.Linear(12, 10), (1, 5, 12), "aten.linear.default"),
+    "add": (lambda: Fn(lambda self, x, y: x + y), [(1, 4, 5, 7), (1, 4, 5, 7)], "aten.add.Tensor"),
+    "add_broadcast": (lambda: Fn(lambda self, x, y: x + y), [(1, 4, 5, 7), (1, 4, 1, 7)], "aten.add.Tensor"),
+    "mul": (lambda: Fn(lambda self, x, y: x * y), [(1, 4, 5, 7), (1, 4, 5, 7)], "aten.mul.Tensor"),
+    "mul_scalar": (lambda: Fn(lambda self, x: (x * x) * 0.75), (1, 4, 5, 7), "aten.mul.Tensor"),
+    "relu": (lambda: nn.ReLU(), (1, 6, 5, 7), "aten.relu.default"),
+    "relu6": (lambda: nn.ReLU6(), (1, 6, 5, 7), "aten.hardtanh.default"),
+    "max_pool": (lambda: nn.MaxPool2d(2), (1, 6, 8, 10), "aten.max_pool2d_with_indices.default"),
+    "avg_pool": (lambda: nn.AvgPool2d(3, stride=2), (1, 6, 9, 11), "aten.avg_pool2d.default"),
+    "concat": (lambda: Fn(lambda self, x: torch.cat([x, x * 2.0], dim=1)), (1, 5, 6, 7), "aten.cat.default"),
+    "reshape": (lambda: Fn(lambda self, x: (x.reshape(1, 6, 35) * x.reshape(1, 6, 35))), (1, 6, 5, 7),
+                "aten.view_copy.default"),
+    "permute": (lambda: Fn(lambda self, x: (x * x).permute(0, 2, 1)), (1, 6, 9), "aten.permute_copy.default"),
+    "sigmoid": (lambda: nn.Sigmoid(), (1, 6, 5, 7), "aten.sigmoid.default"),
+    "tanh": (lambda: nn.Tanh(), (1, 6, 5, 7), "aten.tanh.default"),
+    "softmax": (lambda: nn.Softmax(dim=-1), (1, 3, 10), "aten._softmax.default"),
+}
+#: wider bounds, in steps of 1/32768 (measured): LiteRT's int16 TANH and SOFTMAX kernels compute tanh, exp and the
+#: reciprocal by interpolating lookup tables, not exactly as PyTorch's float function then rounding (the int8
+#: kernels round within 1 step of 1/128 or 1/256): 2 steps = 6e-5 (tanh) and 4 steps = 1.2e-4 (softmax) absolute
+WIDER = {"tanh": 2, "softmax": 4}
+
+
+@pytest.mark.parametrize("target", ["imx93", "ethos-u55-128"])
+@pytest.mark.parametrize("name", CASES)
+def test_int16_op_within_one_step_and_payload_equals_arm_vela(name, target, tmp_path):
+    make, shape, op = CASES[name]
+    torch.manual_seed(0)
+    inputs = tuple(torch.randn(*s) * 3 for s in (shape if isinstance(shape, list) else [shape]))
+    result = _lower16(make(), inputs, target, tmp_path)
+    report = result.report
+    assert report.rejections == [] and len(report.partitions) == 1, str(report)
+    assert op in dict(report.delegated_ops), str(report)
+    part = report.partitions[0]
+    tflite = (tmp_path / f"{part.tag}.tflite").read_bytes()
+    types = _tensor_types(tflite)
+    assert types[next(iter(types))] == "int16" and "int8" not in {t for n, t in types.items() if not n.endswith("_w")}
+    assert part.blob == _vela_bytes(tflite, part.backend["vela_flags"])
+    out = run(result.pte, inputs)[0]
+    with torch.no_grad():
+        ref = result.quantized_model(*inputs)
+    scale, zp = model_output_qparams(result.quantized_model)[0]
+    assert zp == 0 and scale < 1e-2, (scale, zp)  # an int16 output (symmetric)
+    assert _steps(out, ref, scale, zp) <= WIDER.get(name, 1)
+
+
+class _Mixed(nn.Module):
+    """int8 stem, int16 middle (set_module_name), int8 head: requantizations int8 -> int16 -> int8."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU())
+        self.middle = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.ReLU(), nn.Conv2d(8, 12, 1))
+        self.head = nn.Conv2d(12, 6, 3)
+
+    def forward(self, x):
+        return self.head(self.middle(self.stem(x)))
+
+
+@pytest.mark.parametrize("target", ["imx93", "ethos-u55-128"])
+def test_mixed_int8_int16_layers(target, tmp_path):
+    torch.manual_seed(1)
+    inputs = (torch.randn(1, 3, 11, 9),)
+    quantizer = NeutronQuantizer(target).set_module_name("middle", "int16")
+    result = _lower16(_Mixed(), inputs, target, tmp_path, quantizer)
+    report = result.report
+    assert report.rejections == [] and len(report.partitions) == 1, str(report)
+    part = report.partitions[0]
+    tflite = (tmp_path / f"{part.tag}.tflite").read_bytes()
+    types = _tensor_types(tflite)
+    assert types[next(iter(types))] == "int8" and "int16" in types.values()
+    ops = [o["op_name"] for o in Interpreter(model_content=tflite)._get_ops_details()]
+    assert ops.count("QUANTIZE") == 2, ops  # int8 -> int16 into the middle, int16 -> int8 out of it
+    assert part.blob == _vela_bytes(tflite, part.backend["vela_flags"])
+    out = run(result.pte, inputs)[0]
+    with torch.no_grad():
+        ref = result.quantized_model(*inputs)
+    scale, zp = model_output_qparams(result.quantized_model)[0]
+    assert _steps(out, ref, scale, zp) <= 1
+
+
+def _hardswish_model():
+    return nn.Sequential(nn.Conv2d(3, 8, 3), nn.Hardswish())
+
+
+def test_vela_int8_only_op_stays_on_cpu_or_int8(tmp_path):
+    """int16 HARD_SWISH, which Vela refuses (next test), is not delegated (its ATen node is refused with Vela's rule,
+    then ExecuTorch decomposes it into CPU operators); quantized int8 per layer, it runs on the NPU."""
+    module, inputs = _hardswish_model(), (torch.randn(1, 3, 9, 7),)
+    result = _lower16(module, inputs, "ethos-u55-128", tmp_path)
+    assert "aten.hardswish.default" not in dict(result.report.delegated_ops), str(result.report)
+    assert any("aten.hardswish.default" in r.reason for r in result.report.rejections), str(result.report)
+    quantizer = NeutronQuantizer("ethos-u55-128", activations="int16").set_operator_type("aten.hardswish", "int8")
+    mixed = _lower16(module, inputs, "ethos-u55-128", tmp_path / "int8", quantizer)
+    assert mixed.report.rejections == [] and len(mixed.report.partitions) == 1, str(mixed.report)
+    assert dict(mixed.report.delegated_ops).get("aten.hardswish.default") == 1, str(mixed.report)
+
+
+def test_vela_itself_refuses_int16_hardswish_with_the_rule_we_register(tmp_path, monkeypatch):
+    """Without our limit (and with the converter's int16 flag forced), Vela refuses the int16 HARD_SWISH; the rule
+    we register is Vela's own text."""
+    from executorch_neutron.ethos_u import constraints as vela_limits
+
+    ours = {limit.constraint.text for limit in vela_limits.LIMITS if "IFM must be int8" in limit.constraint.text}
+    assert ours == {"IFM must be int8 or uint8 (aten.hardswish.default)"}
+    op = next(e for e in registry.entries() if e.name == "aten.hardswish.default")
+    for target in op.targets:
+        monkeypatch.setitem(registry.REGISTRY, target, dataclasses.replace(op, int16=True, constraints=()))
+    original = registry.Constraint.applies
+    monkeypatch.setattr(registry.Constraint, "applies",
+                        lambda self, backend, profile: self.text not in ours and original(self, backend, profile))
+    with pytest.raises(VelaError, match="HARD_SWISH"):
+        _lower16(_hardswish_model(), (torch.randn(1, 3, 9, 7),), "ethos-u55-128", tmp_path)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("target", ["imxrt700", "mcxn94x", "imx95"])
+def test_neutron_refuses_int16_in_one_line(target):
+    with pytest.raises(ValueError) as err:
+        NeutronQuantizer(target, activations="int16")
+    text = str(err.value)
+    assert "\n" not in text and "int16" in text and target in text and "int8" in text
+    with pytest.raises(ValueError, match="int16"):
+        NeutronQuantizer(target).set_module_name("head", "int16")
+
+
+def test_int16_sqnr_beats_int8_on_wide_dynamic_range(tmp_path):
+    """Values spanning five decades through ops without weights (int8 weights would bound both): int8's 255 levels
+    lose the small ones, int16's 65535 keep them."""
+    torch.manual_seed(2)
+    scales = torch.logspace(-3, 2, 4).reshape(1, 4, 1, 1)
+    inputs = (torch.randn(1, 4, 6, 5) * scales, torch.rand(1, 4, 6, 5) + 0.5)
+    model = Fn(lambda self, x, y: torch.relu(x * y + x)).eval()
+    with torch.no_grad():
+        ref = model(*inputs)
+    sqnr = {}
+    for precision in ("int8", "int16"):
+        q = NeutronQuantizer("imx93", activations=precision)
+        result = _lower16(model, inputs, "imx93", tmp_path / precision, q)
+        assert result.report.rejections == [], str(result.report)
+        out = run(result.pte, inputs)[0]
+        sqnr[precision] = 10 * torch.log10(ref.pow(2).sum() / (out - ref).pow(2).sum()).item()
+    print(f"SQNR vs float: int8 {sqnr['int8']:.1f} dB, int16 {sqnr['int16']:.1f} dB")
+    assert sqnr["int16"] > sqnr["int8"] + 20, sqnr
