@@ -60,7 +60,12 @@ class NeutronTarget:
     program_memory: str = "flash"
     working_memory: str = "SRAM"
     kind = NEUTRON  # the back end that lowers for this target (class attribute, not a field)
-    # the activation precisions the NPU computes (NeutronQuantizer's `activations`; int8 weights in each case)
+    # the activation precisions the NPU computes (NeutronQuantizer's `activations`; int8 weights in each case).
+    # int8 only on every Neutron target, imx95 included: NXP's release in the executorch 1.5.1 wheel
+    # (backends/nxp, read for facts) quantizes with torch.int8 specs only (quantizer/neutron_quantizer.py,
+    # patterns.py), its activation support checks accept int8/uint8 inputs and outputs only
+    # (backend/neutron_operator_support.py: activation_supported_on_target), and its sources name no imx95 int16
+    # capability; its TFLite type tables list INT16 as a tensor type, not as a Neutron kernel type.
     activation_dtypes = ("int8",)
 
     @property

@@ -20,7 +20,9 @@ from ..target import KIND_NAMES, all_targets, get_target
 
 _GENERIC = (
     "Every input is int8 (a dequantize node or a constant), every output is quantized to int8 by a quantize node "
-    "(NeutronQuantizer annotates every operator of this table).",
+    "(NeutronQuantizer annotates every operator of this table); on a target that computes int16 activations "
+    "(Ethos-U: `activation_dtypes`), operators marked int16 also take int16 activations with int8 weights (A16W8), "
+    "others stay on the CPU when quantized int16.",
     "Shapes are static.",
     "A computation on constants only is folded into a constant before quantization (`fold_constants`); one that is "
     f"not (QAT keeps computations on parameters; results over {FOLD_MAX_ELEMENTS:,} elements) stays on the CPU.",
@@ -104,7 +106,8 @@ def render_markdown(target=None) -> str:
         elif entry.noop:
             cons.append("No-op (moves no data): not delegated on its own.")
         text = " ".join(cons) if cons else "None beyond int8."
-        lines.append(f"| {ops} | int8 | {text.replace('|', '/')} |")
+        types = "int8, int16 (A16W8)" if entry.int16 else "int8"  # int16 where a target computes it (Ethos-U)
+        lines.append(f"| {ops} | {types} | {text.replace('|', '/')} |")
     lines += ["", "## Operators without a kernel, and why", ""]
     lines += [f"- `{registry.op_name(op)}`: " + "; ".join(f"{npu}: {reasons[k]}" for k, npu in KIND_NAMES.items()
                                                        if k in reasons)
