@@ -49,6 +49,7 @@ FILTER_HEIGHT_RANGE = _Vela.filter_height_range
 FILTER_PRODUCT_MAX = _Vela.filter_product_range[1]
 MEAN_REDUCED_AXIS_MAX = _Vela.mean_reduced_axis_max_size  # a reduced width or depth axis
 MEAN_PRODUCT_MAX_INT8 = _Vela.mean_kernel_product_int8
+MEAN_PRODUCT_MAX_INT16 = _Vela.mean_kernel_product_int16
 WEIGHTS_SUM_MAX = _Vela.weights_limit  # convolutions, per output channel: sum of |weight - zero point|
 TENSOR_DIM_MAX = _Vela.tens_dim_range[1]  # softmax: IFM width * height
 RESIZE_FACTORS = (1, 2, 4, 8)
@@ -138,6 +139,8 @@ def _mean_axes(a: NodeArgs) -> str | None:
     if longest > MEAN_REDUCED_AXIS_MAX:
         return f"a reduced axis of {longest} elements"
     total = math.prod(reduced)
+    if _ifm_int16(a):
+        return None if total <= MEAN_PRODUCT_MAX_INT16 else f"{total} reduced int16 elements"
     return None if total <= MEAN_PRODUCT_MAX_INT8 else f"{total} reduced elements"
 
 
@@ -312,7 +315,7 @@ LIMITS: tuple[Limit, ...] = (
     _vela("Kernel filter height must be in the range [1, 256] and the product of kernel width and height "
                    "at most 65536 (pooling)", _MAX_POOL | {_aten.avg_pool2d.default}, _kernel_size),
     _vela("MEAN: a reduced width or depth axis must be no greater than 4096, the product of the reduced "
-                   "axes no greater than 16777216 for int8", frozenset({_aten.mean.dim}), _mean_axes),
+                   "axes no greater than 16777216 for int8 and 65536 for int16", frozenset({_aten.mean.dim}), _mean_axes),
     _vela("MEAN: a reduced width axis must be no greater than 4096 (global average pooling becomes MEAN)",
                    frozenset({_aten._adaptive_avg_pool2d.default}), _global_pool),
     _vela("MEAN: reduction over the depth (last) axis is only supported if any of the IFM's height, width "

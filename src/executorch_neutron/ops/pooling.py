@@ -23,7 +23,7 @@ from executorch.exir.dialects._ops import ops as exir_ops
 from ..tflite.builder import Quant, options
 from ..tflite.layout import Layout, physical_axis, stored_channels_last
 from .args import pool_args, spatial
-from .common import same_padding_matches, shared_quantization
+from .common import bias_storage, same_padding_matches, shared_quantization
 from .reduce import reduce_dims
 from .registry import constraint, register
 
@@ -127,7 +127,7 @@ MEAN_AS_CONV_WINDOW = 64
 
 
 def mean_hw(ctx, a, keepdim: bool):
-    """MEAN over the spatial axes of a rank-4 value, int8 with requantization (a depthwise convolution when the
+    """MEAN over the spatial axes of a rank-4 value, int8 (or int16) with requantization (a depthwise convolution when the
     output has its own quantization and the window fits)."""
     b = ctx.builder
     x = ctx.value(a["self"], Layout.CHANNELS_LAST)
@@ -149,7 +149,7 @@ def _mean_as_depthwise(ctx, a, x, out, keepdim: bool) -> None:
     w_scale = 1.0 / (127 * h * w)
     weights = b.constant(a.node.name + "_mean_w", np.full((1, h, w, c), 127, dtype=np.int8),
                          Quant((w_scale,) * c, (0,) * c, 3))
-    bias = b.constant(a.node.name + "_mean_b", np.zeros(c, dtype=np.int32),
+    bias = b.constant(a.node.name + "_mean_b", np.zeros(c, dtype=bias_storage(x.quant)),
                       Quant((x.quant.scale[0] * w_scale,) * c, (0,) * c, 0))
     target = out.tensor if keepdim else b.tensor(a.node.name + "_mean_nhwc", (n, 1, 1, c), np.int8, out.quant)
     opts = options("DepthwiseConv2DOptionsT", padding=schema.Padding.VALID, strideH=1, strideW=1,
@@ -188,7 +188,7 @@ def _channels_last_input(a) -> bool:
 @register(_aten._adaptive_avg_pool2d.default, _aten.adaptive_avg_pool2d.default,
           constraints=(_rank4, _adaptive_size, _adaptive_shared),
           quantize={"shared": (A.adaptive_avg_pool2d.default,)}, preserve="if_delegated",
-          preserve_when=_channels_last_input)
+          preserve_when=_channels_last_input, int16=True)
 def convert_adaptive_avg_pool2d(ctx, a):
     """Average pooling to a fixed output size: MEAN when global, else AVERAGE_POOL_2D with kernel = stride."""
     if not _adaptive_is_pool(a):
@@ -216,7 +216,7 @@ def _is_mean_hw(a) -> bool:
     return len(shape) == 4 and sorted(d % 4 for d in (a["dim"] or [])) == [2, 3]
 
 
-@register(_aten.mean.dim, constraints=(_mean_any,), quantize={"mean": (A.mean.dim,)})
+@register(_aten.mean.dim, constraints=(_mean_any,), quantize={"mean": (A.mean.dim,)}, int16=True)
 def convert_mean(ctx, a):
     """Mean over H and W (MEAN over the NHWC spatial axes), or over any listed dims in PyTorch order."""
     if _is_mean_hw(a):

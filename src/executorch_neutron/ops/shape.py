@@ -156,15 +156,16 @@ def _pad_any(a, ctx):
 
 
 @register(_aten.constant_pad_nd.default, constraints=(_pad_any, shared_quantization()),
-          quantize={"shared": (A.pad.default, A.constant_pad_nd.default)})
+          quantize={"shared": (A.pad.default, A.constant_pad_nd.default)}, int16=True)
 def convert_constant_pad(ctx, a):
     """Constant padding (of any dims), with the pad value quantized to the input's parameters."""
     b = ctx.builder
     x = ctx.value(a["self"])
     scale, zp = x.quant.scale[0], x.quant.zero_point[0]
-    value = int(np.clip(np.round(float(a["value"] or 0.0) / scale) + zp, -128, 127))
+    info = np.iinfo(x.quant.storage)
+    value = int(np.clip(np.round(float(a["value"] or 0.0) / scale) + zp, info.min, info.max))
     pt = _paddings(ctx, a, x)
-    vt = b.constant(a.node.name + "_value", np.asarray(value, dtype=np.int8), x.quant)
+    vt = b.constant(a.node.name + "_value", np.asarray(value, dtype=x.quant.storage), x.quant)
     out = ctx.emit_output(a.node, x.layout, quant=x.quant)
     b.op(schema.BuiltinOperator.PADV2, [x.tensor, pt, vt], [out.tensor], options("PadV2OptionsT"))
 
@@ -202,7 +203,8 @@ def _slice_step(a, ctx):
     return None if a["step"] in (1, None) else f"step {a['step']}"
 
 
-@register(_aten.slice_copy.Tensor, constraints=(_slice_step, shared_quantization()), quantize={"shared": (A.slice.Tensor,)})
+@register(_aten.slice_copy.Tensor, constraints=(_slice_step, shared_quantization()), quantize={"shared": (A.slice.Tensor,)},
+          int16=True)
 def convert_slice(ctx, a):
     """Contiguous slice [start, end) of one dimension (split becomes slices before quantization)."""
     b = ctx.builder
