@@ -33,7 +33,9 @@ from .batch_norm_to_conv import batch_norm_to_conv
 from .batch_split import batch_split
 from .conv1d_to_conv2d import conv1d_to_conv2d
 from .conv3d_to_conv2d import conv3d_to_conv2d
+from .cosine_similarity_decompose import cosine_similarity_decompose
 from .dilated_max_pool import dilated_max_pool
+from .div_by_tensor_to_rsqrt import div_by_tensor_to_rsqrt
 from .div_to_mul import div_to_mul
 from .elu_decompose import elu_decompose
 from .expand_to_cat import expand_to_cat
@@ -77,9 +79,11 @@ from .sink_squeeze import sink_squeeze
 from .softplus_decompose import softplus_decompose
 from .split_to_slices import split_to_slices
 from .stack_to_cat import stack_to_cat
+from .threshold_decompose import threshold_decompose
 from .threshold_to_clamp import threshold_to_clamp
 from .upsample_1x1_to_expand import upsample_1x1_to_expand
 from .var_decompose import var_decompose
+from .vector_norm_decompose import vector_norm_decompose
 
 _edge = exir_ops.edge.aten
 
@@ -251,6 +255,8 @@ PIPELINE: tuple[Step, ...] = check_order((
     Step(threshold_to_clamp, "before max_pool_padding, which reads whether a pool's input cannot be negative (a "
          "relu's output), and sink_squeeze, which moves a convolution's squeeze below the relu / clamp it writes",
          before=("max_pool_padding", "sink_squeeze")),
+    Step(threshold_decompose, "any: threshold_to_clamp takes the thresholds without a jump (v == t), this one the "
+         "others; its pieces are ops no later step rewrites specially"),
     Step(silu_to_sigmoid_mul, "any"),
     Step(gelu_to_sigmoid, "any"),
     Step(log1p_to_log, "any; only where the target's table runs log", needs_ops=(_edge.log.default,)),
@@ -267,6 +273,15 @@ PIPELINE: tuple[Step, ...] = check_order((
     Step(l2_normalize_decompose, "after remove_noops (see there); only where the target's table runs rsqrt and "
          "sum (else F.normalize stays float ops on the CPU instead of int8 pieces split between NPU and CPU)",
          needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
+    Step(vector_norm_decompose, "after l2_normalize_decompose, which reads the norm F.normalize divides by (one "
+         "rsqrt instead of a norm and a division); only where the target's table runs rsqrt and sum",
+         after=("l2_normalize_decompose",), needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
+    Step(cosine_similarity_decompose, "any: its products, sums and rsqrts are ops no later step rewrites "
+         "specially; only where the target's table runs rsqrt and sum",
+         needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
+    Step(div_by_tensor_to_rsqrt, "after div_to_mul, which makes a division by a constant a multiplication, and "
+         "l2_normalize_decompose, which reads F.normalize's division by a norm; only where the target's table runs "
+         "rsqrt", after=("div_to_mul", "l2_normalize_decompose"), needs_ops=(_edge.rsqrt.default,)),
     Step(var_decompose, "before batch_split, which gives the means it writes batch 1 on Ethos-U; only where the "
          "target's table runs mean, sub and sum", before=("batch_split",),
          needs_ops=(_edge.mean.dim, _edge.sub.Tensor, _edge.sum.dim_IntList)),
