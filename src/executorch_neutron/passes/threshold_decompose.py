@@ -3,11 +3,12 @@
 threshold gives x where x > t and v elsewhere (a jump at t, where(x > t, x, v)); no back end has a comparison or a
 select kernel, but every piece of this form is a table op on both back ends (add of a scalar, relu, mul by a
 scalar, the RELU_0_TO_1 clamp, add), each quantized on its own, and PyTorch's quantized model computes the same
-graph. The indicator of x <= t is a ramp of slope K = 1e6 clamped to [0, 1]: in int8 (x - t) * -K is quantized
-with a step far above 1, so the clamp gives exactly 0 or 1 and the jump sits where the int8 x - t changes sign,
-within half a step of t (x itself is known to the int8 model only to half a step). In float, x within 1e-6 of t
-(and x == t) takes the value x instead of v. threshold with v == t is a clamp (threshold_to_clamp). Runs before
-quantization.
+graph. The indicator of x <= t is a ramp of slope K = 1000 clamped to [0, 1]: in int8, where one step of x - t
+is at least 1 / K (x - t spans at least 0.26), the clamp gives exactly 0 or 1 and the jump sits where the int8
+x - t changes sign, within half a step of t (x itself is known to the int8 model only to half a step); LiteRT's
+XNNPACK MUL gets this multiplier wrong (about 36 x 127 per step: wrong indicators), its reference kernels,
+which the host runtime runs, right; a smaller K keeps it low. In float, x within 1e-3 below t blends x and v, and x == t
+gives x. threshold with v == t is a clamp (threshold_to_clamp). Runs before quantization.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from .fx_utils import call, rewrite_calls
 
 aten = torch.ops.aten
 
-#: slope of the ramp whose clamp to [0, 1] is the indicator of x <= t
-SLOPE = 1e6
+#: slope of the ramp whose clamp to [0, 1] is the indicator of x <= t (see the module's docstring)
+SLOPE = 1e3
 
 
 def _rewrite(gm: GraphModule, node: Node) -> Node | None:
