@@ -2,7 +2,8 @@
 as other suites' models write them, are quantized and run on the NPU (imxrt700, imx93) from ops each table has:
 
 - F.cosine_similarity: sum(x * y) * rsqrt(sum(x * x)) * rsqrt(sum(y * y)) (passes/cosine_similarity_decompose.py);
-- torch.norm / linalg.vector_norm, p = 2: s * rsqrt(s), s = sum(x * x) (passes/vector_norm_decompose.py);
+- torch.norm / linalg.vector_norm, p = 2, and sqrt(sum(x ** 2)): s * rsqrt(s), s = sum(x * x)
+  (passes/vector_norm_decompose.py);
 - F.threshold(x, t, v), v != t: relu(x - t) + t + (v - t) * [x <= t], the indicator a clamped steep ramp
   (passes/threshold_decompose.py);
 - a / b, b computed and never negative: (a * rsqrt(b)) * rsqrt(b) (passes/div_by_tensor_to_rsqrt.py).
@@ -29,6 +30,7 @@ from torch import nn
 from executorch_neutron import lower
 from executorch_neutron.backends import for_blob
 from executorch_neutron.numerics import sqnr
+from executorch_neutron.passes.pipeline import PassContext, run_passes
 from executorch_neutron.pte import read_pte
 from executorch_neutron.runtime import run
 from executorch_neutron.tflite.reader import op_name, read_model
@@ -70,6 +72,7 @@ CASES = {
     "cosine_nc": (lambda: Embeddings(_cos(1)), (2, 24), 1),
     "cosine_nchw": (lambda: Maps(_cos(1)), (1, 3, 9, 7), 8),
     "torch_norm_last_dim": (lambda: Embeddings(lambda a, b: torch.norm(a - b, dim=-1)), (2, 24), 1),
+    "sqrt_of_sum_of_squares": (lambda: Embeddings(lambda a, b: (a - b).pow(2).sum(-1).sqrt()), (2, 24), 1),
     "vector_norm_keepdim": (lambda: Maps(lambda a, b: torch.linalg.vector_norm(a + b, 2, dim=-1, keepdim=True)),
                             (1, 3, 9, 7), 2),
     "threshold_jump": (lambda: Maps(lambda a, b: F.threshold(a, THRESHOLD, VALUE) + b), (1, 3, 9, 7), 1),
@@ -157,6 +160,59 @@ def _outputs(model, r, samples):
     with torch.no_grad():
         return tuple(np.stack([f(x) for x in samples]) for f in (
             lambda x: model(*x).numpy(), lambda x: r.quantized_model(*x).numpy(), lambda x: run(r.pte, x)[0].numpy()))
+
+
+aten = torch.ops.aten
+#: the ATen op each case's rewrite removes
+REMOVED = {"cosine": aten.cosine_similarity.default, "norm": aten.linalg_vector_norm.default,
+           "sqrt": aten.sqrt.default, "threshold": aten.threshold.default, "div": aten.div.Tensor}
+
+
+def _rewritten(model, x, ctx=PassContext()):
+    return run_passes(torch.export.export(model, x, strict=False).module(), ctx)
+
+
+def _targets(gm) -> set:
+    return {n.target for n in gm.graph.nodes if n.op == "call_function"}
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("name", CASES)
+def test_the_rewritten_graph_computes_what_pytorch_does(name):
+    make, shape, _ = CASES[name]
+    torch.manual_seed(0)
+    model, x = make().eval(), _samples(shape, 1, 3)[0]
+    gm = _rewritten(model, x)
+    assert not _targets(gm) & set(REMOVED.values()), _targets(gm)
+    got, want = gm(*x), model(*x)
+    if name.startswith("threshold") or name.startswith("nn_threshold"):  # x within 1e-3 below t blends (docstring)
+        t = THRESHOLD if name == "threshold_jump" else 0.25
+        with torch.no_grad():
+            far = ((model.a(*x) - t).abs() > 1e-3)
+        got, want = got[far], want[far]
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("f, kept", [
+    (lambda a, b: a / b, aten.div.Tensor),  # a divisor that may be negative
+    (lambda a, b: a / (b - b.abs().amax()), aten.div.Tensor),  # ... and one never positive
+    (lambda a, b: torch.sqrt(a.abs() + b), aten.sqrt.default),  # a square root of anything but a sum of squares
+    (lambda a, b: torch.linalg.vector_norm(a - b, 1, dim=-1), aten.linalg_vector_norm.default),  # ord 1
+], ids=["div_signed", "div_negative", "sqrt", "norm_ord_1"])
+def test_what_the_rewrites_cannot_compute_is_left_alone(f, kept):
+    gm = _rewritten(Maps(f).eval(), _samples((1, 3, 9, 7), 1, 3)[0])
+    assert kept in _targets(gm)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("name", ["cosine_nc", "torch_norm_last_dim", "div_one_plus_abs"])
+def test_no_rewrite_without_rsqrt(name):
+    """Neutron's documented table has no rsqrt: the op is left whole (one float op, not pieces split between NPU
+    and CPU)."""
+    make, shape, _ = CASES[name]
+    gm = _rewritten(make().eval(), _samples(shape, 1, 3)[0], PassContext(profile="documented"))
+    assert aten.rsqrt.default not in _targets(gm) and _targets(gm) & set(REMOVED.values())
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -274,7 +274,8 @@ PIPELINE: tuple[Step, ...] = check_order((
          "sum (else F.normalize stays float ops on the CPU instead of int8 pieces split between NPU and CPU)",
          needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
     Step(vector_norm_decompose, "after l2_normalize_decompose, which reads the norm F.normalize divides by (one "
-         "rsqrt instead of a norm and a division); only where the target's table runs rsqrt and sum",
+         "rsqrt instead of a norm and a division); the squares of a hand-written norm may be pow(x, 2) or x * x, "
+         "so pow_to_mul may run before or after; only where the target's table runs rsqrt and sum",
          after=("l2_normalize_decompose",), needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
     Step(cosine_similarity_decompose, "any: its products, sums and rsqrts are ops no later step rewrites "
          "specially; only where the target's table runs rsqrt and sum",

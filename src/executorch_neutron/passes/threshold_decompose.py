@@ -5,10 +5,10 @@ select kernel, but every piece of this form is a table op on both back ends (add
 scalar, the RELU_0_TO_1 clamp, add), each quantized on its own, and PyTorch's quantized model computes the same
 graph. The indicator of x <= t is a ramp of slope K = 1000 clamped to [0, 1]: in int8, where one step of x - t
 is at least 1 / K (x - t spans at least 0.26), the clamp gives exactly 0 or 1 and the jump sits where the int8
-x - t changes sign, within half a step of t (x itself is known to the int8 model only to half a step); LiteRT's
-XNNPACK MUL gets this multiplier wrong (about 36 x 127 per step: wrong indicators), its reference kernels,
-which the host runtime runs, right; a smaller K keeps it low. In float, x within 1e-3 below t blends x and v, and x == t
-gives x. threshold with v == t is a clamp (threshold_to_clamp). Runs before quantization.
+x - t changes sign, within half a step of t (x itself is known to the int8 model only to half a step). LiteRT's
+reference kernels, which the host runtime runs, compute this MUL's large multiplier right; its default resolver
+(XNNPACK) gave wrong indicators. In float, x within 1e-3 below t blends x and v, and x == t gives x. threshold
+with v == t is a clamp (threshold_to_clamp). Runs before quantization.
 """
 
 from __future__ import annotations
