@@ -255,8 +255,8 @@ PIPELINE: tuple[Step, ...] = check_order((
     Step(threshold_to_clamp, "before max_pool_padding, which reads whether a pool's input cannot be negative (a "
          "relu's output), and sink_squeeze, which moves a convolution's squeeze below the relu / clamp it writes",
          before=("max_pool_padding", "sink_squeeze")),
-    Step(threshold_decompose, "any: threshold_to_clamp takes the thresholds without a jump (v == t), this one the "
-         "others; its pieces are ops no later step rewrites specially"),
+    Step(threshold_decompose, "any: its adds, relu, multiplications and clamp are ops no later step rewrites "
+         "specially (it takes the thresholds with a jump, v != t, the clamp step the others)"),
     Step(silu_to_sigmoid_mul, "any"),
     Step(gelu_to_sigmoid, "any"),
     Step(log1p_to_log, "any; only where the target's table runs log", needs_ops=(_edge.log.default,)),
@@ -274,8 +274,9 @@ PIPELINE: tuple[Step, ...] = check_order((
          "sum (else F.normalize stays float ops on the CPU instead of int8 pieces split between NPU and CPU)",
          needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
     Step(vector_norm_decompose, "after l2_normalize_decompose, which reads the norm F.normalize divides by (one "
-         "rsqrt instead of a norm and a division); the squares of a hand-written norm may be pow(x, 2) or x * x, "
-         "so pow_to_mul may run before or after; only where the target's table runs rsqrt and sum",
+         "rsqrt instead of a norm and a division); the squares of a hand-written norm may be pow(x, 2) or x * x, so "
+         "it runs before or after the step that writes one as the other; only where the target's table runs rsqrt "
+         "and sum",
          after=("l2_normalize_decompose",), needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
     Step(cosine_similarity_decompose, "any: its products, sums and rsqrts are ops no later step rewrites "
          "specially; only where the target's table runs rsqrt and sum",
