@@ -238,12 +238,19 @@ def test_runs_on_the_npu(name, target):
     assert sqnr(flt, pte) >= sqnr(flt, ptq) - 1.0, (sqnr(flt, pte), sqnr(flt, ptq))
 
 
-@pytest.mark.parametrize("name", ["cosine_nc", "torch_norm_last_dim", "div_one_plus_abs"])
-def test_documented_table_keeps_them_float(name):
-    """Neutron's documented table has no rsqrt: the rewrites are not made and the ops stay on the CPU in float."""
+@pytest.mark.parametrize("name, origin, step", [
+    ("cosine_nc", "aten.cosine_similarity.default", "cosine_similarity_decompose"),
+    ("torch_norm_last_dim", "aten.linalg_vector_norm.default", "vector_norm_decompose"),
+])
+def test_documented_table_keeps_them_float_and_says_why(name, origin, step):
+    """Neutron's documented table has no rsqrt: the op stays float on the CPU, and each of its pieces' reasons names
+    the rewrite and what the table lacks."""
     _, r = _lower(name, "imxrt700", constraints="documented")
-    assert r.report.rejections
-    assert not any("rsqrt" in j.op for j in r.report.rejections)
+    pieces = [j.reason for j in r.report.rejections if f"part of {origin}" in j.reason]
+    assert pieces
+    for reason in pieces:
+        assert f"{step} writes it from int8 table ops where the table runs aten.rsqrt.default" in reason, reason
+        assert "constraints='documented'" in reason, reason
 
 
 def test_a_divisor_of_unknown_sign_stays_float():

@@ -116,6 +116,9 @@ class Step:
     needs_ops: tuple = ()
     op_flags: tuple[tuple[str, object], ...] = ()
     backends: frozenset | None = None  # None: every back end
+    #: the ATen ops (by name) it writes from table ops: where `needs_ops` keeps it from running, the partitioner's
+    #: reason for their float pieces names it and what the table lacks (`unmade_rewrite`)
+    rewrites: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -277,10 +280,11 @@ PIPELINE: tuple[Step, ...] = check_order((
          "rsqrt instead of a norm and a division); the squares of a hand-written norm may be pow(x, 2) or x * x, so "
          "it runs before or after the step that writes one as the other; only where the target's table runs rsqrt "
          "and sum",
-         after=("l2_normalize_decompose",), needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
+         after=("l2_normalize_decompose",), needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList),
+         rewrites=("aten.linalg_vector_norm.default",)),
     Step(cosine_similarity_decompose, "any: its products, sums and rsqrts are ops no later step rewrites "
          "specially; only where the target's table runs rsqrt and sum",
-         needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
+         needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList), rewrites=("aten.cosine_similarity.default",)),
     Step(div_by_tensor_to_rsqrt, "after div_to_mul, which makes a division by a constant a multiplication, and "
          "l2_normalize_decompose, which reads F.normalize's division by a norm; only where the target's table runs "
          "rsqrt", after=("div_to_mul", "l2_normalize_decompose"), needs_ops=(_edge.rsqrt.default,)),
@@ -306,6 +310,18 @@ PIPELINE: tuple[Step, ...] = check_order((
     Step(sink_squeeze, "after the steps that write the squeezes it moves (conv1d_to_conv2d, linear_rank1_to_rank2) "
          "and the relu / clamp it moves them below (threshold_to_clamp), and after remove_noops (see theirs)"),
 ))
+
+
+def unmade_rewrite(aten_op: str, ctx: PassContext) -> str | None:
+    """Why `aten_op` (e.g. 'aten.cosine_similarity.default') was not written from table ops for `ctx`: the step
+    that writes it and the ops of its `needs_ops` the target's table lacks; None when no step is kept from it."""
+    for step in PIPELINE:
+        if aten_op in step.rewrites and (step.backends is None or ctx.backend in step.backends):
+            missing = [registry.op_name(op) for op in step.needs_ops if not registry.runs(op, ctx.backend, ctx.profile)]
+            if missing:
+                return (f"{step.name} writes it from int8 table ops where the table runs "
+                        f"{' and '.join(missing)}, which this one (constraints={ctx.profile!r}) does not")
+    return None
 
 
 def run_passes(gm: GraphModule, ctx: PassContext = PassContext()) -> GraphModule:
