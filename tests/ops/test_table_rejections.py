@@ -101,7 +101,8 @@ CASES = {
 
 
 #: cases an ATen pass rewrites into table ops (so the constraint never meets them): checked without that pass
-WITHOUT_PASS = {"add_alpha": "add_alpha_to_mul", "adaptive_overlap": "adaptive_pool_to_linear"}
+WITHOUT_PASS = {"add_alpha": "add_alpha_to_mul", "adaptive_overlap": "adaptive_pool_to_linear",
+                "div_runtime_divisor": "div_by_tensor_to_rsqrt"}
 
 
 def _without_rewrite(case, monkeypatch) -> None:

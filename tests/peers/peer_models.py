@@ -1,7 +1,9 @@
 """Models as other back ends' test suites write them (Arm's Ethos-U tests, NXP's Neutron tests, torchvision's
 definitions), written here from their defining blocks: MobileNetV1-0.25 for visual wake words at 96x96 (MLPerf
 Tiny), MobileNetV3-small (inverted residuals with squeeze-excitation and hardswish), a mean over dims + linear
-head, attention (nn.Transformer at batch 1, a cross-attention), a Conv3d, DeepLabV3's ASPP image-pooling branch.
+head, attention (nn.Transformer at batch 1, a cross-attention), a Conv3d, DeepLabV3's ASPP image-pooling branch,
+verification heads (cosine similarity and the L2 distance of two embeddings, as re-identification and face
+verification suites write them) and a thresholded feature map normalized by its own channel sum.
 Random weights with batch norms warmed up (`zoo.warm_up_batch_norm`), as those suites do. Each entry:
 name -> () -> (module in eval mode, example inputs)."""
 
@@ -131,6 +133,35 @@ class Transformer(nn.Module):
         return self.t(src, tgt)
 
 
+class Verification(nn.Module):
+    """One conv tower embeds two images; the head compares the embeddings: F.cosine_similarity (`cosine`) or the
+    L2 distance torch.norm(a - b, dim=-1)."""
+
+    def __init__(self, cosine: bool = True):
+        super().__init__()
+        self.tower = nn.Sequential(_cbr(3, 16, 3, 2), _cbr(16, 32, 3, 2))
+        self.embed, self.cosine = nn.Linear(32, 16), cosine
+
+    def _embedding(self, x):
+        return self.embed(self.tower(x).mean((2, 3)))
+
+    def forward(self, a, b):
+        ea, eb = self._embedding(a), self._embedding(b)
+        return F.cosine_similarity(ea, eb, dim=1) if self.cosine else torch.norm(ea - eb, dim=-1)
+
+
+class ThresholdNormalize(nn.Module):
+    """Features thresholded with a jump (nn.Threshold(0.1, -0.5)), then a map divided by its own channel sum."""
+
+    def __init__(self, c=16):
+        super().__init__()
+        self.a, self.b, self.threshold = _cbr(3, c, 3), nn.Conv2d(3, c, 3, padding=1), nn.Threshold(0.1, -0.5)
+
+    def forward(self, x):
+        w = torch.relu(self.b(x))
+        return self.threshold(self.a(x)) + w / (w.sum(1, keepdim=True) + 1e-3)
+
+
 def _warm(model, *inputs):
     """Batch norms warmed up on batches of 2 (a 1 x 1 map of one image has no batch statistics); inputs of 1."""
     warm_up_batch_norm(model, tuple(torch.randn(2, *x.shape[1:]) for x in inputs))
@@ -144,4 +175,8 @@ MODELS = {
     "aspp_image_pooling": lambda: _warm(ImagePooling(), torch.randn(1, 3, 24, 20)),
     "conv3d": lambda: (Conv3dNet().eval(), (torch.randn(1, 2, 6, 10, 8),)),
     "transformer": lambda: (Transformer().eval(), (torch.randn(5, 1, 16), torch.randn(4, 1, 16))),
+    "verification_cosine": lambda: _warm(Verification(), torch.randn(1, 3, 24, 20), torch.randn(1, 3, 24, 20)),
+    "verification_l2": lambda: _warm(Verification(cosine=False), torch.randn(1, 3, 24, 20),
+                                     torch.randn(1, 3, 24, 20)),
+    "threshold_normalize": lambda: _warm(ThresholdNormalize(), torch.randn(1, 3, 12, 10)),
 }

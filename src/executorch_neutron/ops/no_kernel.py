@@ -14,8 +14,8 @@ _aten = exir_ops.edge.aten
 
 
 no_kernel((_aten.sqrt.default,), (
-    "no square-root kernel (only RSQRT): x * rsqrt(x) or exp(log(x) / 2) would round through a range that inputs "
-    "near 0 make unbounded"))
+    "no square-root kernel (only RSQRT); a 2-norm (torch.norm, linalg.vector_norm, sqrt of a sum of squares) is "
+    "written as s * rsqrt(s) where the table runs rsqrt (vector_norm_decompose); any other square root stays"))
 no_kernel((_aten.ceil.default, _aten.floor.default, _aten.trunc.default, _aten.round.default),
           "no int8 rounding kernel (TFLite's FLOOR and CEIL are float-only)")
 no_kernel((_aten.pow.Tensor_Scalar,), (

@@ -18,6 +18,7 @@ from ..ops import registry
 from ..ops.fusion import fused_activation, result_node
 from ..ops.registry import CheckContext
 from ..passes.fold_constants import FOLD_MAX_ELEMENTS
+from ..passes.pipeline import PassContext, unmade_rewrite
 
 
 NOT_INT8 = "not quantized to int8"
@@ -135,12 +136,18 @@ def _noop_chain_to_q(node: Node) -> bool:
         qdq.is_q(u) or _noop_chain_to_q(u) for u in node.users)
 
 
+def _unmade_rewrite(origin: str | None, ctx: CheckContext) -> str:
+    """'; <the pass that writes `origin` from table ops and what this table lacks for it>', or ''."""
+    why = origin and unmade_rewrite(origin, PassContext(backend=ctx.backend, profile=ctx.profile))
+    return f"; {why}" if why else ""
+
+
 def _decomposed_reason(node: Node, ctx: CheckContext) -> str | None:
     """Why a float node is float when it is a piece of a user's op outside the table (else None)."""
     origin = source_op(node)
     if origin is not None and _left_in_float(origin):
         return (f"it is part of {origin}, which is not in the {ctx.npu} operator table: NeutronQuantizer "
-                "leaves it in float and ExecuTorch decomposed it into CPU operators")
+                "leaves it in float and ExecuTorch decomposed it into CPU operators" + _unmade_rewrite(origin, ctx))
     return None
 
 
@@ -257,7 +264,7 @@ def _decide_one(node: Node, ctx: CheckContext, lookup=registry.lookup) -> Reject
         origin = source_op(node)
         why = registry.no_kernel_reason(node, ctx.backend)
         return reject(f"no {ctx.npu} kernel for this operator" + (f" (part of {origin})" if origin else "")
-                      + (f": {why}" if why else ""))
+                      + (f": {why}" if why else "") + _unmade_rewrite(origin, ctx))
     if not _static(node):
         return reject(f"dynamic shape: {ctx.npu} needs static shapes", "export with static shapes")
     if _constant_only(node, ctx):

@@ -33,7 +33,9 @@ from .batch_norm_to_conv import batch_norm_to_conv
 from .batch_split import batch_split
 from .conv1d_to_conv2d import conv1d_to_conv2d
 from .conv3d_to_conv2d import conv3d_to_conv2d
+from .cosine_similarity_decompose import cosine_similarity_decompose
 from .dilated_max_pool import dilated_max_pool
+from .div_by_tensor_to_rsqrt import div_by_tensor_to_rsqrt
 from .div_to_mul import div_to_mul
 from .elu_decompose import elu_decompose
 from .expand_to_cat import expand_to_cat
@@ -77,9 +79,11 @@ from .sink_squeeze import sink_squeeze
 from .softplus_decompose import softplus_decompose
 from .split_to_slices import split_to_slices
 from .stack_to_cat import stack_to_cat
+from .threshold_decompose import threshold_decompose
 from .threshold_to_clamp import threshold_to_clamp
 from .upsample_1x1_to_expand import upsample_1x1_to_expand
 from .var_decompose import var_decompose
+from .vector_norm_decompose import vector_norm_decompose
 
 _edge = exir_ops.edge.aten
 
@@ -112,6 +116,9 @@ class Step:
     needs_ops: tuple = ()
     op_flags: tuple[tuple[str, object], ...] = ()
     backends: frozenset | None = None  # None: every back end
+    #: the ATen ops (by name) it writes from table ops: where `needs_ops` keeps it from running, the partitioner's
+    #: reason for their float pieces names it and what the table lacks (`unmade_rewrite`)
+    rewrites: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -251,6 +258,8 @@ PIPELINE: tuple[Step, ...] = check_order((
     Step(threshold_to_clamp, "before max_pool_padding, which reads whether a pool's input cannot be negative (a "
          "relu's output), and sink_squeeze, which moves a convolution's squeeze below the relu / clamp it writes",
          before=("max_pool_padding", "sink_squeeze")),
+    Step(threshold_decompose, "any: its adds, relu, multiplications and clamp are ops no later step rewrites "
+         "specially (it takes the thresholds with a jump, v != t, the clamp step the others)"),
     Step(silu_to_sigmoid_mul, "any"),
     Step(gelu_to_sigmoid, "any"),
     Step(log1p_to_log, "any; only where the target's table runs log", needs_ops=(_edge.log.default,)),
@@ -267,6 +276,18 @@ PIPELINE: tuple[Step, ...] = check_order((
     Step(l2_normalize_decompose, "after remove_noops (see there); only where the target's table runs rsqrt and "
          "sum (else F.normalize stays float ops on the CPU instead of int8 pieces split between NPU and CPU)",
          needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList)),
+    Step(vector_norm_decompose, "after l2_normalize_decompose, which reads the norm F.normalize divides by (one "
+         "rsqrt instead of a norm and a division); the squares of a hand-written norm may be pow(x, 2) or x * x, so "
+         "it runs before or after the step that writes one as the other; only where the target's table runs rsqrt "
+         "and sum",
+         after=("l2_normalize_decompose",), needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList),
+         rewrites=("aten.linalg_vector_norm.default",)),
+    Step(cosine_similarity_decompose, "any: its products, sums and rsqrts are ops no later step rewrites "
+         "specially; only where the target's table runs rsqrt and sum",
+         needs_ops=(_edge.rsqrt.default, _edge.sum.dim_IntList), rewrites=("aten.cosine_similarity.default",)),
+    Step(div_by_tensor_to_rsqrt, "after div_to_mul, which makes a division by a constant a multiplication, and "
+         "l2_normalize_decompose, which reads F.normalize's division by a norm; only where the target's table runs "
+         "rsqrt", after=("div_to_mul", "l2_normalize_decompose"), needs_ops=(_edge.rsqrt.default,)),
     Step(var_decompose, "before batch_split, which gives the means it writes batch 1 on Ethos-U; only where the "
          "target's table runs mean, sub and sum", before=("batch_split",),
          needs_ops=(_edge.mean.dim, _edge.sub.Tensor, _edge.sum.dim_IntList)),
@@ -289,6 +310,18 @@ PIPELINE: tuple[Step, ...] = check_order((
     Step(sink_squeeze, "after the steps that write the squeezes it moves (conv1d_to_conv2d, linear_rank1_to_rank2) "
          "and the relu / clamp it moves them below (threshold_to_clamp), and after remove_noops (see theirs)"),
 ))
+
+
+def unmade_rewrite(aten_op: str, ctx: PassContext) -> str | None:
+    """Why `aten_op` (e.g. 'aten.cosine_similarity.default') was not written from table ops for `ctx`: the step
+    that writes it and the ops of its `needs_ops` the target's table lacks; None when no step is kept from it."""
+    for step in PIPELINE:
+        if aten_op in step.rewrites and (step.backends is None or ctx.backend in step.backends):
+            missing = [registry.op_name(op) for op in step.needs_ops if not registry.runs(op, ctx.backend, ctx.profile)]
+            if missing:
+                return (f"{step.name} writes it from int8 table ops where the table runs "
+                        f"{' and '.join(missing)}, which this one (constraints={ctx.profile!r}) does not")
+    return None
 
 
 def run_passes(gm: GraphModule, ctx: PassContext = PassContext()) -> GraphModule:
