@@ -6,8 +6,9 @@
 
 The search, on the calibration samples (at most `max_samples` of them):
 1. Layers: each module (innermost, as the exported graph's `nn_module_stack` names it) holding an operator the
-   quantizer annotates, or the node itself when it belongs to no module; layers that only move data or clamp
-   (view, permute, ReLU, max pooling...) carry no error of their own and are not candidates.
+   quantizer annotates, or the node itself when it belongs to no module; an operator that only moves data or
+   clamps (view, permute, ReLU, max pooling...) goes with the layer it follows. A layer is promoted by a node rule
+   per node (`set_node_name`), so that promoting a module never promotes the modules inside it.
 2. Sensitivity: each layer alone is promoted (int16 activations where the target lists "int16" in
    `activation_dtypes`, else float on the CPU) and PyTorch's quantized model (`convert_pt2e`) is run: the output
    SQNR against the float model it gains over all-int8 is the layer's sensitivity. Cheap: no lowering.
@@ -34,6 +35,8 @@ from typing import Callable, Iterable
 
 import numpy as np
 import torch
+from torch.fx import GraphModule, Node
+from torchao.quantization.pt2e.quantizer import Quantizer
 
 from ..lowering import LoweringResult, lower, quantize
 from ..numerics import compare, sqnr
@@ -42,8 +45,9 @@ from ..quantizer import ANNOTATORS, quantizer_for
 
 log = logging.getLogger("executorch_neutron")
 
-#: ops that only move data or clamp it: promoting them alone changes no rounding
-_NO_ERROR_OF_THEIR_OWN = frozenset(
+#: ops that only move data or clamp it: after a layer they go with it (a ReLU promoted with its convolution), else
+#: they are a layer of their own (what they quantize is their input)
+_FOLLOWERS = frozenset(
     f"aten.{name}" for name in ("view", "_unsafe_view", "reshape", "flatten", "permute", "clone", "squeeze",
                                 "unsqueeze", "transpose", "t", "expand", "contiguous", "dropout", "relu", "relu_",
                                 "relu6", "hardtanh", "hardtanh_", "clamp", "clamp_", "max_pool2d", "unflatten"))
@@ -51,8 +55,11 @@ _NO_ERROR_OF_THEIR_OWN = frozenset(
 
 @dataclass(frozen=True)
 class Layer:
-    name: str  # a module name as in model.named_modules(), or a node of the exported graph
-    kind: str  # "module_name" or "node" (the quantizer's rule kind)
+    """What the search promotes as one: a module's operators (or one operator outside any module) with the
+    activations and data movement that follow it."""
+
+    name: str  # the innermost module, as in model.named_modules(), or the node when it belongs to no module
+    nodes: tuple[str, ...]  # its nodes in the graph the quantizer annotates: the rules set (`set_node_name`)
     ops: tuple[str, ...]  # the operators it holds ("aten.linear.default", ...)
 
 
@@ -102,6 +109,7 @@ class AutoPrecisionResult:
     cost: Cost
     message: str | None = None  # why the target was not reached
     lowering: LoweringResult | None = field(default=None, repr=False)  # the chosen configuration's lowering
+    baseline_lowering: LoweringResult | None = field(default=None, repr=False)  # the all-int8 lowering
 
     def save(self, path):
         """Write the chosen configuration's .pte (as `LoweringResult.save`)."""
@@ -114,7 +122,7 @@ class AutoPrecisionResult:
         return {"target": self.target, "sqnr_target_db": self.sqnr_target_db, "promote_to": self.promote_to,
                 "samples": self.samples, "reached": self.reached, "message": self.message,
                 "sqnr_db": num(self.sqnr_db), "baseline_sqnr_db": num(self.baseline_sqnr_db), "rules": self.rules,
-                "layers": [{"name": la.name, "kind": la.kind, "ops": list(la.ops),
+                "layers": [{"name": la.name, "nodes": list(la.nodes), "ops": list(la.ops),
                             "sensitivity_sqnr_db": num(self.sensitivity.get(la.name))} for la in self.layers],
                 "steps": [{"action": s.action, "layer": s.layer, "promoted": list(s.promoted),
                            "sqnr_db": num(s.sqnr_db), "pte_sqnr_db": num(s.pte_sqnr_db)} for s in self.steps],
@@ -183,19 +191,50 @@ def worst_sqnr(reference: list[list[np.ndarray]], test: list[list[np.ndarray]]) 
 
 
 def find_layers(model: torch.nn.Module, inputs: tuple, quantizer) -> list[Layer]:
-    """The candidate layers, in graph order, as the quantizer's `annotate` sees the graph."""
-    program = torch.export.export(copy.deepcopy(model), inputs, strict=False)
-    gm = quantizer.transform_for_annotation(program.module())
+    """The candidate layers, in graph order, of the graph `quantizer.annotate` sees (inside prepare_pt2e, after its
+    own rewrites): the node names are those of every later quantization of the same model."""
+    from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
+
+    recorder = _Recorder(quantizer)
+    prepare_pt2e(torch.export.export(copy.deepcopy(model), inputs, strict=False).module(), recorder)
+    return recorder.layers
+
+
+class _Recorder(Quantizer):
+    """A quantizer that reads the layers off the graph it is given to annotate, then lets `inner` annotate it."""
+
+    def __init__(self, inner) -> None:
+        super().__init__()
+        self.inner, self.layers = inner, []
+
+    def transform_for_annotation(self, model: GraphModule) -> GraphModule:
+        return self.inner.transform_for_annotation(model)
+
+    def annotate(self, model: GraphModule) -> GraphModule:
+        self.layers = _layers_of(model)
+        return self.inner.annotate(model)
+
+    def validate(self, model: GraphModule) -> None:
+        self.inner.validate(model)
+
+
+def _layers_of(gm: GraphModule) -> list[Layer]:
     annotated = {str(op) for op in ANNOTATORS}
-    found: dict[tuple[str, str], list[str]] = {}
+    owner: dict[Node, str] = {}
+    found: dict[str, list[Node]] = {}
     for node in gm.graph.nodes:
         if node.op != "call_function" or str(node.target) not in annotated:
             continue
-        stack = [name for name, _ in (node.meta.get("nn_module_stack") or {}).values() if name]
-        key = (stack[-1], "module_name") if stack else (node.name, "node")
-        found.setdefault(key, []).append(str(node.target))
-    return [Layer(name, kind, tuple(dict.fromkeys(ops))) for (name, kind), ops in found.items()
-            if any(op.rsplit(".", 1)[0] not in _NO_ERROR_OF_THEIR_OWN for op in ops)]
+        producer = node.args[0] if node.args else None
+        if str(node.target).rsplit(".", 1)[0] in _FOLLOWERS and producer in owner:
+            key = owner[producer]
+        else:
+            stack = [name for name, _ in (node.meta.get("nn_module_stack") or {}).values() if name]
+            key = stack[-1] if stack else node.name
+        owner[node] = key
+        found.setdefault(key, []).append(node)
+    return [Layer(key, tuple(n.name for n in nodes), tuple(dict.fromkeys(str(n.target) for n in nodes)))
+            for key, nodes in found.items()]
 
 
 class _Search:
@@ -209,8 +248,8 @@ class _Search:
         q = quantizer_for(self.spec.target, constraints=self.spec.constraints)
         rules = getattr(q, "neutron", q)  # NeutronCortexMQuantizer: its Neutron quantizer holds the rules
         for layer in promoted:
-            (rules.set_module_name if layer.kind == "module_name" else rules.set_node_name)(layer.name,
-                                                                                          self.promote_to)
+            for node in layer.nodes:
+                rules.set_node_name(node, self.promote_to)
         return q
 
     def quantized_sqnr(self, promoted, samples, floats) -> float:
@@ -227,12 +266,15 @@ class _Search:
 
 def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable, target: str | None = None, *,
                    sqnr_db: float, samples: Iterable | None = None, max_samples: int = 32,
-                   progress: Callable | None = None, **lower_options) -> AutoPrecisionResult:
+                   candidates: Iterable[str] | None = None, progress: Callable | None = None,
+                   **lower_options) -> AutoPrecisionResult:
     """Promote the most sensitive layers until the lowered model reaches `sqnr_db` (dB, vs the float model).
 
     model, inputs, calibration_inputs, target, lower_options: as for `lower()` (spec=..., intermediates_dir=...; not
         quantizer or quantize_model: the search builds the quantizer of each configuration).
     samples: the input tuples the SQNR is measured on (default: the first `max_samples` calibration samples).
+    candidates: the layers the search may promote (names as `find_layers` gives them: "fc1", "backbone.conv2");
+        default every layer.
     progress: a tqdm-like factory: a bar over the layers measured and one over the search's steps.
     """
     for option in ("quantizer", "quantize_model"):
@@ -254,7 +296,7 @@ def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable,
     promote_to = "int16" if "int16" in getattr(target_info, "activation_dtypes", ("int8",)) else "float"
     search = _Search(model, inputs, calibration, spec, promote_to)
     floats = _outputs(model, samples)
-    layers = find_layers(model, inputs, search.quantizer(()))
+    layers = _allowed(find_layers(model, inputs, search.quantizer(())), candidates)
 
     base = search.quantized_sqnr((), samples, floats)
     sensitivity = {}
@@ -287,7 +329,7 @@ def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable,
     steps[0].pte_sqnr_db = baseline_sqnr
     chosen, chosen_sqnr = (baseline, baseline_sqnr) if not promoted else search.lower(promoted, samples)
     steps[-1].pte_sqnr_db = chosen_sqnr
-    best = (chosen_sqnr, chosen, list(promoted))
+    best = max((baseline_sqnr, baseline, []), (chosen_sqnr, chosen, list(promoted)), key=lambda b: b[0])
     remaining = [la for la in order if la not in promoted]
     while chosen_sqnr < sqnr_db and remaining:  # the .pte misses what the quantized model reached: promote on
         promoted.append(remaining.pop(0))
@@ -301,14 +343,25 @@ def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable,
     chosen_sqnr, chosen, promoted = best
     message = None
     if chosen_sqnr < sqnr_db:
-        message = (f"accuracy target {sqnr_db:g} dB not reachable on {target_info.name}: with every layer promoted "
-                   f"to {promote_to} the best .pte reaches {_db(chosen_sqnr)} (all-int8 {_db(baseline_sqnr)}); "
-                   f"returning the best configuration found")
+        message = (f"accuracy target {sqnr_db:g} dB not reachable on {target_info.name}: with each of the "
+                   f"{len(layers)} candidate layer(s) promoted to {promote_to} the best .pte reaches "
+                   f"{_db(chosen_sqnr)} (all-int8 {_db(baseline_sqnr)}); returning the best configuration found")
         log.warning("warning: %s", message)
     return AutoPrecisionResult(
         target_info.name, float(sqnr_db), promote_to, len(samples), layers, sensitivity, steps,
         {la.name: promote_to for la in promoted}, chosen_sqnr, baseline_sqnr, chosen_sqnr >= sqnr_db,
-        Cost.of(baseline), Cost.of(chosen), message, chosen)
+        Cost.of(baseline), Cost.of(chosen), message, chosen, baseline)
+
+
+def _allowed(layers: list[Layer], candidates: Iterable[str] | None) -> list[Layer]:
+    if candidates is None:
+        return layers
+    wanted = list(candidates)
+    unknown = [c for c in wanted if c not in {la.name for la in layers}]
+    if unknown:
+        raise ValueError(f"candidates {', '.join(unknown)}: the model has no such layer; its layers are: "
+                         f"{', '.join(la.name for la in layers)}")
+    return [la for la in layers if la.name in wanted]
 
 
 def _names(layers: list[Layer]) -> tuple[str, ...]:
