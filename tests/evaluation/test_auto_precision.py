@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from executorch_neutron import auto_precision, cli, runtime
+from executorch_neutron import BudgetError, auto_precision, cli, runtime
 from executorch_neutron.evaluation.auto_precision import Layer, find_layers, worst_sqnr
 from executorch_neutron.quantizer import quantizer_for
 from executorch_neutron.target import get_target
@@ -113,6 +113,12 @@ def test_options_the_search_owns_are_refused():
         auto_precision(Wide(), data[0], data, sqnr_db=30, quantizer=quantizer_for("imxrt700"))
     with pytest.raises(ValueError, match="finite number of dB"):
         auto_precision(Wide(), data[0], data, sqnr_db=float("nan"))
+
+
+def test_a_budget_is_held_against_the_chosen_configuration():
+    data = wide_data(2)
+    with pytest.raises(BudgetError, match="SRAM"):
+        auto_precision(Wide(), data[0], data, target="imxrt700", sqnr_db=0, sram_budget="16B")
 
 
 CLI_MODEL = '''

@@ -42,6 +42,7 @@ from ..lowering import LoweringResult, lower, quantize
 from ..numerics import compare, sqnr
 from ..pipeline import LoweringError, resolve_spec
 from ..quantizer import ANNOTATORS, quantizer_for
+from ..report.memory import parse_size
 
 log = logging.getLogger("executorch_neutron")
 
@@ -270,8 +271,9 @@ def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable,
                    **lower_options) -> AutoPrecisionResult:
     """Promote the most sensitive layers until the lowered model reaches `sqnr_db` (dB, vs the float model).
 
-    model, inputs, calibration_inputs, target, lower_options: as for `lower()` (spec=..., intermediates_dir=...; not
-        quantizer or quantize_model: the search builds the quantizer of each configuration).
+    model, inputs, calibration_inputs, target, lower_options: as for `lower()` (spec=..., intermediates_dir=...,
+        sram_budget=..., held against the chosen configuration; not quantizer or quantize_model: the search builds
+        the quantizer of each configuration).
     samples: the input tuples the SQNR is measured on (default: the first `max_samples` calibration samples).
     candidates: the layers the search may promote (names as `find_layers` gives them: "fc1", "backbone.conv2");
         default every layer.
@@ -283,6 +285,8 @@ def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable,
                              f"must be the float model)")
     if not isinstance(sqnr_db, (int, float)) or not math.isfinite(sqnr_db):
         raise ValueError(f"sqnr_db={sqnr_db!r}: give the accuracy target as a finite number of dB, e.g. 30")
+    budgets = {k: None if (v := lower_options.pop(f"{k}_budget", None)) is None else parse_size(v)
+               for k in ("sram", "flash")}  # held against the chosen configuration (as lower() does)
     spec = resolve_spec(target, lower_options.pop("spec", None), **lower_options)
     inputs = _tuple(inputs)
     calibration = [_tuple(s) for s in calibration_inputs] if calibration_inputs is not None else []
@@ -340,7 +344,10 @@ def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable,
             bar.update(1)
     if bar is not None:
         bar.close()
+    if best[1] is not chosen and spec.intermediates_dir:  # its files in intermediates_dir, not the last lowering's
+        best = (best[0], search.lower(best[2], samples)[0], best[2])
     chosen_sqnr, chosen, promoted = best
+    chosen.check_budget(**budgets)
     message = None
     if chosen_sqnr < sqnr_db:
         message = (f"accuracy target {sqnr_db:g} dB not reachable on {target_info.name}: with each of the "
