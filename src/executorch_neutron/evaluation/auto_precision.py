@@ -10,8 +10,8 @@ The search, on the calibration samples (at most `max_samples` of them):
    clamps (view, permute, ReLU, max pooling...) goes with the layer it follows. A layer is promoted by a node rule
    per node (`set_node_name`), so that promoting a module never promotes the modules inside it.
 2. Sensitivity: each layer alone is promoted (int16 activations where the target lists "int16" in
-   `activation_dtypes`, else float on the CPU) and PyTorch's quantized model (`convert_pt2e`) is run: the output
-   SQNR against the float model it gains over all-int8 is the layer's sensitivity. Cheap: no lowering.
+   `activation_dtypes`, else float on the CPU) and PyTorch's quantized model (`convert_pt2e`) is run: its output
+   SQNR against the float model (what it gains over all-int8) ranks the layer. Cheap: no lowering.
 3. Greedy: layers are promoted in order of sensitivity until the quantized model reaches the target, then each
    promoted layer that the target does not need is dropped again (least sensitive first).
 4. Verification: the chosen configuration is lowered and its .pte run on the host (`numerics.compare`: the SQNR
