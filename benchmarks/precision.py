@@ -84,6 +84,14 @@ MODELS = {
 }
 
 
+@contextlib.contextmanager
+def _quiet():
+    """Drop what the stages print: the host runtime's log lines, and Vela's per-layer tables, which reach a
+    redirected sys.stdout (the page's capture) past the file descriptors Vela's call captures."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        yield
+
+
 def _fmt_metric(name: str, value: float | None) -> str:
     if value is None:
         return "n/a"
@@ -131,15 +139,15 @@ def measure(name: str, targets: list[str]) -> None:
         print("|---|---|---|---|---|---|---|")
 
         def run(lowering):
-            with contextlib.redirect_stderr(io.StringIO()):  # the host runtime's own log lines
+            with _quiet():
                 return evaluate(model, data, inputs, target=target, result=lowering)
 
-        with contextlib.redirect_stderr(io.StringIO()):
+        with _quiet():
             auto = auto_precision(model, inputs, calibration, target, sqnr_db=target_db)
         base_ev = run(auto.baseline_lowering)
         print(_row("all-int8", metric, base_ev, auto.baseline_lowering))
         if "int16" in getattr(info, "activation_dtypes", ("int8",)):
-            with contextlib.redirect_stderr(io.StringIO()):
+            with _quiet():
                 a16w8 = lower(model, inputs, calibration, target=target,
                               quantizer=quantizer_for(target, activations="int16"))
             print(_row("A16W8", metric, run(a16w8), a16w8))
