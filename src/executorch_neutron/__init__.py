@@ -7,6 +7,7 @@ Public API:
     NeutronCompileSpec    every backend option, parsed once
     lower                 one call: model -> quantized -> partitioned -> .pte (a LoweringResult)
     memory_section        what a .pte needs in SRAM and flash, line by line, with where each part lives
+    auto_precision        promote the most sensitive layers (int16, else float) until the .pte reaches an SQNR
     check_budget          refuse a program over an SRAM / flash budget (BudgetError); lower(sram_budget=...) too
 """
 
@@ -31,6 +32,7 @@ _LAZY = {
     "LoweringError": ".pipeline",
     "compare": ".numerics",
     "evaluate": ".evaluation.run",
+    "auto_precision": ".evaluation.auto_precision",
     "check_budget": ".report.memory",
     "memory_section": ".report.memory",
     "BudgetError": ".report.memory",

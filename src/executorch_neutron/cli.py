@@ -119,6 +119,10 @@ def _lower(args):
 
     quantize = not args.qat
     calib = _calibration(args, inputs, bundled) if quantize else None
+    if getattr(args, "accuracy_target", None) is not None:  # compile --accuracy-target: evaluation/auto_precision.py
+        from .evaluation.auto_precision import search_for_cli
+
+        return search_for_cli(args, model, inputs, calib, target, bars, _spec_options(args)), model, inputs, calib
     result = lower(model, inputs, calib, target=target, quantize_model=quantize, progress=bars,
                    etrecord=bool(getattr(args, "etrecord", None)), **_spec_options(args))
     return result, model, inputs, calib
@@ -544,6 +548,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--etrecord", metavar="FILE", help="also write ExecuTorch's ETRecord (for `profile`/Inspector)")
     c.add_argument("--model-explorer", metavar="DIR", help="also write each partition's TFLite and Model Explorer "
                    "node data (as `report --model-explorer`)")
+    c.add_argument("--accuracy-target", type=float, metavar="SQNR_DB", help="promote the layers that cost the most "
+                   "accuracy (int16 where the NPU has it, else float on the CPU) until the .pte reaches this SQNR vs "
+                   "float on the calibration data; prints the choice and its cost against all-int8")
     board.add_compile_options(c)
     for kind in ("sram", "flash"):
         c.add_argument(f"--{kind}-budget", metavar="SIZE", help=f"refuse (exit 2, nothing written) when the program "

@@ -5,7 +5,8 @@ the float model, PyTorch's quantized model, the .pte on the host and the .pte on
     r = evaluate(model, "digits.npz", target="imxrt700")   # EvaluationResult: print(r), r.to_dict(), r.save_html(f)
 
 Modules: data.py (the data set's forms, read and checked without torch), metrics.py (the numbers, numpy only),
-run.py (`evaluate`: lowering, the rows, the checks against the model), result.py (table, dict, HTML section).
+run.py (`evaluate`: lowering, the rows, the checks against the model), result.py (table, dict, HTML section),
+auto_precision.py (`auto_precision`: the layers to promote until the .pte reaches an SQNR target).
 Names are imported on first use, so that `evaluation.data` loads without torch.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import importlib
 
 _LAZY = {"evaluate": ".run", "EvaluationResult": ".result", "Row": ".result", "Dataset": ".data",
-         "load_dataset": ".data"}
+         "load_dataset": ".data", "auto_precision": ".auto_precision", "AutoPrecisionResult": ".auto_precision"}
 __all__ = sorted(_LAZY)
 
 
