@@ -164,6 +164,17 @@ def test_same_model_same_bytes():
     assert a.pte == b.pte
 
 
+def test_vela_prints_nothing_into_a_redirected_sys_stdout():
+    """Vela's Python prints (its per-layer tables) go to its console file, also when sys.stdout is an object of
+    its own (a notebook, pytest's capture, redirect_stdout): before, they reached the caller's stream."""
+    m = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU()).eval()
+    x = (torch.randn(1, 3, 8, 8),)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        lower(m, x, [x], target="imx93")
+    assert out.getvalue() == "" and err.getvalue() == ""
+
+
 def test_recipe_gives_the_bytes_of_lower():
     from executorch.export import export
 

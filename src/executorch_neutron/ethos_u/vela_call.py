@@ -88,22 +88,26 @@ def cpu_operators(console: str) -> tuple[tuple[str, str, str], ...]:
 
 @contextlib.contextmanager
 def _captured_stdout(path: Path):
-    """Send file descriptors 1 and 2 (Python and C++ writers alike) to `path` for the duration."""
+    """Send file descriptors 1 and 2 (C++ writers) and Python's `sys.stdout` / `sys.stderr` to `path` for the
+    duration: Python's streams may be objects of their own (pytest's capture, a notebook, a redirect_stdout), which
+    the descriptors do not reach."""
     sys.stdout.flush()
     sys.stderr.flush()
     saved = [os.dup(1), os.dup(2)]
     with open(path, "wb") as sink:
         os.dup2(sink.fileno(), 1)
         os.dup2(sink.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            for fd in saved:
-                os.close(fd)
+        # a duplicate of the sink's descriptor shares its offset: Python's and C++'s lines interleave in order
+        with os.fdopen(os.dup(sink.fileno()), "w", buffering=1, encoding="utf-8", errors="replace") as text:
+            try:
+                with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
+                    yield
+            finally:
+                text.flush()
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+                for fd in saved:
+                    os.close(fd)
 
 
 def _kib(value: str) -> int:
