@@ -86,8 +86,7 @@ MODELS = {
 
 @contextlib.contextmanager
 def _quiet():
-    """Drop what the stages print: the host runtime's log lines, and Vela's per-layer tables, which reach a
-    redirected sys.stdout (the page's capture) past the file descriptors Vela's call captures."""
+    """Drop what the stages print (the host runtime's log lines) from the page's capture."""
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         yield
 
