@@ -32,6 +32,8 @@ from ..target import NeutronTarget
 from .neutron_quantizer import NeutronQuantizer
 from .patterns import is_annotated
 
+_PRECISION_SETTERS = ("set_global", "set_module_type", "set_module_name", "set_operator_type", "set_node_name",
+                      "set_precision")
 #: node.meta key set on nodes annotated by the Cortex-M quantizer (the report's "Cortex-M" reasons use it)
 QUANTIZED_BY = "executorch_neutron_quantized_by"
 
@@ -51,8 +53,10 @@ def _cortex_m_quantizer() -> Quantizer:
 class NeutronCortexMQuantizer(Quantizer):
     """PT2E int8 quantizer for Neutron + Cortex-M: Neutron annotates first, Cortex-M what Neutron left.
 
-    Args: the target, then `NeutronQuantizer`'s keyword options (is_qat, per_channel, observer, modules_to_skip);
-    modules_to_skip keeps those modules float for both quantizers.
+    Args: the target, then `NeutronQuantizer`'s keyword options (is_qat, per_channel, observer, modules_to_skip,
+    precision); what the precision configuration keeps float (modules_to_skip too) stays float for both quantizers.
+    The per-layer settings (`set_global`, `set_module_type`, `set_module_name`, `set_operator_type`,
+    `set_node_name`, `set_precision`) are `NeutronQuantizer`'s.
     """
 
     def __init__(self, target: str | NeutronTarget = "imxrt700cm", **options) -> None:
@@ -63,6 +67,21 @@ class NeutronCortexMQuantizer(Quantizer):
 
     def __repr__(self) -> str:
         return f"NeutronCortexMQuantizer({self.neutron!r})"
+
+    @property
+    def precision(self):
+        return self.neutron.precision
+
+    def __getattr__(self, name: str):
+        if name.startswith("set_") and name in _PRECISION_SETTERS:
+            setter = getattr(self.neutron, name)
+
+            def chained(*args, **kwargs):
+                setter(*args, **kwargs)
+                return self
+
+            return chained
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
         return self.neutron.transform_for_annotation(model)
