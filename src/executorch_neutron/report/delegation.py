@@ -24,6 +24,7 @@ from ..core.payload import unpack
 from ..core.qdq import per_tensor_kind
 from ..ops.registry import op_name
 from ..partition.support import Rejection
+from ..pte import io_qparams
 from ..target import get_target
 from ..tflite.layout import stored_channels_last
 from . import macs as _macs
@@ -115,6 +116,7 @@ class DelegationReport:
     graph: object = None  # graph.ProgramGraph: the lowered program as vertices and edges (the HTML draws it)
     memory: MemorySection | None = None  # what the .pte needs on the target (memory.py; lower() sets it)
     cpu_work: list = field(default_factory=list)  # (op, output elements, MACs) per CPU node (the estimate's CPU part)
+    quantized_io: list = field(default_factory=list)  # pte.IOQParams of forward's inputs and outputs (quantized I/O)
 
     # --- the estimate: one, from the target's back end ---------------------------------------------------
     @property
@@ -287,7 +289,8 @@ class DelegationReport:
                    constraints=spec.constraints,
                    cortex_m_core=None if leftovers is None else leftovers.core, cortex_m_kernels=kernels,
                    cortex_m_refused={} if leftovers is None else dict(leftovers.refused),
-                   graph=apply_costs(graph, partitions), cpu_work=_macs.cpu_work(gm.graph))
+                   graph=apply_costs(graph, partitions), cpu_work=_macs.cpu_work(gm.graph),
+                   quantized_io=io_qparams(getattr(edge, "_config_methods", None) or {}).get("forward", []))
 
 
 def _requantizations(gm) -> list[Requantization]:
