@@ -25,6 +25,7 @@ from .core.progress import listening
 from .core.qdq import per_tensor_kind
 from .models.loading import CALIBRATION_HINT, calibration_problem
 from .pipeline import LoweringError, assemble, resolve_spec
+from .quantizer.precision import PrecisionError
 from .report import DelegationReport
 from .report.memory import check_budget, memory_section, parse_size
 from .runtime.validate import op_name, unregistered_operators
@@ -128,7 +129,10 @@ def quantize(model: torch.nn.Module, inputs: tuple, calibration: Iterable, quant
     check_no_buffer_mutation(program)
     module = program.module()
     check_batch_norm_operands(module)
-    prepared = prepare_pt2e(module, quantizer)
+    try:
+        prepared = prepare_pt2e(module, quantizer)
+    except PrecisionError as exc:  # a precision rule that names nothing in the model: the error lists its names
+        raise LoweringError(str(exc)) from None
     samples = list(calibration)
     if not samples:
         raise LoweringError("calibration needs at least one sample, and calibration_inputs is empty: pass a list of "

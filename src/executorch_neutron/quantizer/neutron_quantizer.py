@@ -27,7 +27,7 @@ from ..compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
 from ..target import NeutronTarget, get_target
 from ..passes import PassContext, run_passes
 from .patterns import ANNOTATORS, AnnotationContext, annotate_graph
-from .precision import KEPT_FLOAT_META, PrecisionConfig, check_precision, parse, qualified_name
+from .precision import KEPT_FLOAT_META, PrecisionConfig, PrecisionError, check_precision, parse, qualified_name
 from .qconfig import NeutronQConfig, make_qconfig
 
 
@@ -125,7 +125,7 @@ class NeutronQuantizer(Quantizer):
         check_precision(precision)
         dtypes = getattr(self.target, "activation_dtypes", ("int8",))
         if precision != "float" and precision not in dtypes:
-            raise ValueError(f"{precision} activations are not supported on {self.target.name}: its NPU computes "
+            raise PrecisionError(f"{precision} activations are not supported on {self.target.name}: its NPU computes "
                              f"{' and '.join(dtypes)}; use {' or '.join((*dtypes, 'float'))}")
         return precision
 

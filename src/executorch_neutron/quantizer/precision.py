@@ -50,6 +50,10 @@ SYNTAX = ("KEY=PRECISION items separated by commas, KEY being default, a module 
           "(e.g. \"head=float,type:Conv2d=int16\"), or @FILE")
 
 
+class PrecisionError(ValueError):
+    """A precision setting that is malformed, names nothing in the model, or asks what the target cannot do."""
+
+
 @dataclass(frozen=True)
 class Rule:
     kind: str  # one of KINDS
@@ -59,7 +63,7 @@ class Rule:
 
 def check_precision(precision: str, what: str = "precision") -> str:
     if precision not in PRECISIONS:
-        raise ValueError(f"unknown {what} {precision!r}: valid values are {', '.join(PRECISIONS)}")
+        raise PrecisionError(f"unknown {what} {precision!r}: valid values are {', '.join(PRECISIONS)}")
     return precision
 
 
@@ -75,7 +79,7 @@ class PrecisionConfig:
 
     def set(self, kind: str, key: str, precision: str) -> "PrecisionConfig":
         if kind not in KINDS:
-            raise ValueError(f"unknown rule kind {kind!r}: valid kinds are {', '.join(KINDS)}")
+            raise PrecisionError(f"unknown rule kind {kind!r}: valid kinds are {', '.join(KINDS)}")
         self.rules.append(Rule(kind, key, check_precision(precision)))
         return self
 
@@ -103,7 +107,7 @@ class PrecisionConfig:
                 "operator": ("operator", lambda: list(dict.fromkeys(str(n.target) for n in nodes))),
                 "node": ("node", lambda: [n.name for n in nodes]),
             }[rule.kind]
-            raise ValueError(f"precision rule {_key_text(rule)}={rule.precision}: the model has no {what} "
+            raise PrecisionError(f"precision rule {_key_text(rule)}={rule.precision}: the model has no {what} "
                              f"{rule.key!r}; its {what}s are: {', '.join(names()) or '(none)'}")
 
 
@@ -176,16 +180,16 @@ def parse(spec: "str | Mapping[str, str] | PrecisionConfig | None") -> tuple[str
 
 def _parse_file(path: Path) -> tuple[str | None, list[Rule]]:
     if not path.is_file():
-        raise ValueError(f"precision file {path} does not exist: give @FILE with {SYNTAX.split(', or @')[0]}")
+        raise PrecisionError(f"precision file {path} does not exist: give @FILE with {SYNTAX.split(', or @')[0]}")
     text = path.read_text()
     if path.suffix == ".json" or text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"precision file {path} is not valid JSON ({exc}): expected an object such as "
+            raise PrecisionError(f"precision file {path} is not valid JSON ({exc}): expected an object such as "
                              f"{{\"default\": \"int8\", \"head\": \"float\"}}") from None
         if not isinstance(data, dict):
-            raise ValueError(f"precision file {path}: expected a JSON object such as {{\"head\": \"float\"}}")
+            raise PrecisionError(f"precision file {path}: expected a JSON object such as {{\"head\": \"float\"}}")
         return _items(data.items(), f"precision file {path}")
     if path.suffix == ".toml":
         import tomllib
@@ -193,7 +197,7 @@ def _parse_file(path: Path) -> tuple[str | None, list[Rule]]:
         try:
             return _items(tomllib.loads(text).items(), f"precision file {path}")
         except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"precision file {path} is not valid TOML ({exc}): expected lines such as "
+            raise PrecisionError(f"precision file {path} is not valid TOML ({exc}): expected lines such as "
                              f"'\"type:Conv2d\" = \"int16\"'") from None
     lines = [line.split("#", 1)[0] for line in text.splitlines()]
     return _parse_text(",".join(lines), f"precision file {path}")
@@ -206,7 +210,7 @@ def _parse_text(text: str, where: str) -> tuple[str | None, list[Rule]]:
             continue
         key, sep, value = item.rpartition("=")
         if not sep or not key.strip():
-            raise ValueError(f"{where}: {item!r} is not KEY=PRECISION; expected {SYNTAX}")
+            raise PrecisionError(f"{where}: {item!r} is not KEY=PRECISION; expected {SYNTAX}")
         items.append((key.strip(), value.strip()))
     return _items(items, where)
 
@@ -215,7 +219,7 @@ def _items(items, where: str) -> tuple[str | None, list[Rule]]:
     default, rules = None, []
     for key, value in items:
         if not isinstance(key, str) or not isinstance(value, str) or value not in PRECISIONS or not key.strip():
-            raise ValueError(f"{where}: {key}={value} is not KEY=PRECISION with PRECISION int8, int16 or float; "
+            raise PrecisionError(f"{where}: {key}={value} is not KEY=PRECISION with PRECISION int8, int16 or float; "
                              f"expected {SYNTAX}")
         if key in ("default", "global"):
             default = value
@@ -223,7 +227,7 @@ def _items(items, where: str) -> tuple[str | None, list[Rule]]:
         prefix, sep, name = key.partition(":")
         kind = PREFIXES.get(prefix) if sep else "module_name"
         if kind is None or not (name if sep else key).strip():
-            raise ValueError(f"{where}: unknown key {key!r} (prefixes: {', '.join(p + ':' for p in PREFIXES)}); "
+            raise PrecisionError(f"{where}: unknown key {key!r} (prefixes: {', '.join(p + ':' for p in PREFIXES)}); "
                              f"expected {SYNTAX}")
         rules.append(Rule(kind, (name if sep else key).strip(), value))
     return default, rules
