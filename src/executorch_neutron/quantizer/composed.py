@@ -107,11 +107,26 @@ class NeutronCortexMQuantizer(Quantizer):
             n.meta.pop(PatternMatcher.Q_PATTERN_MATCHED_KEY, None)
             if is_annotated(n) and n not in neutron_nodes:
                 n.meta[QUANTIZED_BY] = "cortex_m"
+        _keep_float_io(model, set(skipped))
         share_boundary_qparams(model)
         return model
 
     def validate(self, model: GraphModule) -> None:
         pass
+
+
+def _keep_float_io(model: GraphModule, kept_float: set) -> None:
+    """The Cortex-M quantizer quantizes the model's inputs and outputs (placeholders, the output node) whatever reads
+    or gives them: an output a kept-float op gives, and an input only kept-float ops read, stay float."""
+    for node in model.graph.nodes:
+        ann = node.meta.get(Q_ANNOTATION_KEY)
+        if ann is None:
+            continue
+        if node.op == "output":
+            for producer in [p for p in ann.input_qspec_map if p in kept_float]:
+                del ann.input_qspec_map[producer]
+        elif node.op == "placeholder" and node.users and all(u in kept_float for u in node.users):
+            ann.output_qspec = None
 
 
 def _mark_quantized_for_cortex_m(node: Node) -> None:
