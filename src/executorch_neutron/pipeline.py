@@ -80,12 +80,12 @@ class Pipeline:
 
     def io_step(self, edge):
         """After partitioning, before the Cortex-M step: the quantized I/O step when asked for, else `edge`."""
-        return quantize_io(edge) if self.quantized_io else edge
+        return edge.transform(quantize_io_passes(edge)) if self.quantized_io else edge
 
     def edge_transforms(self) -> list | None:
-        """The quantized I/O step and the Cortex-M step as a recipe's EDGE_PROGRAM_MANAGER_TRANSFORM (None when
-        there is neither)."""
-        steps = [self.io_step] if self.quantized_io else []
+        """The quantized I/O step and the Cortex-M step as a recipe's edge-manager transforms (each returns the
+        passes ExecuTorch then applies; None when there is neither)."""
+        steps = [quantize_io_passes] if self.quantized_io else []
         if self.cortex_m_core:
             def cortex_m_leftovers(edge):
                 return prepare_leftovers(edge, self.spec, self._cpu_nodes())[0]
@@ -114,9 +114,9 @@ def assemble(spec: NeutronCompileSpec, quantizer=None, quantized_io: bool = Fals
                     edge_compile_config=edge_compile_config(spec), quantized_io=quantized_io)
 
 
-def quantize_io(edge):
-    """The edge program with quantized I/O (see the module docstring); a LoweringError names an input that no
-    quantize node reads first (or an output no dequantize node gives), e.g. one the precision keeps float."""
+def quantize_io_passes(edge) -> list:
+    """ExecuTorch's passes that give `edge` quantized I/O (see the module docstring); a LoweringError names an
+    input that no quantize node reads first (or an output no dequantize node gives), e.g. one kept float."""
     from executorch.exir.dialects._ops import ops as exir_ops
     from executorch.exir.passes.quantize_io_pass import QuantizeInputs, QuantizeOutputs
 
@@ -139,5 +139,5 @@ def quantize_io(edge):
             raise LoweringError(f"quantized_io: output {i} ({getattr(node, 'name', node)}) is not given by a "
                                 f"dequantize node ({getattr(node, 'target', 'a constant')}): keep its last operator "
                                 f"quantized (not float in the precision config), or lower without quantized I/O")
-    return edge.transform([QuantizeInputs(edge, list(range(len(inputs))), method_name="forward"),
-                           QuantizeOutputs(edge, list(range(len(outputs))), method_name="forward")])
+    return [QuantizeInputs(edge, list(range(len(inputs))), method_name="forward"),
+            QuantizeOutputs(edge, list(range(len(outputs))), method_name="forward")]
