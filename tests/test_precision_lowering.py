@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ("imxrt700", "imx93")
 MODEL = '''
 import torch
+from torch import nn
 
 
 class TwoStage(nn.Module):
@@ -117,7 +118,8 @@ def test_quantized_io_matches_pytorchs_quantized_model(case):
         with torch.no_grad():
             ref = quantize_np(r.quantized_model(x).contiguous().numpy(), q_out.scale, q_out.zero_point)
         assert_within_steps(out.contiguous().numpy(), ref, 1, q_out.scale)
-        assert torch.equal(run(r.pte, [x])[0], out)  # a float input is quantized with the same qparams
+        # float in, float out: the input quantized with the same qparams, the output dequantized with its own
+        torch.testing.assert_close(run(r.pte, [x])[0], (out.float() - q_out.zero_point) * q_out.scale)
 
 
 def test_quantized_io_is_shown_by_the_report_and_inspect_pte(tmp_path):
@@ -189,10 +191,16 @@ def test_cli_precision_and_quantized_io(tmp_path):
     proc = _cli("run", pte, "--input", tmp_path / "x.npy", "--save-outputs", tmp_path / "out")
     assert proc.returncode == 0, proc.stderr
     assert f"input 0 is float: quantized to int8 with the program's scale {q_in['scale']:.6g}" in proc.stdout
+    assert "output 0 dequantized with the program's scale" in proc.stdout
     np.save(tmp_path / "xq.npy", quantize_np(x, q_in["scale"], q_in["zero_point"]))
     proc = _cli("run", pte, "--input", tmp_path / "xq.npy", "--save-outputs", tmp_path / "out_q")
     assert proc.returncode == 0 and "quantized to int8" not in proc.stdout, proc.stderr
-    assert np.array_equal(np.load(tmp_path / "out" / "output_0.npy"), np.load(tmp_path / "out_q" / "output_0.npy"))
+    assert "output 0 dequantized with the program's scale" not in proc.stdout
+    q_out = json.loads(report.read_text())["quantized_io"][1]
+    out_q = np.load(tmp_path / "out_q" / "output_0.npy")
+    assert out_q.dtype == np.int8
+    np.testing.assert_allclose(np.load(tmp_path / "out" / "output_0.npy"),
+                               (out_q.astype(np.float32) - q_out["zero_point"]) * q_out["scale"], rtol=1e-6)
     proc = _cli("report", pte)
     assert proc.returncode == 0 and "quantized I/O: input 0: int8" in proc.stdout, proc.stderr
     proc = _cli("compile", f"{tmp_path / 'm.py'}:factory", "--random-calibration", "--precision", "head:float",

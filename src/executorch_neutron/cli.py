@@ -289,11 +289,13 @@ def _run(args) -> int:
     from .runtime import run
 
     quantized_io = {(q["side"], q["index"]): q for q in _inspect(args.pte).methods[0].quantized_io}
-    inputs = _quantize_inputs(inputs, quantized_io)
+    inputs, from_float = _quantize_inputs(inputs, quantized_io)
     outputs = run_on_device(args, inputs)  # None without --device
     if outputs is None:
         with _runtime_logs():  # a NeutronRuntimeError gets its hint in main()
             outputs = run(args.pte, inputs, etdump=args.etdump)
+    if from_float:  # float in, float out: as the float model would
+        outputs = _dequantize_outputs(outputs, quantized_io)
     if args.etdump:
         print(f"wrote {args.etdump} (ETDump: `executorch-neutron profile` or executorch.devtools.Inspector)")
     if save:
@@ -304,7 +306,7 @@ def _run(args) -> int:
                 if a.size else f"output {j}: {a.dtype}{list(a.shape)} (empty)")
         if a.ndim == 2 and a.shape[1] > 1:
             line += f" argmax {a.argmax(1).tolist()}"
-        if ("output", j) in quantized_io:
+        if ("output", j) in quantized_io and not from_float:
             q = quantized_io["output", j]
             line += f" (quantized: x = (q - {q['zero_point']}) * {q['scale']:.6g})"
         print(line)
@@ -316,20 +318,35 @@ def _run(args) -> int:
     return EXIT_OK
 
 
-def _quantize_inputs(inputs: list, quantized_io: dict) -> list:
+def _quantize_inputs(inputs: list, quantized_io: dict) -> tuple[list, bool]:
     """A quantized-I/O .pte given float inputs: quantize them with the program's qparams (as the host runtime
-    would), for the host and a board alike, and say so; int8 (int16) inputs are passed as they are."""
+    would), for the host and a board alike, and say so; int8 (int16) inputs are passed as they are. Returns the
+    inputs and whether any was quantized (then the outputs are dequantized: `_dequantize_outputs`)."""
     from .pte import IOQParams
     from .runtime.host import quantize
 
-    inputs = list(inputs)
+    inputs, any_float = list(inputs), False
     for i, x in enumerate(inputs):
         q = quantized_io.get(("input", i))
         if q is not None and x.is_floating_point():
-            inputs[i] = quantize(x, IOQParams(**q))
+            inputs[i], any_float = quantize(x, IOQParams(**q)), True
             print(f"input {i} is float: quantized to {q['dtype']} with the program's scale {q['scale']:.6g} and zero "
                   f"point {q['zero_point']}")
-    return inputs
+    return inputs, any_float
+
+
+def _dequantize_outputs(outputs: list, quantized_io: dict) -> list:
+    from .pte import IOQParams
+    from .runtime.host import dequantize
+
+    outputs = list(outputs)
+    for j, out in enumerate(outputs):
+        q = quantized_io.get(("output", j))
+        if q is not None:
+            outputs[j] = dequantize(out, IOQParams(**q))
+            print(f"output {j} dequantized with the program's scale {q['scale']:.6g} and zero point "
+                  f"{q['zero_point']} (float inputs were given)")
+    return outputs
 
 
 def _profile(args) -> int:
