@@ -209,3 +209,16 @@ def test_cli_precision_and_quantized_io(tmp_path):
     assert [l for l in proc.stderr.splitlines() if l.startswith("error:")] == [
         next(l for l in proc.stderr.splitlines() if l.startswith("error:"))]
     assert "'head:float' is not KEY=PRECISION" in proc.stderr and not (tmp_path / "bad.pte").exists()
+
+
+def test_precision_with_a_quantizer_of_ones_own_or_a_quantized_model_is_refused():
+    from executorch_neutron.quantizer import NeutronQuantizer
+
+    model, calib = _model_and_data()
+    with pytest.raises(LoweringError, match=r"precision configure the target's own quantizer, but a quantizer was "
+                                            r"given: set them on that quantizer"):
+        lower(model, calib[0], calib, quantizer=NeutronQuantizer(), precision="head=float")
+    with pytest.raises(LoweringError, match="quantize_model=False"):
+        lower(model, calib[0], quantize_model=False, precision="head=float")
+    with pytest.raises(LoweringError, match="int16 activations are not supported on imxrt700"):
+        lower(model, calib[0], calib, precision="default=int16")

@@ -32,8 +32,6 @@ from ..target import NeutronTarget
 from .neutron_quantizer import NeutronQuantizer
 from .patterns import is_annotated
 
-_PRECISION_SETTERS = ("set_global", "set_module_type", "set_module_name", "set_operator_type", "set_node_name",
-                      "set_precision")
 #: node.meta key set on nodes annotated by the Cortex-M quantizer (the report's "Cortex-M" reasons use it)
 QUANTIZED_BY = "executorch_neutron_quantized_by"
 
@@ -72,16 +70,30 @@ class NeutronCortexMQuantizer(Quantizer):
     def precision(self):
         return self.neutron.precision
 
-    def __getattr__(self, name: str):
-        if name.startswith("set_") and name in _PRECISION_SETTERS:
-            setter = getattr(self.neutron, name)
+    # the per-layer settings: NeutronQuantizer's (its precision configuration is the one both steps follow)
+    def set_global(self, precision: str) -> "NeutronCortexMQuantizer":
+        self.neutron.set_global(precision)
+        return self
 
-            def chained(*args, **kwargs):
-                setter(*args, **kwargs)
-                return self
+    def set_module_type(self, module_type, precision: str) -> "NeutronCortexMQuantizer":
+        self.neutron.set_module_type(module_type, precision)
+        return self
 
-            return chained
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    def set_module_name(self, name: str, precision: str) -> "NeutronCortexMQuantizer":
+        self.neutron.set_module_name(name, precision)
+        return self
+
+    def set_operator_type(self, operator, precision: str) -> "NeutronCortexMQuantizer":
+        self.neutron.set_operator_type(operator, precision)
+        return self
+
+    def set_node_name(self, name: str, precision: str) -> "NeutronCortexMQuantizer":
+        self.neutron.set_node_name(name, precision)
+        return self
+
+    def set_precision(self, precision) -> "NeutronCortexMQuantizer":
+        self.neutron.set_precision(precision)
+        return self
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
         return self.neutron.transform_for_annotation(model)

@@ -125,8 +125,8 @@ class NeutronQuantizer(Quantizer):
         check_precision(precision)
         dtypes = getattr(self.target, "activation_dtypes", ("int8",))
         if precision != "float" and precision not in dtypes:
-            raise PrecisionError(f"{precision} activations are not supported on {self.target.name}: its NPU computes "
-                             f"{' and '.join(dtypes)}; use {' or '.join((*dtypes, 'float'))}")
+            raise PrecisionError(f"{precision} activations are not supported on {self.target.name}: its NPU "
+                                 f"computes {' and '.join(dtypes)}; use {' or '.join((*dtypes, 'float'))}")
         return precision
 
     # -- Quantizer API ---------------------------------------------------------------------------------------
