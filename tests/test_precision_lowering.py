@@ -71,7 +71,7 @@ def _input_qparams(quantized_model) -> tuple[float, int]:
     return float(q.args[1]), int(q.args[2])
 
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", (*TARGETS, "imxrt700cm"))  # imxrt700cm: no Cortex-M kernel for a float node
 def test_kept_float_nodes_run_on_the_cpu_with_the_reason(target):
     model, calib = _model_and_data()
     r = lower(model, calib[0], calib, target=target, precision="head=float")
@@ -80,7 +80,7 @@ def test_kept_float_nodes_run_on_the_cpu_with_the_reason(target):
     assert r.report.delegated_ops["aten.convolution.default"] == 1  # the body's conv is on the NPU
     assert f": {KEPT_FLOAT_REASON}" in str(r.report)
     cpu = [n["reason"] for group in r.report.to_dict()["cpu"] for n in group["nodes"]]
-    assert cpu == [KEPT_FLOAT_REASON] * 2
+    assert cpu == [KEPT_FLOAT_REASON] * 2 and r.report.cortex_m_kernels == {}
     # numbers: the float head reads the body's int8 output on both sides; one step of that output moves the result
     # by at most step * max_o sum|W_o| * max sigmoid' (1/4)
     conv_1 = next(n for n in r.quantized_model.graph.nodes if n.name == "conv2d_1")
@@ -94,6 +94,7 @@ def test_kept_float_nodes_run_on_the_cpu_with_the_reason(target):
 
 CASES = {f"{t}_{name}": (t, layout) for t in TARGETS
          for name, layout in (("contiguous", torch.contiguous_format), ("channels_last", torch.channels_last))}
+CASES["imxrt700cm_contiguous"] = ("imxrt700cm", torch.contiguous_format)  # I/O step before the Cortex-M step
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())

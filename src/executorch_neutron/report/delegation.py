@@ -25,6 +25,7 @@ from ..core.qdq import per_tensor_kind
 from ..ops.registry import op_name
 from ..partition.support import Rejection
 from ..pte import io_qparams
+from ..quantizer.precision import KEPT_FLOAT_REASON
 from ..target import get_target
 from ..tflite.layout import stored_channels_last
 from . import macs as _macs
@@ -165,7 +166,7 @@ class DelegationReport:
 
     def float_reason(self, r: Rejection) -> str:
         """Why a CPU node computes in float: the NPU's reason, and on a Cortex-M target why that core did not."""
-        if self.cortex_m_core is None:
+        if self.cortex_m_core is None or r.reason == KEPT_FLOAT_REASON:  # the configuration kept it off both
             return r.reason
         if r.node in self.cortex_m_refused:
             return (f"{r.reason}; not an int8 {self.cortex_m_core} kernel either: ExecuTorch's Cortex-M passes "
