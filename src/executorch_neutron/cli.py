@@ -118,14 +118,45 @@ def _lower(args):
     from . import lower
 
     quantize = not args.qat
+    precision = _precision_options(args)
     calib = _calibration(args, inputs, bundled) if quantize else None
     if getattr(args, "accuracy_target", None) is not None:  # compile --accuracy-target: evaluation/auto_precision.py
         from .evaluation.auto_precision import search_for_cli
 
         return search_for_cli(args, model, inputs, calib, target, bars, _spec_options(args)), model, inputs, calib
     result = lower(model, inputs, calib, target=target, quantize_model=quantize, progress=bars,
-                   etrecord=bool(getattr(args, "etrecord", None)), **_spec_options(args))
+                   etrecord=bool(getattr(args, "etrecord", None)), **precision, **_spec_options(args))
     return result, model, inputs, calib
+
+
+def _precision_options(args) -> dict:
+    """lower()'s precision and quantized_io of a command's --precision / --quantized-io; a malformed --precision
+    (or its @FILE) is refused here, before calibration."""
+    options = {"quantized_io": bool(getattr(args, "quantized_io", False))}
+    if getattr(args, "precision", None):
+        if args.qat:
+            raise UserError("--precision configures quantization, but --qat takes an already quantized model",
+                            "set the precision on the quantizer you trained with, or drop --precision")
+        from .quantizer.precision import PrecisionError, parse
+
+        try:
+            parse(args.precision)
+        except PrecisionError as exc:
+            raise UserError(str(exc), 'e.g. --precision "head=float,type:Conv2d=int16" or --precision @FILE') from None
+        options["precision"] = args.precision
+    return options
+
+
+def _add_precision_options(p: argparse.ArgumentParser) -> None:
+    """--precision and --quantized-io (read by `_precision_options`)."""
+    g = p.add_argument_group("precision (quantizer/precision.py; docs/guide/precision.md)")
+    g.add_argument("--precision", metavar="SPEC", help="per-layer precision, later and more specific settings win: "
+                   "comma-separated KEY=int8|int16|float, KEY being default, a module name or glob (head, conv*), "
+                   "type:CLASS (type:Conv2d), op:OPERATOR (op:aten.softmax) or node:NAME (node:conv2d_3); or @FILE "
+                   "(that text, JSON or TOML). Float ones stay on the CPU")
+    g.add_argument("--quantized-io", action="store_true", help="the .pte takes and returns int8 (int16) tensors; "
+                   "their scales and zero points are in the report and in `report`; `run` quantizes float inputs "
+                   "with them")
 
 
 @contextlib.contextmanager
@@ -261,10 +292,14 @@ def _run(args) -> int:
 
     from .runtime import run
 
+    quantized_io = {(q["side"], q["index"]): q for q in _inspect(args.pte).methods[0].quantized_io}
+    inputs, from_float = _quantize_inputs(inputs, quantized_io)
     outputs = run_on_device(args, inputs)  # None without --device
     if outputs is None:
         with _runtime_logs():  # a NeutronRuntimeError gets its hint in main()
             outputs = run(args.pte, inputs, etdump=args.etdump)
+    if from_float:  # float in, float out: as the float model would
+        outputs = _dequantize_outputs(outputs, quantized_io)
     if args.etdump:
         print(f"wrote {args.etdump} (ETDump: `executorch-neutron profile` or executorch.devtools.Inspector)")
     if save:
@@ -275,6 +310,9 @@ def _run(args) -> int:
                 if a.size else f"output {j}: {a.dtype}{list(a.shape)} (empty)")
         if a.ndim == 2 and a.shape[1] > 1:
             line += f" argmax {a.argmax(1).tolist()}"
+        if ("output", j) in quantized_io and not from_float:
+            q = quantized_io["output", j]
+            line += f" (quantized: x = (q - {q['zero_point']}) * {q['scale']:.6g})"
         print(line)
         if save:
             with replacing(save / f"output_{j}.npy") as tmp, open(tmp, "wb") as f:
@@ -282,6 +320,37 @@ def _run(args) -> int:
     if save:
         print(f"wrote {len(outputs)} output(s) to {save}")
     return EXIT_OK
+
+
+def _quantize_inputs(inputs: list, quantized_io: dict) -> tuple[list, bool]:
+    """A quantized-I/O .pte given float inputs: quantize them with the program's qparams (as the host runtime
+    would), for the host and a board alike, and say so; int8 (int16) inputs are passed as they are. Returns the
+    inputs and whether any was quantized (then the outputs are dequantized: `_dequantize_outputs`)."""
+    from .pte import IOQParams
+    from .runtime.host import quantize
+
+    inputs, any_float = list(inputs), False
+    for i, x in enumerate(inputs):
+        q = quantized_io.get(("input", i))
+        if q is not None and x.is_floating_point():
+            inputs[i], any_float = quantize(x, IOQParams(**q)), True
+            print(f"input {i} is float: quantized to {q['dtype']} with the program's scale {q['scale']:.6g} and zero "
+                  f"point {q['zero_point']}")
+    return inputs, any_float
+
+
+def _dequantize_outputs(outputs: list, quantized_io: dict) -> list:
+    from .pte import IOQParams
+    from .runtime.host import dequantize
+
+    outputs = list(outputs)
+    for j, out in enumerate(outputs):
+        q = quantized_io.get(("output", j))
+        if q is not None:
+            outputs[j] = dequantize(out, IOQParams(**q))
+            print(f"output {j} dequantized with the program's scale {q['scale']:.6g} and zero point "
+                  f"{q['zero_point']} (float inputs were given)")
+    return outputs
 
 
 def _profile(args) -> int:
@@ -508,6 +577,7 @@ def _add_lowering_options(p: argparse.ArgumentParser) -> None:
     b = p.add_argument_group("options of one back end (given for another's target, they are refused)")
     for option in cli_options():
         option.add_to(b)
+    _add_precision_options(p)
 
 
 def _add_pte_inputs(p: argparse.ArgumentParser) -> None:

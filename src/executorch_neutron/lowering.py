@@ -25,6 +25,7 @@ from .core.progress import listening
 from .core.qdq import per_tensor_kind
 from .models.loading import CALIBRATION_HINT, calibration_problem
 from .pipeline import LoweringError, assemble, resolve_spec
+from .quantizer.precision import PrecisionError
 from .report import DelegationReport
 from .report.memory import check_budget, memory_section, parse_size
 from .runtime.validate import op_name, unregistered_operators
@@ -128,7 +129,10 @@ def quantize(model: torch.nn.Module, inputs: tuple, calibration: Iterable, quant
     check_no_buffer_mutation(program)
     module = program.module()
     check_batch_norm_operands(module)
-    prepared = prepare_pt2e(module, quantizer)
+    try:
+        prepared = prepare_pt2e(module, quantizer)
+    except PrecisionError as exc:  # a precision rule that names nothing in the model: the error lists its names
+        raise LoweringError(str(exc)) from None
     samples = list(calibration)
     if not samples:
         raise LoweringError("calibration needs at least one sample, and calibration_inputs is empty: pass a list of "
@@ -291,6 +295,8 @@ def lower(
     etrecord: bool = False,
     sram_budget: int | str | None = None,
     flash_budget: int | str | None = None,
+    precision=None,
+    quantized_io: bool = False,
     **spec_options,
 ) -> LoweringResult:
     """Quantize `model` for the NPU, partition and lower it, and return the .pte with its report.
@@ -310,6 +316,13 @@ def lower(
         of the .pte (host: `runtime.run(..., etdump=path)`) maps back to the model's operators in the Inspector.
     sram_budget / flash_budget: bytes, or sizes such as "512KiB" / "2MB" (report.memory.parse_size); a program
         whose memory section (`result.report.memory`) needs more raises BudgetError (report/memory.py).
+    precision: per-layer precision of the target's quantizer: "head=float,type:Conv2d=int16,op:aten.softmax=float,
+        node:conv2d_3=int8,default=int8", "@FILE" (that text, JSON or TOML), a mapping or a PrecisionConfig
+        (quantizer/precision.py). Ops kept float run on the CPU with the reason "kept float by the quantization
+        config". With `quantizer=`, configure that quantizer instead.
+    quantized_io: the .pte takes and returns the quantized (int8 / int16) tensors instead of float ones, in the
+        layout the float ones have; their scales and zero points are in the .pte (`pte.io_qparams`, `inspect_pte`)
+        and in the report (`result.report.quantized_io`). `runtime.run` quantizes float inputs with them.
 
     The caller's model is never changed: an `nn.Module` is deep-copied and the copy is put in eval mode (dropout
     off, batch-norm statistics frozen) and calibrated. A model whose forward() updates a buffer is refused
@@ -319,18 +332,21 @@ def lower(
     message_only_root_logging()  # before ExecuTorch's own logging.debug() configures the root (core/_quiet.py)
     with _LOWER_LOCK:  # a bad size fails above, before any work
         result = _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_model, progress,
-                        etrecord, spec_options)
+                        etrecord, spec_options, precision, quantized_io)
     result.check_budget(**budgets)
     return result
 
 
 def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_model, progress, etrecord,
-           spec_options) -> LoweringResult:
+           spec_options, precision=None, quantized_io=False) -> LoweringResult:
     from executorch.exir import to_edge_transform_and_lower
 
-
     spec = resolve_spec(target, spec, **spec_options)
-    pipeline = assemble(spec, quantizer)
+    if precision is not None and not quantize_model:
+        raise LoweringError("precision configures quantization, but quantize_model=False (the model is already "
+                            "quantized): set it on the quantizer you quantized with, or drop precision")
+    pipeline = assemble(spec, quantizer, quantized_io=quantized_io,
+                        **({"precision": precision} if precision is not None else {}))
     inputs = tuple(_owned(x) for x in _as_tuple(inputs))  # a forward() that changes its input must not reach the caller
     if quantize_model and _already_quantized(model):
         raise LoweringError("the model is already quantized (it holds quantize/dequantize nodes, e.g. convert_pt2e "
@@ -368,6 +384,7 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
     with listening(stages.partition_listener()):
         edge = to_edge_transform_and_lower(exported, partitioner=[partitioner], generate_etrecord=etrecord,
                                            compile_config=pipeline.edge_compile_config)
+    edge = pipeline.io_step(edge)
     timings["partition+convert"] = time.perf_counter() - t0
     stages.done()
 

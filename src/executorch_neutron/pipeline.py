@@ -6,6 +6,11 @@ quantizer, the partitioner, the edge compile config and the Cortex-M leftover st
 therefore give the same .pte bytes for the same model, options and calibration data (tests/test_recipes.py).
 
 A second back end plugs in at `assemble`: it picks the quantizer, partitioner and leftover step from the target.
+
+Quantized I/O (`assemble(..., quantized_io=True)`): after partitioning, ExecuTorch's own I/O passes
+(`executorch.exir.passes.quantize_io_pass`) drop the program's first quantize of each input and last dequantize of
+each output, so the .pte takes and returns the int8 (int16) tensors, in the layout its float I/O had; their qparams
+are stored in the .pte as ExecuTorch's constant methods (`forward_input0_scale`, ...; `pte.io_qparams` reads them).
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ class Pipeline:
     quantizer: object  # a PT2E Quantizer (NeutronQuantizer, or NeutronCortexMQuantizer with a Cortex-M core)
     partitioner: object  # NeutronPartitioner or EthosUPartitioner (backends.partitioner_for)
     edge_compile_config: object  # EdgeCompileConfig of to_edge_transform_and_lower, None for ExecuTorch's default
+    quantized_io: bool = False  # the .pte takes and returns the quantized tensors (quantize_io)
 
     @property
     def cortex_m_core(self) -> str | None:
@@ -72,26 +78,66 @@ class Pipeline:
 
         return lower_leftovers(edge, self.spec, self._cpu_nodes())
 
+    def io_step(self, edge):
+        """After partitioning, before the Cortex-M step: the quantized I/O step when asked for, else `edge`."""
+        return edge.transform(quantize_io_passes(edge)) if self.quantized_io else edge
+
     def edge_transforms(self) -> list | None:
-        """The Cortex-M step as a recipe's EDGE_PROGRAM_MANAGER_TRANSFORM (None without a Cortex-M core)."""
-        if not self.cortex_m_core:
-            return None
+        """The quantized I/O step and the Cortex-M step as a recipe's edge-manager transforms (each returns the
+        passes ExecuTorch then applies; None when there is neither)."""
+        steps = [quantize_io_passes] if self.quantized_io else []
+        if self.cortex_m_core:
+            def cortex_m_leftovers(edge):
+                return prepare_leftovers(edge, self.spec, self._cpu_nodes())[0]
 
-        def cortex_m_leftovers(edge):
-            return prepare_leftovers(edge, self.spec, self._cpu_nodes())[0]
-
-        return [cortex_m_leftovers]
+            steps.append(cortex_m_leftovers)
+        return steps or None
 
 
-def assemble(spec: NeutronCompileSpec, quantizer=None, **quantizer_options) -> Pipeline:
+def assemble(spec: NeutronCompileSpec, quantizer=None, quantized_io: bool = False,
+             **quantizer_options) -> Pipeline:
     """The pipeline of a resolved spec; `quantizer` replaces the target's own (`quantizer_for(target,
-    **quantizer_options)`: is_qat, per_channel, observer, modules_to_skip)."""
+    **quantizer_options)`: is_qat, per_channel, observer, modules_to_skip, precision); `quantized_io`: the .pte
+    takes and returns the quantized tensors."""
 
+    given = {k for k, v in quantizer_options.items() if v not in (None, (), [], False)}
+    if quantizer is not None and given:
+        raise LoweringError(f"{', '.join(sorted(given))} configure the target's own quantizer, but a quantizer was "
+                            f"given: set them on that quantizer (e.g. quantizer.set_precision(...)) or drop quantizer=")
     partitioner = partitioner_for(spec)  # a ValueError names an option the target's back end cannot honour
-    return Pipeline(
-        spec=spec,
-        quantizer=quantizer if quantizer is not None else quantizer_for(spec.target, constraints=spec.constraints,
-                                                                         **quantizer_options),
-        partitioner=partitioner,
-        edge_compile_config=edge_compile_config(spec),
-    )
+    try:
+        quantizer = quantizer if quantizer is not None else quantizer_for(spec.target, constraints=spec.constraints,
+                                                                          **quantizer_options)
+    except ValueError as exc:  # an int16 precision on an int8-only target, a bad precision text
+        raise LoweringError(str(exc)) from None
+    return Pipeline(spec=spec, quantizer=quantizer, partitioner=partitioner,
+                    edge_compile_config=edge_compile_config(spec), quantized_io=quantized_io)
+
+
+def quantize_io_passes(edge) -> list:
+    """ExecuTorch's passes that give `edge` quantized I/O (see the module docstring); a LoweringError names an
+    input that no quantize node reads first (or an output no dequantize node gives), e.g. one kept float."""
+    from executorch.exir.dialects._ops import ops as exir_ops
+    from executorch.exir.passes.quantize_io_pass import QuantizeInputs, QuantizeOutputs
+
+    program = edge.exported_program()
+    graph = program.graph_module.graph
+    quantize = exir_ops.edge.quantized_decomposed.quantize_per_tensor.default
+    dequantize = exir_ops.edge.quantized_decomposed.dequantize_per_tensor.default
+    placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    inputs = [placeholders[name] for name in program.graph_signature.user_inputs]
+    for i, node in enumerate(inputs):
+        users = list(node.users)
+        if len(users) != 1 or users[0].target != quantize:
+            raise LoweringError(f"quantized_io: input {i} ({node.name}) is read by "
+                                f"{', '.join(str(u.target) for u in users) or 'nothing'}, not by one quantize node: "
+                                f"keep its first operator quantized (not float in the precision config), or lower "
+                                f"without quantized I/O")
+    outputs = list(graph.output_node().args[0])
+    for i, node in enumerate(outputs):
+        if getattr(node, "target", None) != dequantize:
+            raise LoweringError(f"quantized_io: output {i} ({getattr(node, 'name', node)}) is not given by a "
+                                f"dequantize node ({getattr(node, 'target', 'a constant')}): keep its last operator "
+                                f"quantized (not float in the precision config), or lower without quantized I/O")
+    return [QuantizeInputs(edge, list(range(len(inputs))), method_name="forward"),
+            QuantizeOutputs(edge, list(range(len(outputs))), method_name="forward")]

@@ -14,6 +14,11 @@ payload kind, a one-line summary, I/O format flags and, where the host runs a TF
 (`non_const_buffer_sizes`), its inputs' and outputs' bytes and whether memory planning placed them, the constant
 data, the named data and, through each delegate's back end (backends.py `memory`), what its payload needs on the
 device.
+
+A .pte lowered with quantized I/O (`lower(..., quantized_io=True)`) stores its inputs' and outputs' qparams as
+ExecuTorch's constant methods (`forward_input0_scale`, `forward_input0_zp`, `..._quant_min`, `..._quant_max`,
+`..._dtype`, the names of `executorch.exir.passes.quantize_io_pass`); `io_qparams` reads them, and `inspect_pte`
+shows them under their method (`MethodInfo.quantized_io`) instead of as methods of their own.
 """
 
 from __future__ import annotations
@@ -53,6 +58,57 @@ class PteFile:
     def compile_spec(self, delegate) -> NeutronCompileSpec:
         """The NeutronCompileSpec a delegate of this package was lowered with."""
         return NeutronCompileSpec.from_compile_specs(delegate.compile_specs)
+
+    def constants(self) -> dict[str, object]:
+        """ExecuTorch's constant methods (no inputs, one int / float / bool output): name -> value."""
+        found = {}
+        for plan in self.program.execution_plan:
+            if plan.inputs or len(plan.outputs) != 1:
+                continue
+            val = plan.values[plan.outputs[0]].val
+            for attr in ("double_val", "int_val", "bool_val"):
+                if hasattr(val, attr):
+                    found[plan.name] = getattr(val, attr)
+        return found
+
+
+_IO_KEY = re.compile(r"(?P<method>.+)_(?P<side>input|output)(?P<index>\d+)_(?P<key>scale|zp|quant_min|quant_max|dtype)")
+#: ExecuTorch ScalarType codes of quantized I/O -> their names
+_IO_DTYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 27: "uint16"}
+
+
+@dataclass(frozen=True)
+class IOQParams:
+    """How one input or output of a quantized-I/O method is quantized: q = clamp(round(x / scale) + zero_point,
+    qmin, qmax) in `dtype`; x = (q - zero_point) * scale."""
+
+    side: str  # "input" or "output"
+    index: int
+    scale: float
+    zero_point: int
+    qmin: int
+    qmax: int
+    dtype: str  # "int8", "int16", ...
+
+    def __str__(self) -> str:
+        return f"{self.side} {self.index}: {self.dtype}, scale {self.scale:.6g}, zero point {self.zero_point}"
+
+
+def io_qparams(constants: dict[str, object]) -> dict[str, list[IOQParams]]:
+    """method name -> the qparams of its quantized inputs and outputs (inputs first, by index), read from the
+    constant methods (`PteFile.constants()`, or an EdgeProgramManager's `_config_methods`) that name them."""
+    fields: dict[tuple, dict] = {}
+    for name, value in constants.items():
+        m = _IO_KEY.fullmatch(name)
+        if m:
+            fields.setdefault((m["method"], m["side"], int(m["index"])), {})[m["key"]] = value
+    found: dict[str, list[IOQParams]] = {}
+    for (method, side, index), f in sorted(fields.items(), key=lambda kv: (kv[0][0], kv[0][1] != "input", kv[0][2])):
+        if {"scale", "zp", "quant_min", "quant_max", "dtype"} <= set(f):
+            found.setdefault(method, []).append(IOQParams(
+                side, index, float(f["scale"]), int(f["zp"]), int(f["quant_min"]), int(f["quant_max"]),
+                _IO_DTYPES.get(int(f["dtype"]), f"ScalarType {int(f['dtype'])}")))
+    return found
 
 
 def read_pte(pte: str | Path | bytes) -> PteFile:
@@ -135,6 +191,7 @@ class MethodInfo:
     delegate_calls: int
     delegates: list[DelegateInfo]
     planned_buffers: list[int] = field(default_factory=list)  # non_const_buffer_sizes without the reserved entry 0
+    quantized_io: list[dict] = field(default_factory=list)  # IOQParams as dicts: the method's quantized I/O
 
 
 @dataclass
@@ -161,6 +218,8 @@ class PteSummary:
             lines.append(f"method {m.name}: inputs {_tensors(m.inputs)} -> outputs {_tensors(m.outputs)}")
             kernels = ", ".join(f"{k} x{c}" for k, c in sorted(m.cpu_kernels.items())) or "none"
             lines.append(f"  CPU kernels: {kernels}")
+            if m.quantized_io:
+                lines.append("  quantized I/O: " + "; ".join(str(IOQParams(**q)) for q in m.quantized_io))
             lines.append(f"  delegates: {len(m.delegates)} ({m.delegate_calls} call(s))")
             for d in m.delegates:
                 lines.append(f"  [{d.index}] {d.backend_id}: {d.bytes} bytes"
@@ -240,7 +299,13 @@ def inspect_pte(pte: str | Path | bytes | PteFile, memory: bool = False) -> PteS
 
 def _methods(pte: PteFile, memory: bool) -> list[MethodInfo]:
     methods = []
+    constants = pte.constants()
+    quantized_io = io_qparams(constants)
+    names = {plan.name for plan in pte.program.execution_plan}
+    hidden = {n for n in constants if (m := _IO_KEY.fullmatch(n)) and m["method"] in names}
     for plan in pte.program.execution_plan:
+        if plan.name in hidden:
+            continue
         kernel_calls, delegate_calls = Counter(), 0
         for chain in plan.chains:
             for instr in chain.instructions:
@@ -259,5 +324,6 @@ def _methods(pte: PteFile, memory: bool) -> list[MethodInfo]:
             delegate_calls=delegate_calls,
             delegates=delegates,
             planned_buffers=[int(n) for n in plan.non_const_buffer_sizes[1:]],
+            quantized_io=[asdict(q) for q in quantized_io.get(plan.name, [])],
         ))
     return methods

@@ -66,6 +66,8 @@ def neutron_recipe(
     per_channel: bool = True,
     observer: str = "minmax",
     modules_to_skip: Sequence = (),
+    precision=None,
+    quantized_io: bool = False,
     **spec_options,
 ) -> ExportRecipe:
     """The ExportRecipe of `lower(model, inputs, calibration_inputs, target, **spec_options)`.
@@ -75,6 +77,8 @@ def neutron_recipe(
     train_fn: QAT only (required there): trains the prepared model in place (a few steps of your training loop).
     target / spec / spec_options: as for `lower()` (default target imxrt700; a target different from spec.target
         is an error); spec options are NeutronCompileSpec's fields (operators_not_to_delegate=..., reference=True).
+    precision / quantized_io: as for `lower()` (per-layer precision in quantizer/precision.py's text form, "@FILE",
+        a mapping or a PrecisionConfig; a .pte that takes and returns the quantized tensors).
     """
 
     spec = resolve_spec(target, spec, **spec_options)
@@ -85,8 +89,8 @@ def neutron_recipe(
     if calibration_inputs is not None:
         samples = [tuple(s) if isinstance(s, (tuple, list)) else (s,) for s in calibration_inputs]
         calibration_inputs_fn = lambda: samples  # noqa: E731
-    pipeline = assemble(spec, is_qat=qat, per_channel=per_channel, observer=observer,
-                        modules_to_skip=modules_to_skip)
+    pipeline = assemble(spec, quantized_io=quantized_io, is_qat=qat, per_channel=per_channel, observer=observer,
+                        modules_to_skip=modules_to_skip, precision=precision)
     return ExportRecipe(
         name=f"neutron_{'qat' if qat else 'ptq'}_int8_{spec.target}",
         quantization_recipe=QuantizationRecipe(

@@ -19,6 +19,7 @@ from ..ops.fusion import fused_activation, result_node
 from ..ops.registry import CheckContext
 from ..passes.fold_constants import FOLD_MAX_ELEMENTS
 from ..passes.pipeline import PassContext, unmade_rewrite
+from ..quantizer.precision import KEPT_FLOAT_META, KEPT_FLOAT_REASON
 
 
 NOT_INT8 = "not quantized to int8"
@@ -259,6 +260,8 @@ def _decide_one(node: Node, ctx: CheckContext, lookup=registry.lookup) -> Reject
 
     if excluded(name, ctx.spec):
         return reject("excluded by operators_not_to_delegate")
+    if (node.meta.get("custom") or {}).get(KEPT_FLOAT_META):
+        return reject(KEPT_FLOAT_REASON)
     entry = lookup(node.target)
     if entry is None:
         origin = source_op(node)

@@ -9,7 +9,7 @@ from .qconfig import NeutronQConfig, make_qconfig
 
 def quantizer_for(target, **options):
     """The one quantizer of a target: `NeutronCortexMQuantizer` when it has a Cortex-M core for the leftovers
-    (`imxrt700cm`), else `NeutronQuantizer`; options as those classes take (is_qat, per_channel, ...)."""
+    (`imxrt700cm`), else `NeutronQuantizer`; options as those classes take (is_qat, per_channel, ..., precision)."""
     cls = NeutronCortexMQuantizer if get_target(target).cortex_m else NeutronQuantizer
     return cls(target, **options)
 

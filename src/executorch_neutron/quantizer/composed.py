@@ -51,8 +51,10 @@ def _cortex_m_quantizer() -> Quantizer:
 class NeutronCortexMQuantizer(Quantizer):
     """PT2E int8 quantizer for Neutron + Cortex-M: Neutron annotates first, Cortex-M what Neutron left.
 
-    Args: the target, then `NeutronQuantizer`'s keyword options (is_qat, per_channel, observer, modules_to_skip);
-    modules_to_skip keeps those modules float for both quantizers.
+    Args: the target, then `NeutronQuantizer`'s keyword options (is_qat, per_channel, observer, modules_to_skip,
+    precision); what the precision configuration keeps float (modules_to_skip too) stays float for both quantizers.
+    The per-layer settings (`set_global`, `set_module_type`, `set_module_name`, `set_operator_type`,
+    `set_node_name`, `set_precision`) are `NeutronQuantizer`'s.
     """
 
     def __init__(self, target: str | NeutronTarget = "imxrt700cm", **options) -> None:
@@ -63,6 +65,35 @@ class NeutronCortexMQuantizer(Quantizer):
 
     def __repr__(self) -> str:
         return f"NeutronCortexMQuantizer({self.neutron!r})"
+
+    @property
+    def precision(self):
+        return self.neutron.precision
+
+    # the per-layer settings: NeutronQuantizer's (its precision configuration is the one both steps follow)
+    def set_global(self, precision: str) -> "NeutronCortexMQuantizer":
+        self.neutron.set_global(precision)
+        return self
+
+    def set_module_type(self, module_type, precision: str) -> "NeutronCortexMQuantizer":
+        self.neutron.set_module_type(module_type, precision)
+        return self
+
+    def set_module_name(self, name: str, precision: str) -> "NeutronCortexMQuantizer":
+        self.neutron.set_module_name(name, precision)
+        return self
+
+    def set_operator_type(self, operator, precision: str) -> "NeutronCortexMQuantizer":
+        self.neutron.set_operator_type(operator, precision)
+        return self
+
+    def set_node_name(self, name: str, precision: str) -> "NeutronCortexMQuantizer":
+        self.neutron.set_node_name(name, precision)
+        return self
+
+    def set_precision(self, precision) -> "NeutronCortexMQuantizer":
+        self.neutron.set_precision(precision)
+        return self
 
     def transform_for_annotation(self, model: GraphModule) -> GraphModule:
         return self.neutron.transform_for_annotation(model)
@@ -88,11 +119,26 @@ class NeutronCortexMQuantizer(Quantizer):
             n.meta.pop(PatternMatcher.Q_PATTERN_MATCHED_KEY, None)
             if is_annotated(n) and n not in neutron_nodes:
                 n.meta[QUANTIZED_BY] = "cortex_m"
+        _keep_float_io(model, set(skipped))
         share_boundary_qparams(model)
         return model
 
     def validate(self, model: GraphModule) -> None:
         pass
+
+
+def _keep_float_io(model: GraphModule, kept_float: set) -> None:
+    """The Cortex-M quantizer quantizes the model's inputs and outputs (placeholders, the output node) whatever reads
+    or gives them: an output a kept-float op gives, and an input only kept-float ops read, stay float."""
+    for node in model.graph.nodes:
+        ann = node.meta.get(Q_ANNOTATION_KEY)
+        if ann is None:
+            continue
+        if node.op == "output":
+            for producer in [p for p in ann.input_qspec_map if p in kept_float]:
+                del ann.input_qspec_map[producer]
+        elif node.op == "placeholder" and node.users and all(u in kept_float for u in node.users):
+            ann.output_qspec = None
 
 
 def _mark_quantized_for_cortex_m(node: Node) -> None:

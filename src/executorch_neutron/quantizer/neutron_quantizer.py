@@ -27,7 +27,7 @@ from ..compile_spec import CONSTRAINT_PROFILES, DEFAULT_PROFILE
 from ..target import NeutronTarget, get_target
 from ..passes import PassContext, run_passes
 from .patterns import ANNOTATORS, AnnotationContext, annotate_graph
-from .precision import PrecisionConfig, check_precision, qualified_name
+from .precision import KEPT_FLOAT_META, PrecisionConfig, PrecisionError, check_precision, parse, qualified_name
 from .qconfig import NeutronQConfig, make_qconfig
 
 
@@ -50,6 +50,9 @@ class NeutronQuantizer(Quantizer):
         activations: the global precision, "int8" (default) or "int16" (int16 activations, int8 weights, where
             the target has them: `target.activation_dtypes`). Per-layer settings: `set_module_type`,
             `set_module_name`, `set_operator_type`, `set_node_name` (see `precision.py`).
+        precision: per-layer settings in one value, applied after modules_to_skip: the text form
+            ("head=float,type:Conv2d=int16,op:aten.softmax=float,node:conv2d_3=int8,default=int8"), "@FILE", a
+            mapping of the same keys, or a `PrecisionConfig` (precision.py documents the form).
     """
 
     def __init__(
@@ -61,6 +64,7 @@ class NeutronQuantizer(Quantizer):
         modules_to_skip: Iterable[type | str] = (),
         constraints: str = DEFAULT_PROFILE,
         activations: str = "int8",
+        precision=None,
     ) -> None:
         super().__init__()
         if constraints not in CONSTRAINT_PROFILES:
@@ -75,15 +79,23 @@ class NeutronQuantizer(Quantizer):
             raise TypeError("modules_to_skip takes module types and module names (str)")
         for s in skip:
             (self.set_module_name if isinstance(s, str) else self.set_module_type)(s, "float")
+        self.set_precision(precision)
 
     def __repr__(self) -> str:
         return (f"NeutronQuantizer(target={self.target.name!r}, is_qat={self.is_qat}, "
                 f"per_channel={self.qconfig.per_channel}, constraints={self.constraints!r}, "
                 f"activations={self.precision.default!r})")
 
-    # -- Quantizer API ---------------------------------------------------------------------------------------
-
     # -- per-layer precision: later, more specific settings win (precision.py) ----------------------------------
+
+    def set_precision(self, precision) -> "NeutronQuantizer":
+        """Apply settings in any form `precision.parse` reads (text, "@FILE", a mapping, a PrecisionConfig)."""
+        default, rules = parse(precision)
+        if default is not None:
+            self.set_global(default)
+        for rule in rules:
+            self.precision.set(rule.kind, rule.key, self._supported(rule.precision))
+        return self
 
     def set_global(self, precision: str) -> "NeutronQuantizer":
         self.precision.default = self._supported(precision)
@@ -113,8 +125,8 @@ class NeutronQuantizer(Quantizer):
         check_precision(precision)
         dtypes = getattr(self.target, "activation_dtypes", ("int8",))
         if precision != "float" and precision not in dtypes:
-            raise ValueError(f"{precision} activations are not supported on {self.target.name}: its NPU computes "
-                             f"{' and '.join(dtypes)}; use {' or '.join((*dtypes, 'float'))}")
+            raise PrecisionError(f"{precision} activations are not supported on {self.target.name}: its NPU "
+                                 f"computes {' and '.join(dtypes)}; use {' or '.join((*dtypes, 'float'))}")
         return precision
 
     # -- Quantizer API ---------------------------------------------------------------------------------------
@@ -124,6 +136,7 @@ class NeutronQuantizer(Quantizer):
 
     def annotate(self, model: GraphModule) -> GraphModule:
         self.precision.check(model)
+        mark_kept_float(model, self._skipped)
         annotate_graph(model, AnnotationContext(qconfig=self.qconfig, skip=self._skipped,
                                                 precision=self.precision.of))
         return model
@@ -141,3 +154,11 @@ class NeutronQuantizer(Quantizer):
     def _skipped(self, node: Node) -> bool:
         """The configuration keeps `node` float."""
         return self.precision.of(node) == "float"
+
+
+def mark_kept_float(model: GraphModule, kept_float) -> None:
+    """Tag the ops the configuration keeps float in `node.meta["custom"]` (which export and to_edge carry to the
+    edge graph), so that the partitioner gives them the reason `precision.KEPT_FLOAT_REASON`."""
+    for node in model.graph.nodes:
+        if node.op == "call_function" and kept_float(node):
+            node.meta["custom"] = {**(node.meta.get("custom") or {}), KEPT_FLOAT_META: True}

@@ -24,6 +24,8 @@ from ..core.payload import unpack
 from ..core.qdq import per_tensor_kind
 from ..ops.registry import op_name
 from ..partition.support import Rejection
+from ..pte import io_qparams
+from ..quantizer.precision import KEPT_FLOAT_REASON
 from ..target import get_target
 from ..tflite.layout import stored_channels_last
 from . import macs as _macs
@@ -115,6 +117,7 @@ class DelegationReport:
     graph: object = None  # graph.ProgramGraph: the lowered program as vertices and edges (the HTML draws it)
     memory: MemorySection | None = None  # what the .pte needs on the target (memory.py; lower() sets it)
     cpu_work: list = field(default_factory=list)  # (op, output elements, MACs) per CPU node (the estimate's CPU part)
+    quantized_io: list = field(default_factory=list)  # pte.IOQParams of forward's inputs and outputs (quantized I/O)
 
     # --- the estimate: one, from the target's back end ---------------------------------------------------
     @property
@@ -163,7 +166,7 @@ class DelegationReport:
 
     def float_reason(self, r: Rejection) -> str:
         """Why a CPU node computes in float: the NPU's reason, and on a Cortex-M target why that core did not."""
-        if self.cortex_m_core is None:
+        if self.cortex_m_core is None or r.reason == KEPT_FLOAT_REASON:  # the configuration kept it off both
             return r.reason
         if r.node in self.cortex_m_refused:
             return (f"{r.reason}; not an int8 {self.cortex_m_core} kernel either: ExecuTorch's Cortex-M passes "
@@ -287,7 +290,8 @@ class DelegationReport:
                    constraints=spec.constraints,
                    cortex_m_core=None if leftovers is None else leftovers.core, cortex_m_kernels=kernels,
                    cortex_m_refused={} if leftovers is None else dict(leftovers.refused),
-                   graph=apply_costs(graph, partitions), cpu_work=_macs.cpu_work(gm.graph))
+                   graph=apply_costs(graph, partitions), cpu_work=_macs.cpu_work(gm.graph),
+                   quantized_io=io_qparams(getattr(edge, "_config_methods", None) or {}).get("forward", []))
 
 
 def _requantizations(gm) -> list[Requantization]:

@@ -17,7 +17,7 @@ from .graph import layer_label
 from .macs import MAC_FORMULA
 from .notes import REQUANTIZE_NOTE
 from .render import (FORMAT_WORDS, estimate_lines, human_bytes, human_macs, layer_tables, memory_lines, op_rows,
-                     section_words)
+                     quantized_io_line, section_words)
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2430;background:#fff}
@@ -110,6 +110,7 @@ def to_html(report, sections=()) -> str:
         _card(str(len(report.partitions)), "partitions"),
         _card(human_bytes(report.model_bytes), "model size"),
         "</div>",
+        *([f"<p class='note'>{escape(line)}</p>"] if (line := quantized_io_line(report)) else []),
         *sections,
         *_memory(report),
         *graph_svg.section(report.graph),

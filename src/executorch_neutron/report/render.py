@@ -15,7 +15,7 @@ from .macs import MAC_FORMULA
 from .notes import FORMAT_NOTE, REQUANTIZE_NOTE
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6  # 6: quantized_io
 FORMATS = {0: "none", 1: "channels_last"}  # a partition boundary's format flag in the JSON (schema.json)
 FORMAT_WORDS = {0: "as given", 1: "channels-last (NHWC)"}  # the same in the text, Markdown and HTML reports
 
@@ -70,6 +70,8 @@ def to_dict(report) -> dict:
             "pte_bytes": report.pte_bytes,
         },
         "mac_formula": MAC_FORMULA,
+        "quantized_io": [{"side": q.side, "index": q.index, "dtype": q.dtype, "scale": q.scale,
+                          "zero_point": q.zero_point, "qmin": q.qmin, "qmax": q.qmax} for q in report.quantized_io],
         "partitions": [
             {
                 "tag": p.tag,
@@ -182,6 +184,14 @@ def memory_lines(report) -> list[str]:
     return report.memory.lines()
 
 
+def quantized_io_line(report) -> str | None:
+    """What a quantized-I/O .pte takes and returns, or None (float I/O)."""
+    if not report.quantized_io:
+        return None
+    return ("quantized I/O (the .pte takes and returns these tensors; q = round(x / scale) + zero point): "
+            + "; ".join(str(q) for q in report.quantized_io))
+
+
 def _totals_lines(report) -> list[str]:
     total = max(report.total_macs, report.npu_macs)
     return [
@@ -189,7 +199,7 @@ def _totals_lines(report) -> list[str]:
         f"MACs on the NPU: {human_macs(report.npu_macs)} of {human_macs(total)} ({100 * report.mac_share:.1f}%)",
         f"model size: {human_bytes(report.model_bytes)}" + ("" if report.pte_bytes is not None else
                                                             " (delegate payloads + CPU constants)"),
-    ] + estimate_lines(report)
+    ] + [line for line in (quantized_io_line(report),) if line] + estimate_lines(report)
 
 
 def to_text(report) -> str:

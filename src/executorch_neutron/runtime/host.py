@@ -5,6 +5,12 @@ any program is loaded; the host back end is registered under every delegate id o
 program is loaded, so every delegate call of ours in the file executes (host-reference payloads in LiteRT). A failing delegate call surfaces as a
 `NeutronRuntimeError` carrying the backend's message.
 
+A program lowered with quantized I/O takes int8 (int16) inputs and returns int8 (int16) outputs. Given int8
+inputs, it is run as it is. Given float inputs, it is run as its float model would be (so that `compare`,
+`evaluate` and any caller of a float .pte get numbers of the same kind): each float input is quantized with the
+qparams the .pte stores for it (`pte.io_qparams`, as PyTorch's quantize_per_tensor does it) and the outputs are
+dequantized with theirs, with a log line saying so.
+
 Calls into ExecuTorch's Python bindings are serialized by one process-wide lock: the bindings swap the C++
 `std::cout`/`std::cerr` buffers for Python-backed ones around each call (pybind11's stream redirection), and two
 threads doing so at once leave a dangling buffer that crashes the process at exit.
@@ -21,7 +27,7 @@ import torch
 
 from ..backends import BACKENDS
 from ..core.atomic import replacing
-from ..pte import inspect_pte
+from ..pte import IOQParams, inspect_pte, io_qparams
 from . import bridge
 from .dtypes import torch_dtype
 from .errors import NeutronRuntimeError
@@ -74,6 +80,7 @@ class HostProgram:
         except RuntimeError as exc:
             raise _fail("load the program (is it a valid .pte?)", exc) from exc
         self._pte = pte_file
+        self._io_qparams = io_qparams(pte_file.constants())
         self._methods: dict = {}
         self._etdump = etdump
 
@@ -103,10 +110,36 @@ class HostProgram:
                 raise _fail(f"load method {name!r}", exc) from exc
         return self._methods[name]
 
+    def quantized_io(self, method: str = "forward") -> list[IOQParams]:
+        """The qparams of `method`'s quantized inputs and outputs (empty: its I/O is not quantized)."""
+        return list(self._io_qparams.get(method, []))
+
+    def quantize_inputs(self, inputs: Sequence[torch.Tensor], method: str = "forward") -> tuple[list, bool]:
+        """(`inputs` with every float tensor given for a quantized input quantized with that input's qparams,
+        whether any was)."""
+        inputs, any_float = list(inputs), False
+        for q in self.quantized_io(method):
+            x = inputs[q.index] if q.side == "input" and q.index < len(inputs) else None
+            if isinstance(x, torch.Tensor) and x.is_floating_point():
+                inputs[q.index], any_float = quantize(x, q), True
+                log.info("input %d is float: quantized to %s with the program's scale %.6g and zero point %d",
+                         q.index, q.dtype, q.scale, q.zero_point)
+        return inputs, any_float
+
+    def dequantize_outputs(self, outputs: Sequence[torch.Tensor], method: str = "forward") -> list[torch.Tensor]:
+        """`outputs` with every quantized output dequantized with its qparams."""
+        outputs = list(outputs)
+        for q in self.quantized_io(method):
+            if q.side == "output" and q.index < len(outputs):
+                outputs[q.index] = dequantize(outputs[q.index], q)
+        return outputs
+
     def execute(self, inputs: Sequence[torch.Tensor], method: str = "forward") -> list[torch.Tensor]:
+        """Run `method`; a quantized-I/O program given float inputs returns float outputs (module docstring)."""
         m = self._method(method)
         with _BINDINGS:
             meta = m.metadata
+        inputs, from_float = self.quantize_inputs(inputs, method)
         _check_inputs(meta, list(inputs))
         _warn_non_finite(list(inputs))
         orders = self._dim_orders.get(method, [])
@@ -117,7 +150,27 @@ class HostProgram:
                 outputs = m.execute(list(inputs))
         except RuntimeError as exc:
             raise _fail(f"execute method {method!r}", exc) from exc
+        if from_float:
+            log.info("outputs dequantized with the program's qparams (float inputs were given)")
+            return self.dequantize_outputs(outputs, method)
         return list(outputs)
+
+
+def quantize(x: torch.Tensor, q: IOQParams) -> torch.Tensor:
+    """`x` quantized as PyTorch's quantize_per_tensor does it (the op the program's input quantize node was)."""
+    from torch.ao.quantization.fx import _decomposed  # noqa: F401 - registers quantized_decomposed
+
+    dtype = getattr(torch, q.dtype)
+    return torch.ops.quantized_decomposed.quantize_per_tensor.default(x.float(), q.scale, q.zero_point, q.qmin,
+                                                                      q.qmax, dtype)
+
+
+def dequantize(q_tensor: torch.Tensor, q: IOQParams) -> torch.Tensor:
+    """A quantized output as float, as PyTorch's dequantize_per_tensor does it."""
+    from torch.ao.quantization.fx import _decomposed  # noqa: F401 - registers quantized_decomposed
+
+    return torch.ops.quantized_decomposed.dequantize_per_tensor.default(q_tensor, q.scale, q.zero_point, q.qmin,
+                                                                        q.qmax, getattr(torch, q.dtype))
 
 
 def _check_cortex_m_kernels(pte, method: str) -> None:
