@@ -15,8 +15,8 @@ import threading
 from .payload import REFERENCE_PREFIX, is_payload
 
 log = logging.getLogger("executorch_neutron")
-WHAT_RUNS = ("EthosUBackend on the host: each Ethos-U partition ran its reference int8 TFLite in LiteRT (stored in "
-             "the .pte), not Vela's command stream; the NPU itself runs the command stream")
+WHAT_RUNS = ("EthosUBackend on the host: each Ethos-U partition ran its reference TFLite (int8 or int16) in LiteRT "
+             "(stored in the .pte), not Vela's command stream; the NPU itself runs the command stream")
 DEVICE_ONLY = ("EthosUBackend: this .pte is device-only (lowered with embed_reference=False): it holds Vela's "
                "command stream, which only an Ethos-U NPU runs; lower with embed_reference=True to run it on the host")
 
