@@ -158,6 +158,26 @@ def test_kept_float_nodes_are_tagged_for_the_partitioner():
     assert tagged == {"conv2d_1", "sigmoid"}
 
 
+class Cosine(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.nn.functional.cosine_similarity(self.a(x), self.b(x), dim=1)
+
+
+def test_an_operator_rule_names_an_op_the_rewrites_decompose():
+    """cosine_similarity is rewritten into int8 table ops before annotation: a rule naming it keeps its pieces
+    float (before, the rule matched nothing and was refused as an unknown operator) and leaves the linears alone."""
+    q = NeutronQuantizer(precision="op:aten.cosine_similarity=float")
+    gm = torch.export.export(Cosine().eval(), (torch.randn(4, 8),)).module()
+    q.annotate(q.transform_for_annotation(gm))
+    tagged = {str(n.target) for n in gm.graph.nodes if (n.meta.get("custom") or {}).get(KEPT_FLOAT_META)}
+    assert "aten.rsqrt.default" in tagged and "aten.linear.default" not in tagged
+    assert {str(n.target) for n in gm.graph.nodes if n.op == "call_function"} & tagged == tagged
+
+
 def test_modules_to_skip_then_a_more_specific_rule():
     # modules_to_skip are float rules set first: a rule on an inner module overrides them
     q = NeutronQuantizer(modules_to_skip=["head"], precision="head.0=int8")

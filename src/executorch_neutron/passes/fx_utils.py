@@ -10,6 +10,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from ..core.exported import schema_args
+from ..core.meta_keys import SOURCE_OP
 
 _KEEP_META = ("nn_module_stack", "stack_trace", "source_fn_stack", "torch_fn", "custom")
 
@@ -87,6 +88,8 @@ def call(gm: GraphModule, target, args: tuple, like: Node) -> Node:
     for key in _KEEP_META:
         if key in like.meta:
             node.meta[key] = like.meta[key]
+    if like.op == "call_function":  # the operator the model wrote, through every rewrite (precision rules name it)
+        node.meta[SOURCE_OP] = like.meta.get(SOURCE_OP, str(like.target))
     try:
         node.meta["val"] = target(*[_fake(a) for a in args])
     except Exception:  # no fake value: downstream passes treat the node as unknown

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
+from ..core.meta_keys import SOURCE_OP
+
 if TYPE_CHECKING:
     from torch.fx import GraphModule, Node
 
@@ -104,7 +106,7 @@ class PrecisionConfig:
             what, names = {
                 "module_name": ("module", lambda: module_names(model)),
                 "module_type": ("module type", lambda: module_types(model)),
-                "operator": ("operator", lambda: list(dict.fromkeys(str(n.target) for n in nodes))),
+                "operator": ("operator", lambda: list(dict.fromkeys(o for n in nodes for o in operator_names(n)))),
                 "node": ("node", lambda: [n.name for n in nodes]),
             }[rule.kind]
             raise PrecisionError(f"precision rule {_key_text(rule)}={rule.precision}: the model has no {what} "
@@ -131,6 +133,14 @@ def module_types(model: "GraphModule") -> list[str]:
     return list(seen)
 
 
+def operator_names(node: "Node") -> tuple[str, ...]:
+    """The node's operator, then the one the model wrote, if an ATen rewrite made the node from another
+    (cosine_similarity's pieces name aten.cosine_similarity.default)."""
+    own = str(node.target)
+    source = node.meta.get(SOURCE_OP)
+    return (own,) if source in (None, own) else (own, source)
+
+
 def qualified_name(t: type) -> str:
     return f"{t.__module__}.{t.__qualname__}"
 
@@ -143,9 +153,11 @@ def _match_depth(rule: Rule, node: "Node") -> int | None:
     """None when `rule` does not match `node`; else how deep the matched module is (0 for operator and node rules)."""
     if rule.kind == "node":
         return 0 if node.name == rule.key else None
-    if rule.kind == "operator":
-        name = str(node.target)  # "aten.conv2d.default"; "aten.conv2d" names every overload
-        return 0 if name == rule.key or name.rsplit(".", 1)[0] == rule.key else None
+    if rule.kind == "operator":  # the node's operator, or the one the model wrote that a rewrite made it from
+        for name in operator_names(node):  # "aten.conv2d.default"; "aten.conv2d" names every overload
+            if name == rule.key or name.rsplit(".", 1)[0] == rule.key:
+                return 0
+        return None
     depth = None
     for name, kind in (node.meta.get("nn_module_stack") or {}).values():
         if not name:  # the model itself: a rule on it is the global setting

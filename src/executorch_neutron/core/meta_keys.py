@@ -1,0 +1,6 @@
+"""`node.meta` keys the package writes on graph nodes and reads in another layer (torch-free: the CLI's precision
+parser imports it before torch loads)."""
+
+#: the ATen operator a node made by an ATen rewrite comes from ("aten.cosine_similarity.default"): set by the
+#: passes' `fx_utils.call`, read by the quantizer's per-operator precision rules
+SOURCE_OP = "executorch_neutron_source_op"
