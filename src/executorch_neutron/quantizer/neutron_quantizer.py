@@ -125,7 +125,7 @@ class NeutronQuantizer(Quantizer):
     def annotate(self, model: GraphModule) -> GraphModule:
         self.precision.check(model)
         annotate_graph(model, AnnotationContext(qconfig=self.qconfig, skip=self._skipped,
-                                                precision=self.precision.of))
+                                                precision=self.precision.of, backend=self.target.kind))
         return model
 
     def validate(self, model: GraphModule) -> None:

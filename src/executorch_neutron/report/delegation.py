@@ -22,7 +22,7 @@ from ..core.atomic import write_text
 from ..core.exported import constants, lowered_modules, partition_tag
 from ..core.payload import unpack
 from ..core.qdq import per_tensor_kind
-from ..ops.registry import op_name
+from ..ops.registry import KEPT_INT8_META, op_name
 from ..partition.support import Rejection
 from ..target import get_target
 from ..tflite.layout import stored_channels_last
@@ -115,6 +115,8 @@ class DelegationReport:
     graph: object = None  # graph.ProgramGraph: the lowered program as vertices and edges (the HTML draws it)
     memory: MemorySection | None = None  # what the .pte needs on the target (memory.py; lower() sets it)
     cpu_work: list = field(default_factory=list)  # (op, output elements, MACs) per CPU node (the estimate's CPU part)
+    #: node -> the quantizer's note on its precision ("kept int8: <why>" for an op set to int16 without int16 support)
+    precision_notes: dict[str, str] = field(default_factory=dict)
 
     # --- the estimate: one, from the target's back end ---------------------------------------------------
     @property
@@ -287,7 +289,15 @@ class DelegationReport:
                    constraints=spec.constraints,
                    cortex_m_core=None if leftovers is None else leftovers.core, cortex_m_kernels=kernels,
                    cortex_m_refused={} if leftovers is None else dict(leftovers.refused),
-                   graph=apply_costs(graph, partitions), cpu_work=_macs.cpu_work(gm.graph))
+                   graph=apply_costs(graph, partitions), cpu_work=_macs.cpu_work(gm.graph),
+                   precision_notes=_precision_notes(gm))
+
+
+def _precision_notes(gm) -> dict[str, str]:
+    """The quantizer's per-node precision notes (`registry.KEPT_INT8_META`), in the CPU graph and in every partition."""
+    graphs = [gm.graph] + [lowered.original_module.graph for lowered in lowered_modules(gm).values()]
+    return {n.name: note for g in graphs for n in g.nodes
+            if (note := (n.meta.get("custom") or {}).get(KEPT_INT8_META))}
 
 
 def _requantizations(gm) -> list[Requantization]:
