@@ -164,7 +164,7 @@ def _int16_piece(node: Node, origin: str | None) -> bool:
     seen, todo = set(), [node]
     while origin is not None and todo:
         n = todo.pop()
-        if n in seen or n.op != "call_function" or source_op(n) != origin:
+        if n in seen or not is_compute(n) or source_op(n) != origin:
             continue
         seen.add(n)
         if any(qdq.per_tensor_kind(a) == "dq" and a.args[5] == torch.int16 for a in n.all_input_nodes):
