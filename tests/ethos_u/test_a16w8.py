@@ -59,6 +59,17 @@ def _vela_bytes(tflite: bytes, flags) -> bytes:
         return vela_compile(tflite, list(flags)).processed_bytes
 
 
+class _AddMM(nn.Module):
+    """torch.addmm with a constant matrix: FULLY_CONNECTED (int64 bias), like linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.w, self.b = nn.Parameter(torch.randn(12, 10)), nn.Parameter(torch.randn(10))
+
+    def forward(self, x):
+        return torch.addmm(self.b, x * 2.0, self.w)
+
+
 #: distinct H, W, C extents: a wrong permutation cannot pass by accident
 CASES = {
     "conv": (lambda: nn.Sequential(nn.Conv2d(3, 8, 3, padding=1)), (1, 3, 9, 7), "aten.convolution.default"),
@@ -66,6 +77,7 @@ CASES = {
                   "aten.convolution.default"),
     "depthwise": (lambda: nn.Conv2d(8, 8, 3, groups=8), (1, 8, 10, 6), "aten.convolution.default"),
     "linear": (lambda: nn.Linear(12, 10), (1, 5, 12), "aten.linear.default"),
+    "addmm": (_AddMM, (5, 12), "aten.addmm.default"),
     "add": (lambda: Fn(lambda self, x, y: x + y), [(1, 4, 5, 7), (1, 4, 5, 7)], "aten.add.Tensor"),
     "add_broadcast": (lambda: Fn(lambda self, x, y: x + y), [(1, 4, 5, 7), (1, 4, 1, 7)], "aten.add.Tensor"),
     "mul": (lambda: Fn(lambda self, x, y: x * y), [(1, 4, 5, 7), (1, 4, 5, 7)], "aten.mul.Tensor"),
