@@ -1,8 +1,10 @@
 """A16W8 (int16 activations, int8 weights) on Ethos-U: per operator, the host run of the .pte is within one int16
 output step of PyTorch's quantized model with the same qparams, the partition's TFLite is TFLite's 16x8 form, and
 the payload equals what ExecuTorch's Arm flow (`arm_vela.vela_compile`) makes of the same TFLite; int8 and int16
-layers mix per module; what Vela compiles in int8 only stays on the CPU with Vela's reason (Vela itself refuses
-it, and quantized int8 per layer runs on the NPU); Neutron targets refuse int16 in one line.
+layers mix per module; what Vela (or the converter, or LiteRT) takes in int8 only is quantized int8 under an int16
+setting (global or explicit) and runs on the NPU, noted in the report ("kept int8: <why>"); an int16 node of it from
+a quantizer that does not know stays on the CPU with Vela's reason (and Vela itself refuses it); Neutron targets
+refuse int16 in one line.
 
 References: PyTorch's quantized model (`convert_pt2e`) for the numbers, ExecuTorch's `vela_compile` for the
 payload bytes, Vela itself for what it refuses, the float model for the SQNR sanity check.
@@ -57,6 +59,17 @@ def _vela_bytes(tflite: bytes, flags) -> bytes:
         return vela_compile(tflite, list(flags)).processed_bytes
 
 
+class _AddMM(nn.Module):
+    """torch.addmm with a constant matrix: FULLY_CONNECTED (int64 bias), like linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.w, self.b = nn.Parameter(torch.randn(12, 10)), nn.Parameter(torch.randn(10))
+
+    def forward(self, x):
+        return torch.addmm(self.b, x * 2.0, self.w)
+
+
 #: distinct H, W, C extents: a wrong permutation cannot pass by accident
 CASES = {
     "conv": (lambda: nn.Sequential(nn.Conv2d(3, 8, 3, padding=1)), (1, 3, 9, 7), "aten.convolution.default"),
@@ -64,6 +77,7 @@ CASES = {
                   "aten.convolution.default"),
     "depthwise": (lambda: nn.Conv2d(8, 8, 3, groups=8), (1, 8, 10, 6), "aten.convolution.default"),
     "linear": (lambda: nn.Linear(12, 10), (1, 5, 12), "aten.linear.default"),
+    "addmm": (_AddMM, (5, 12), "aten.addmm.default"),
     "add": (lambda: Fn(lambda self, x, y: x + y), [(1, 4, 5, 7), (1, 4, 5, 7)], "aten.add.Tensor"),
     "add_broadcast": (lambda: Fn(lambda self, x, y: x + y), [(1, 4, 5, 7), (1, 4, 1, 7)], "aten.add.Tensor"),
     "mul": (lambda: Fn(lambda self, x, y: x * y), [(1, 4, 5, 7), (1, 4, 5, 7)], "aten.mul.Tensor"),
@@ -88,11 +102,32 @@ CASES = {
     "sigmoid": (lambda: nn.Sigmoid(), (1, 6, 5, 7), "aten.sigmoid.default"),
     "tanh": (lambda: nn.Tanh(), (1, 6, 5, 7), "aten.tanh.default"),
     "softmax": (lambda: nn.Softmax(dim=-1), (1, 3, 10), "aten._softmax.default"),
+    "leaky_relu": (lambda: nn.LeakyReLU(0.1), (1, 6, 5, 7), "aten.leaky_relu.default"),
+    "abs": (lambda: Fn(lambda self, x: torch.abs(x * x - 2.0)), (1, 6, 5, 7), "aten.abs.default"),
+    "neg": (lambda: nn.Sequential(nn.Conv2d(3, 4, 3), Fn(lambda self, x: -x)), (1, 3, 7, 9), "aten.neg.default"),
+    "maximum": (lambda: Fn(lambda self, x, y: torch.maximum(x, y)), [(1, 4, 5, 7), (1, 4, 5, 7)],
+                "aten.maximum.default"),
+    "minimum": (lambda: Fn(lambda self, x, y: torch.minimum(x, y)), [(1, 4, 5, 7), (1, 4, 1, 7)],
+                "aten.minimum.default"),
+    "div": (lambda: Fn(lambda self, x: (x * x) / 3.0), (1, 6, 5, 7), "aten.mul.Tensor"),
+    "exp": (lambda: Fn(lambda self, x: torch.exp(x * 0.3)), (1, 6, 5, 7), "aten.exp.default"),
+    "sum": (lambda: Fn(lambda self, x: (x * x).sum(dim=-1, keepdim=True)), (1, 6, 5, 7), "aten.sum.dim_IntList"),
+    "amax": (lambda: Fn(lambda self, x: (x * x).amax(dim=-1, keepdim=True)), (1, 6, 5, 7), "aten.amax.default"),
+    "amin": (lambda: Fn(lambda self, x: (x * x).amin(dim=-1, keepdim=True)), (1, 6, 5, 7), "aten.amin.default"),
+    "resize_nearest": (lambda: nn.Upsample(scale_factor=2, mode="nearest"), (1, 4, 5, 7),
+                       "aten.upsample_nearest2d.vec"),
+    "resize_bilinear": (lambda: nn.Upsample(scale_factor=2, mode="bilinear"), (1, 4, 5, 7),
+                        "aten.upsample_bilinear2d.vec"),
+    "reflection_pad": (lambda: Fn(lambda self, x: torch.nn.functional.pad(x * x, (1, 2, 2, 1), mode="reflect")),
+                       (1, 6, 5, 7), "aten.pad.default"),
+    "transposed_conv": (lambda: nn.ConvTranspose2d(4, 6, 2, stride=2), (1, 4, 5, 7), "aten.convolution.default"),
 }
 #: wider bounds, in steps of 1/32768 (measured): LiteRT's int16 TANH and SOFTMAX kernels compute tanh, exp and the
 #: reciprocal by interpolating lookup tables, not exactly as PyTorch's float function then rounding (the int8
-#: kernels round within 1 step of 1/128 or 1/256): 2 steps = 6e-5 (tanh) and 4 steps = 1.2e-4 (softmax) absolute
-WIDER = {"tanh": 2, "softmax": 4}
+#: kernels round within 1 step of 1/128 or 1/256): 2 steps = 6e-5 (tanh) and 4 steps = 1.2e-4 (softmax) absolute;
+#: its int16 EXP likewise interpolates a table: 3 steps of the output's scale (measured 6.6e-4 here: 2e-3 absolute
+#: on outputs up to about 20, 1e-4 relative)
+WIDER = {"tanh": 2, "softmax": 4, "exp": 3}
 
 
 @pytest.mark.parametrize("target", ["imx93", "ethos-u55-128"])
@@ -154,37 +189,108 @@ def test_mixed_int8_int16_layers(target, tmp_path):
 
 
 def _hardswish_model():
+    """The int8 hardswish is the model's output: its int8 steps are the ones compared (an int16 layer after it would
+    scale one int8 step of it into hundreds of int16 output steps)."""
     return nn.Sequential(nn.Conv2d(3, 8, 3), nn.Hardswish())
 
 
-def test_vela_int8_only_op_stays_on_cpu_or_int8(tmp_path):
-    """int16 HARD_SWISH, which Vela refuses (next test), is not delegated (its ATen node is refused with Vela's rule,
-    then ExecuTorch decomposes it into CPU operators); quantized int8 per layer, it runs on the NPU."""
-    module, inputs = _hardswish_model(), (torch.randn(1, 3, 9, 7),)
-    result = _lower16(module, inputs, "ethos-u55-128", tmp_path)
-    assert "aten.hardswish.default" not in dict(result.report.delegated_ops), str(result.report)
-    assert any("aten.hardswish.default" in r.reason for r in result.report.rejections), str(result.report)
-    quantizer = NeutronQuantizer("ethos-u55-128", activations="int16").set_operator_type("aten.hardswish", "int8")
-    mixed = _lower16(module, inputs, "ethos-u55-128", tmp_path / "int8", quantizer)
-    assert mixed.report.rejections == [] and len(mixed.report.partitions) == 1, str(mixed.report)
-    assert dict(mixed.report.delegated_ops).get("aten.hardswish.default") == 1, str(mixed.report)
+def _bmm_model():
+    return Fn(lambda self, x, y: torch.bmm(x * 2.0, y))
 
 
-def test_vela_itself_refuses_int16_hardswish_with_the_rule_we_register(tmp_path, monkeypatch):
-    """Without our limit (and with the converter's int16 flag forced), Vela refuses the int16 HARD_SWISH; the rule
-    we register is Vela's own text."""
+#: Vela's int8-only operators: (model, inputs, the ATen op, the edge op, the TFLite operator Vela names)
+INT8_ONLY = {
+    "hardswish": (_hardswish_model, [(1, 3, 9, 7)], "aten.hardswish.default", "HARD_SWISH"),
+    "bmm": (_bmm_model, [(2, 5, 12), (2, 12, 7)], "aten.bmm.default", "BATCH_MATMUL"),
+}
+
+
+def _random(shapes):
+    torch.manual_seed(3)
+    return tuple(torch.randn(*s) for s in shapes)
+
+
+@pytest.mark.parametrize("explicit", [False, True], ids=["global", "explicit_rule"])
+@pytest.mark.parametrize("name", INT8_ONLY)
+def test_vela_int8_only_op_is_kept_int8_on_the_npu_with_a_note(name, explicit, tmp_path):
+    """Under a global int16 setting, or an explicit int16 rule on the op itself, an op Vela compiles in int8 only is
+    quantized int8 (requantizations around it) and runs on the NPU; the report notes why; the numbers are within 1
+    step of PyTorch's quantized model."""
+    make, shapes, op, vela_op = INT8_ONLY[name]
+    inputs = _random(shapes)
+    quantizer = NeutronQuantizer("ethos-u55-128", activations="int16")
+    if explicit:
+        quantizer = NeutronQuantizer("ethos-u55-128").set_operator_type(op.rsplit(".", 1)[0], "int16")
+    result = _lower16(make(), inputs, "ethos-u55-128", tmp_path, quantizer)
+    report = result.report
+    assert report.rejections == [] and len(report.partitions) == 1, str(report)
+    assert dict(report.delegated_ops).get(op) == 1, str(report)
+    notes = list(report.precision_notes.values())
+    assert len(notes) == 1 and notes[0].startswith("kept int8: Vela") and vela_op in notes[0], notes
+    assert "kept int8: Vela" in str(report) and "kept int8: Vela" in report.to_json()
+    part = report.partitions[0]
+    tflite = (tmp_path / f"{part.tag}.tflite").read_bytes()
+    ops = {o["op_name"]: o for o in Interpreter(model_content=tflite)._get_ops_details()}
+    types = {d["index"]: d["dtype"].__name__ for d in Interpreter(model_content=tflite).get_tensor_details()}
+    assert {types[i] for i in ops[vela_op]["inputs"] if i >= 0} <= {"int8", "int32"}, types
+    assert part.blob == _vela_bytes(tflite, part.backend["vela_flags"])
+    out = run(result.pte, inputs)[0]
+    with torch.no_grad():
+        ref = result.quantized_model(*inputs)
+    scale, zp = model_output_qparams(result.quantized_model)[0]
+    # global: two ops, each within 1 step: the int16 -> int8 requantization (QUANTIZE) in front of the op, then the
+    # op (measured: 2 on hardswish, whose slope reaches 1.5); explicit: the model is int8 throughout, one op
+    assert _steps(out, ref, scale, zp) <= (1 if explicit else 2)
+
+
+def test_int16_hardswish_from_an_unaware_quantizer_stays_on_cpu_with_vela_reason(tmp_path, monkeypatch):
+    """An int16 hardswish the quantizer did not keep int8 (here: its fallback switched off) stays on the CPU, and
+    the CPU pieces ExecuTorch decomposes it into carry Vela's rule, not only "part of aten.hardswish.default"."""
+    from executorch_neutron.quantizer import patterns
+
+    monkeypatch.setattr(patterns, "kept_int8", lambda node, ctx: None)
+    result = _lower16(_hardswish_model(), _random([(1, 3, 9, 7)]), "ethos-u55-128", tmp_path)
+    report = result.report
+    assert "aten.hardswish.default" not in dict(report.delegated_ops), str(report)
+    assert report.precision_notes == {}
+    vela = [r for r in report.rejections if "IFM must be int8 or uint8 (HARD_SWISH)" in r.reason]
+    assert vela and {r.op for r in vela} >= {"aten.hardswish.default", "aten.add.Tensor"}, str(report)
+
+
+@pytest.mark.parametrize("name", INT8_ONLY)
+def test_vela_itself_refuses_the_int16_op_with_the_rule_we_register(name, tmp_path, monkeypatch):
+    """Without our int8-only record (the entry's int16 flag forced, the quantizer's fallback off), Vela refuses the
+    int16 operator; the record we register is Vela's own rule."""
     from executorch_neutron.ethos_u import constraints as vela_limits
+    from executorch_neutron.quantizer import patterns
 
-    ours = {limit.constraint.text for limit in vela_limits.LIMITS if "IFM must be int8" in limit.constraint.text}
-    assert ours == {"IFM must be int8 or uint8 (aten.hardswish.default)"}
-    op = next(e for e in registry.entries() if e.name == "aten.hardswish.default")
-    for target in op.targets:
-        monkeypatch.setitem(registry.REGISTRY, target, dataclasses.replace(op, int16=True, constraints=()))
-    original = registry.Constraint.applies
-    monkeypatch.setattr(registry.Constraint, "applies",
-                        lambda self, backend, profile: self.text not in ours and original(self, backend, profile))
-    with pytest.raises(VelaError, match="HARD_SWISH"):
-        _lower16(_hardswish_model(), (torch.randn(1, 3, 9, 7),), "ethos-u55-128", tmp_path)
+    make, shapes, op, vela_op = INT8_ONLY[name]
+    entry = next(e for e in registry.entries() if e.name == op)
+    ours = [why for ops, why in vela_limits.INT8_ONLY if entry.targets[0] in ops]
+    assert len(ours) == 1 and ours[0].startswith("Vela: ") and registry.int16_refusal(entry.targets[0], "ethos-u") == ours[0]
+    for target in entry.targets:
+        monkeypatch.setitem(registry.REGISTRY, target, dataclasses.replace(entry, int16=True))
+    monkeypatch.setattr(registry, "INT8_ONLY", {})
+    monkeypatch.setattr(vela_limits, "INT8_ONLY", ())  # lower() registers the back ends' limits again
+    monkeypatch.setattr(patterns, "kept_int8", lambda node, ctx: None)
+    with pytest.raises(VelaError, match=vela_op):
+        _lower16(make(), _random(shapes), "ethos-u55-128", tmp_path)
+
+
+@pytest.mark.fast
+def test_int16_support_comes_from_the_registry():
+    """Every entry without int16 says why; a back end's int8-only record is its compiler's text; the quantizer asks
+    the registry with the ATen ops it annotates."""
+    import torch as _t
+
+    aten = _t.ops.aten
+    for entry in registry.entries():
+        why = registry.int16_refusal(entry.targets[0], "ethos-u")
+        assert (why is None) == (entry.int16 and not registry.INT8_ONLY.get(entry.targets[0])), entry.name
+    assert registry.int16_refusal(aten.hardswish_.default, "ethos-u").startswith("Vela: IFM must be int8")
+    assert registry.int16_refusal(aten.conv2d.default, "ethos-u") is None
+    assert registry.int16_refusal(aten.rsqrt.default, "ethos-u").startswith("LiteRT's int16 RSQRT")
+    assert registry.int16_refusal(aten.sin.default, "ethos-u") is None  # not quantized at all
 
 
 @pytest.mark.fast

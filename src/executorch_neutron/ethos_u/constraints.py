@@ -293,11 +293,16 @@ def _ifm_int16(a: NodeArgs) -> str | None:
     return None
 
 
-#: Vela's rules on operators it compiles in int8 only (its semantic checks; an int16 node of them stays on the CPU:
-#: quantize it int8 per layer). Vela 5.2 states "IFM must be int8" for RSQRT too but compiles an int16 RSQRT
-#: (measured), so only HARD_SWISH is here.
-_INT8_ONLY = (
-    (frozenset({_aten.hardswish.default}), _VelaSemantic.constraint_input_8bit.__doc__),
+#: Vela's rules on operators it compiles in int8 only (registry.int8_only: NeutronQuantizer quantizes them int8 under
+#: an int16 setting, and an int16 node of them stays on the CPU with the rule). Vela 5.2 states "IFM must be int8"
+#: for RSQRT too but compiles an int16 RSQRT (measured); its matrix product of two activations (BATCH_MATMUL, and a
+#: FULLY_CONNECTED whose weights are not constant) takes int8 only (its supported-operators check, measured on mm and
+#: bmm).
+INT8_ONLY = (
+    ((_aten.hardswish.default,), f"Vela: {_VelaSemantic.constraint_input_8bit.__doc__.rstrip('.')} (HARD_SWISH)"),
+    ((_aten.mm.default, _aten.bmm.default),
+     "Vela: a matrix product of two activations (BATCH_MATMUL, or FULLY_CONNECTED with dynamic weights) must have "
+     "an int8 IFM"),
 )
 
 _MAX_POOL = frozenset({_aten.max_pool2d.default, _aten.max_pool2d_with_indices.default})
@@ -338,8 +343,6 @@ LIMITS: tuple[Limit, ...] = (
                    "1 in a dimension whose OFM size is 1); with align_corners the factors are (OFM - 1) / (IFM - 1); "
                    "bilinear with half-pixel centers (align_corners=False): 2x only",
                    frozenset({_aten.upsample_bilinear2d.vec, _aten.upsample_nearest2d.vec}), _resize),
-    *(_vela(f"{text.rstrip('.')} ({', '.join(sorted(registry.op_name(o) for o in ops))})", ops, _ifm_int16)
-      for ops, text in _INT8_ONLY),
 )
 
 #: Operators Vela has no kernel for, and why (edge ops, reason, what in a node left it there)
@@ -354,5 +357,6 @@ NO_KERNEL = (
 
 
 def register() -> None:
-    """Add Vela's limits and the Ethos-U no-kernel reasons to the operator registry (idempotent)."""
-    registry.add_limits(LIMITS, NO_KERNEL, ETHOS_U)
+    """Add Vela's limits, the Ethos-U no-kernel reasons and Vela's int8-only operators to the operator registry
+    (idempotent)."""
+    registry.add_limits(LIMITS, NO_KERNEL, ETHOS_U, INT8_ONLY)

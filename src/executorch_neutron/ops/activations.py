@@ -110,7 +110,8 @@ def convert_tanh(ctx, a):
 
 
 
-@register(_aten.leaky_relu.default, quantize={"own_output": (A.leaky_relu.default, A.leaky_relu_.default)})
+@register(_aten.leaky_relu.default, quantize={"own_output": (A.leaky_relu.default, A.leaky_relu_.default)},
+          int16=True)
 def convert_leaky_relu(ctx, a):
     """x for x >= 0, negative_slope * x otherwise."""
     unary(ctx, a, schema.BuiltinOperator.LEAKY_RELU,
@@ -124,18 +125,20 @@ def convert_hardswish(ctx, a):
     unary(ctx, a, schema.BuiltinOperator.HARD_SWISH)
 
 
-@register(_aten.abs.default, quantize={"own_output": (A.abs.default,)})
+@register(_aten.abs.default, quantize={"own_output": (A.abs.default,)}, int16=True)
 def convert_abs(ctx, a):
     """|x| with requantization."""
     unary(ctx, a, schema.BuiltinOperator.ABS)
 
 
-@register(_aten.neg.default, quantize={"own_output": (A.neg.default,)})
+@register(_aten.neg.default, quantize={"own_output": (A.neg.default,)}, int16=True)
 def convert_neg(ctx, a):
-    """-x, as an int8 MUL by the exactly representable constant -1 (scale 1, value -1)."""
+    """-x, as a MUL by the exactly representable constant -1 (scale 1, value -1) of the input's type (Vela refuses a
+    MUL of int16 by int8)."""
     x = ctx.value(a["self"])
-    minus_one = ctx.builder.constant(a.node.name + "_minus_one", np.full([1] * len(x.shape), -1, dtype=np.int8),
-                                     Quant.per_tensor(1.0, 0))
+    dtype = x.quant.dtype
+    minus_one = ctx.builder.constant(a.node.name + "_minus_one", np.full([1] * len(x.shape), -1, dtype=dtype),
+                                     Quant.per_tensor(1.0, 0, dtype))
     out = ctx.emit_output(a.node, x.layout)
     ctx.builder.op(schema.BuiltinOperator.MUL, [x.tensor, minus_one], [out.tensor], options("MulOptionsT"))
 
@@ -159,7 +162,9 @@ def _prelu_weight(a, ctx):
 
 
 @register(_aten.prelu.default, constraints=(_prelu_rank, _prelu_weight), preserve="if_delegated",
-          quantize={"own_output2": (A.prelu.default,)})
+          quantize={"own_output2": (A.prelu.default,)},
+          no_int16=("the converter writes PRELU's slopes as int8 data, and NeutronQuantizer quantizes them like "
+                    "an activation (int16 under A16W8)"))
 def convert_prelu(ctx, a):
     """x for x >= 0, slope[c] * x otherwise, c along dim 1 (kept from decomposition by the partitioner when the NPU
     takes it). The slopes are shaped to broadcast along the channels of the physical layout."""

@@ -144,7 +144,7 @@ def _static_divisor(a, ctx):
 
 
 @register(_aten.div.Tensor, constraints=(_static_divisor,),
-          quantize={"binary_scalar_divisor": (A.div.Tensor,)})
+          quantize={"binary_scalar_divisor": (A.div.Tensor,)}, int16=True)
 def convert_div(ctx, a):
     """Division by a constant: MUL by the reciprocal (exact for scalars)."""
     binary(ctx, a, schema.BuiltinOperator.MUL, options("MulOptionsT"), reciprocal=True)
@@ -164,14 +164,14 @@ def _all_shared(a, ctx):
 
 
 @register(_aten.maximum.default, constraints=(_all_shared,), profiles={"sdk-current"},
-          quantize={"shared_operands": (A.maximum.default,)})
+          quantize={"shared_operands": (A.maximum.default,)}, int16=True)
 def convert_maximum(ctx, a):
     """Elementwise maximum (with broadcasting)."""
     binary(ctx, a, schema.BuiltinOperator.MAXIMUM, None)
 
 
 @register(_aten.minimum.default, constraints=(_all_shared,), profiles={"sdk-current"},
-          quantize={"shared_operands": (A.minimum.default,)})
+          quantize={"shared_operands": (A.minimum.default,)}, int16=True)
 def convert_minimum(ctx, a):
     """Elementwise minimum (with broadcasting)."""
     binary(ctx, a, schema.BuiltinOperator.MINIMUM, None)

@@ -103,7 +103,7 @@ def _addmm_scalars(a, ctx):
 
 
 @register(_aten.addmm.default, constraints=(_two_d, _mat2_quant, _addmm_const, _addmm_scalars), fuses_activation=True,
-          quantize={"matmul": (A.addmm.default,)})
+          quantize={"matmul": (A.addmm.default,)}, int16=True)
 def convert_addmm(ctx, a):
     """bias + mat1 @ mat2 with a constant mat2 (a linear layer)."""
     _matmul(ctx, a, a["self"])

@@ -71,7 +71,8 @@ def rows_view(a) -> tuple[int, int, int] | None:
     return (math.prod(shape) // shape[-1], 1, shape[-1])
 
 
-@register(_aten.sum.dim_IntList, profiles={"sdk-current"}, quantize={"own_output": (A.sum.dim_IntList,)})
+@register(_aten.sum.dim_IntList, profiles={"sdk-current"}, quantize={"own_output": (A.sum.dim_IntList,)},
+          int16=True)
 def convert_sum(ctx, a):
     """Sum over the listed dims (all when none are listed), own output quantization: a MEAN whose output scale is
     the sum's divided by the reduced count n (the same int8 codes), then a MUL by n (exact: requantization by
@@ -80,23 +81,25 @@ def convert_sum(ctx, a):
     shape = a.shape("self")
     n = math.prod(shape[d] for d in _axes(a))
     out = ctx.emit_output(a.node, Layout.NATURAL)
-    mean_quant = Quant.per_tensor(out.quant.scale[0] / n, out.quant.zero_point[0])
-    mean = Value(b.tensor(a.node.name + "_mean", out.shape, np.int8, mean_quant), out.shape, Layout.NATURAL,
-                 mean_quant)
+    dtype = out.quant.dtype  # int8, or int16 under A16W8 (LiteRT's MUL takes operands of one type)
+    mean_quant = Quant.per_tensor(out.quant.scale[0] / n, out.quant.zero_point[0], dtype)
+    mean = Value(b.tensor(a.node.name + "_mean", out.shape, np.dtype(dtype), mean_quant), out.shape,
+                 Layout.NATURAL, mean_quant)
     reduce_dims(ctx, a, schema.BuiltinOperator.MEAN, out=mean)
-    count = b.constant(a.node.name + "_count", np.ones([1] * len(out.shape), dtype=np.int8), Quant.per_tensor(n, 0))
+    count = b.constant(a.node.name + "_count", np.ones([1] * len(out.shape), dtype=dtype),
+                       Quant.per_tensor(n, 0, dtype))
     b.op(schema.BuiltinOperator.MUL, [mean.tensor, count], [out.tensor], options("MulOptionsT"))
 
 
 @register(_aten.amax.default, constraints=(shared_quantization(),), profiles={"sdk-current"},
-          quantize={"shared": (A.amax.default,)})
+          quantize={"shared": (A.amax.default,)}, int16=True)
 def convert_amax(ctx, a):
     """Maximum over the listed dims (all when none are listed)."""
     reduce_dims(ctx, a, schema.BuiltinOperator.REDUCE_MAX, quant=ctx.value(a["self"]).quant)
 
 
 @register(_aten.amin.default, constraints=(shared_quantization(),), profiles={"sdk-current"},
-          quantize={"shared": (A.amin.default,)})
+          quantize={"shared": (A.amin.default,)}, int16=True)
 def convert_amin(ctx, a):
     """Minimum over the listed dims (all when none are listed)."""
     reduce_dims(ctx, a, schema.BuiltinOperator.REDUCE_MIN, quant=ctx.value(a["self"]).quant)

@@ -199,8 +199,11 @@ class OpEntry:
     #: aten.pad in constant mode becomes constant_pad_nd)
     preserve_when: Callable[[NodeArgs], bool] | None = None
     #: the converter writes the op with int16 activations too (TFLite's 16x8 form, which LiteRT runs); an int16
-    #: node of an entry without it stays on the CPU (`INT16_REASON`)
+    #: node of an entry without it stays on the CPU (`int16_refusal`), and NeutronQuantizer quantizes its ATen ops
+    #: int8 under an int16 setting
     int16: bool = False
+    #: why the entry has no `int16` (a fact of the converter or of LiteRT's kernel), when more is known than "int8 only"
+    no_int16: str | None = None
 
     def check(self, node: Node, ctx: CheckContext) -> tuple[str, str | None] | None:
         """None when every constraint holds, else (reason, hint) of the first that does not."""
@@ -221,17 +224,56 @@ class OpEntry:
 
 
 REGISTRY: dict[object, OpEntry] = {}
-#: the reason an int16 node of an entry without `int16` stays on the CPU
-INT16_REASON = ("int16 activations: the converter writes this operator in int8 only; quantize it int8 "
-                "(NeutronQuantizer.set_module_name / set_operator_type / set_node_name)")
+#: what an int16 node of an op without int16 support is told (after why: `int16_refusal`)
+INT16_HINT = "quantize it int8 (NeutronQuantizer.set_module_name / set_operator_type / set_node_name)"
+#: edge op -> {back-end kind: why that back end's compiler takes the op in int8 only}, added with `int8_only`
+INT8_ONLY: dict[object, dict[str, str]] = {}
+#: the key of `node.meta["custom"]` where NeutronQuantizer notes an op it quantized int8 under an int16 setting
+#: (export and to_edge carry it to the edge graph; the delegation report lists the notes)
+KEPT_INT8_META = "executorch_neutron_kept_int8"
+
+
+def int8_only(ops, reason: str, backends) -> None:
+    """Record that back ends `backends` compile edge ops `ops` in int8 only, with the compiler's own `reason` (its
+    rule's text). Recording the same again does nothing; another reason for the same op and back end is an error."""
+    for op in ops:
+        for backend in backends:
+            known = INT8_ONLY.setdefault(op, {}).setdefault(backend, reason)
+            if known != reason:
+                raise ValueError(f"{op_name(op)}: two int8-only reasons on {backend}: {known!r}, {reason!r}")
+
+
+def int16_refusal(op, backend: str) -> str | None:
+    """Why `op` (an edge op, or an ATen op NeutronQuantizer annotates) cannot run with int16 activations on back end
+    `backend`, None when it can (or no entry converts it: then it is not quantized at all). The one source of
+    per-op int16 support: the partitioner's reason and the quantizer's int8 fallback both read it."""
+    _ensure_loaded()
+    entry = REGISTRY.get(op) or _quantized_by().get(op)
+    if entry is None:
+        return None
+    for target in entry.targets:
+        why = INT8_ONLY.get(target, {}).get(backend)
+        if why is not None:
+            return why
+    if not entry.int16:
+        return entry.no_int16 or f"the converter writes {entry.name} in int8 only"
+    return None
+
+
+def _quantized_by() -> dict:
+    """ATen op NeutronQuantizer annotates -> the entry that converts what it becomes."""
+    return {op: entry for entry in entries() for op, _ in entry.quantize}
 
 
 def register(*targets, constraints=(), noop=False, alone=False, quantize=None, preserve=None, fuses_activation=False,
-             profiles=ALL_PROFILES, preserve_when=None, int16=False):
+             profiles=ALL_PROFILES, preserve_when=None, int16=False, no_int16=None):
     """Decorator registering a converter `fn(ctx, args)` for edge ops `targets` with their constraints.
 
     quantize: {annotation family: ATen ops} for the ATen ops NeutronQuantizer annotates that become these edge ops.
+    int16: the converter writes them with int16 activations (A16W8) and LiteRT runs that; no_int16: why not.
     """
+    if int16 and no_int16:
+        raise ValueError(f"{op_name(targets[0])}: int16=True with a reason it has no int16 ({no_int16!r})")
     quantize = tuple((op, family) for family, ops in (quantize or {}).items() for op in ops)
     bad = [f for _, f in quantize if f not in ANNOTATION_FAMILIES] + (
         [preserve] if preserve is not None and preserve not in PRESERVE_MODES else [])
@@ -253,6 +295,7 @@ def register(*targets, constraints=(), noop=False, alone=False, quantize=None, p
             profiles=frozenset(profiles),
             preserve_when=preserve_when,
             int16=int16,
+            no_int16=no_int16,
         )
         for t in targets:
             if t in REGISTRY:
@@ -351,13 +394,16 @@ def no_kernel_reason(node: Node, backend: str) -> str | None:
     return f"{found}; {why}" if found else why
 
 
-def add_limits(limits, no_kernels, backends) -> None:
-    """A back end's own limits (`Limit`s, added in their order) and its reasons for operators without a kernel
-    ((edge ops, reason, detail) as `no_kernel` takes them, for `backends`). Idempotent."""
+def add_limits(limits, no_kernels, backends, int8_only_ops=()) -> None:
+    """A back end's own limits (`Limit`s, added in their order), its reasons for operators without a kernel
+    ((edge ops, reason, detail) as `no_kernel` takes them, for `backends`) and for operators its compiler takes in
+    int8 only ((edge ops, reason) as `int8_only` takes them). Idempotent."""
     for ops, c in limits:
         add_constraint(ops, c)
     for ops, reason, detail in no_kernels:
         no_kernel(ops, reason, detail, backends=backends)
+    for ops, reason in int8_only_ops:
+        int8_only(ops, reason, backends)
 
 
 def lookup(target) -> OpEntry | None:

@@ -29,7 +29,7 @@ def _resize(ctx, a, builtin, opts_name, **fields):
 
 @register(_aten.upsample_bilinear2d.vec, constraints=(shared_quantization(),),
           preserve="if_delegated",
-          quantize={"shared": (A.upsample_bilinear2d.vec, A.upsample_bilinear2d.default)})
+          quantize={"shared": (A.upsample_bilinear2d.vec, A.upsample_bilinear2d.default)}, int16=True)
 def convert_upsample_bilinear(ctx, a):
     """Bilinear upsampling; align_corners=False is TFLite's half_pixel_centers, True is its align_corners."""
     ac = bool(a["align_corners"])
@@ -39,7 +39,7 @@ def convert_upsample_bilinear(ctx, a):
 
 @register(_aten.upsample_nearest2d.vec, constraints=(shared_quantization(),),
           preserve="if_delegated",
-          quantize={"shared": (A.upsample_nearest2d.vec, A.upsample_nearest2d.default)})
+          quantize={"shared": (A.upsample_nearest2d.vec, A.upsample_nearest2d.default)}, int16=True)
 def convert_upsample_nearest(ctx, a):
     """Nearest upsampling: PyTorch's 'nearest' picks floor(out * in / out_size), TFLite's default mode."""
     _resize(ctx, a, schema.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR, "ResizeNearestNeighborOptionsT",

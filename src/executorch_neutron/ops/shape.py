@@ -187,7 +187,7 @@ def _reflect(a, ctx):
 
 
 @register(_aten.pad.default, constraints=(_reflect, _pad_any, shared_quantization()), preserve="if_delegated",
-          profiles={"sdk-current"}, preserve_when=lambda a: a["mode"] != "constant")
+          profiles={"sdk-current"}, preserve_when=lambda a: a["mode"] != "constant", int16=True)
 def convert_reflection_pad(ctx, a):
     """Reflection padding (of any dims): MIRROR_PAD in REFLECT mode (kept from decomposition by the partitioner
     when the NPU takes it)."""

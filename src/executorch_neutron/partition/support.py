@@ -144,12 +144,41 @@ def _unmade_rewrite(origin: str | None, ctx: CheckContext) -> str:
 
 
 def _decomposed_reason(node: Node, ctx: CheckContext) -> str | None:
-    """Why a float node is float when it is a piece of a user's op outside the table (else None)."""
+    """Why a float node is float when it is a piece of a user's op outside the table, or of an int16 op the NPU
+    runs in int8 only (else None)."""
     origin = source_op(node)
     if origin is not None and _left_in_float(origin):
         return (f"it is part of {origin}, which is not in the {ctx.npu} operator table: NeutronQuantizer "
                 "leaves it in float and ExecuTorch decomposed it into CPU operators" + _unmade_rewrite(origin, ctx))
+    return _int16_origin_reason(node, origin, ctx)
+
+
+def _int16_origin_reason(node: Node, origin: str | None, ctx: CheckContext) -> str | None:
+    """Why a piece of an int16 ATen op the NPU runs in int8 only is on the CPU (the op's int16 refusal), else None."""
+    why = registry.int16_refusal(_annotated_by_name().get(origin), ctx.backend) if _int16_piece(node, origin) else None
+    if why:
+        return (f"it is part of {origin}, int16, which {ctx.npu} does not run with int16 activations ({why}): "
+                f"ExecuTorch decomposed it into CPU operators; {registry.INT16_HINT}")
     return None
+
+
+@functools.cache
+def _annotated_by_name() -> dict:
+    return {registry.op_name(t): t for t in registry.annotation_table()}
+
+
+def _int16_piece(node: Node, origin: str | None) -> bool:
+    """`node` is a piece of the decomposition of ATen op `origin` whose pieces read an int16 dequantize."""
+    seen, todo = set(), [node]
+    while origin is not None and todo:
+        n = todo.pop()
+        if n in seen or not is_compute(n) or source_op(n) != origin:
+            continue
+        seen.add(n)
+        if any(qdq.per_tensor_kind(a) == "dq" and a.args[5] == torch.int16 for a in n.all_input_nodes):
+            return True
+        todo += n.all_input_nodes
+    return False
 
 
 def _int8_reason(node: Node, ctx: CheckContext) -> str | None:
@@ -265,6 +294,9 @@ def _decide_one(node: Node, ctx: CheckContext, lookup=registry.lookup) -> Reject
     entry = lookup(node.target)
     if entry is None:
         origin = source_op(node)
+        int16_why = _int16_origin_reason(node, origin, ctx)
+        if int16_why:
+            return reject(int16_why)
         why = registry.no_kernel_reason(node, ctx.backend)
         return reject(f"no {ctx.npu} kernel for this operator" + (f" (part of {origin})" if origin else "")
                       + (f": {why}" if why else "") + _unmade_rewrite(origin, ctx))
@@ -284,8 +316,9 @@ def _decide_one(node: Node, ctx: CheckContext, lookup=registry.lookup) -> Reject
     failed = entry.check(node, ctx)
     if failed:
         return reject(*failed)
-    if not entry.int16 and is_int16(node):
-        return reject(registry.INT16_REASON)
+    why = registry.int16_refusal(node.target, ctx.backend) if is_int16(node) else None
+    if why:
+        return reject(f"int16 activations: {why}", registry.INT16_HINT)
     return None
 
 

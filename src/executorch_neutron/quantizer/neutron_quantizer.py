@@ -138,7 +138,7 @@ class NeutronQuantizer(Quantizer):
         self.precision.check(model)
         mark_kept_float(model, self._skipped)
         annotate_graph(model, AnnotationContext(qconfig=self.qconfig, skip=self._skipped,
-                                                precision=self.precision.of))
+                                                precision=self.precision.of, backend=self.target.kind))
         return model
 
     def validate(self, model: GraphModule) -> None:

@@ -26,10 +26,17 @@ Inputs produced by an already annotated op of the same precision reuse that op's
 (`SharedQuantizationSpec`), so a tensor is quantized once; other inputs (model inputs, float ops, a producer of the
 other precision) get the activation spec. Each node's specs follow its precision (`AnnotationContext.precision`:
 int8, or int16 activations with int8 weights).
+
+An op set to int16 (globally or by any per-layer rule, an explicit one on the op or node included) that has no
+int16 support on the quantizer's back end (`ops.registry.int16_refusal`: the converter's, LiteRT's or the back-end
+compiler's reason, e.g. Vela's int8-only HARD_SWISH) is quantized int8 instead, with requantizations around it, so it
+still runs on the NPU; its node carries the note "kept int8: <reason>" (`registry.KEPT_INT8_META`), which the
+delegation report lists.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
@@ -57,6 +64,8 @@ class AnnotationContext:
     qconfig: NeutronQConfig
     skip: Callable[[Node], bool]  # True for nodes the user asked to keep float
     precision: Callable[[Node], str] = lambda node: "int8"  # the node's precision (precision.PRECISIONS)
+    #: the back end of the quantizer's target (`target.kind`): which ops have int16 support (None: not checked)
+    backend: str | None = None
 
     def free(self, node: object) -> bool:
         """A float-tensor call_function node, not annotated yet, not skipped, not a reshaped constant."""
@@ -345,7 +354,32 @@ ANNOTATORS: dict = _table()
 FUSABLE_ACTIVATIONS: frozenset = fusion.aten_activations()
 
 
+def kept_int8(node: Node, ctx: AnnotationContext) -> str | None:
+    """Why `node`, set to int16, is quantized int8 instead (its op has no int16 support on the back end), or None."""
+    if ctx.backend is None or node.op != "call_function" or node.target not in ANNOTATORS:
+        return None
+    if ctx.precision(node) != "int16":
+        return None
+    return registry.int16_refusal(node.target, ctx.backend)
+
+
+def _int8_fallback(gm: torch.fx.GraphModule, ctx: AnnotationContext) -> AnnotationContext:
+    """`ctx` with int8 for the int16 nodes whose op has no int16 support (each noted in `node.meta["custom"]`, which
+    export and to_edge carry to the edge graph)."""
+    kept = {}
+    for node in gm.graph.nodes:
+        why = kept_int8(node, ctx)
+        if why:
+            kept[node] = why
+            node.meta["custom"] = {**(node.meta.get("custom") or {}), registry.KEPT_INT8_META: f"kept int8: {why}"}
+    if not kept:
+        return ctx
+    precision = ctx.precision
+    return dataclasses.replace(ctx, precision=lambda node: "int8" if node in kept else precision(node))
+
+
 def annotate_graph(gm: torch.fx.GraphModule, ctx: AnnotationContext) -> None:
+    ctx = _int8_fallback(gm, ctx)
     for node in gm.graph.nodes:
         annotator = ANNOTATORS.get(node.target)
         if annotator is not None and ctx.free(node):

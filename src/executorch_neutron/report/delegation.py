@@ -22,7 +22,7 @@ from ..core.atomic import write_text
 from ..core.exported import constants, lowered_modules, partition_tag
 from ..core.payload import unpack
 from ..core.qdq import per_tensor_kind
-from ..ops.registry import op_name
+from ..ops.registry import KEPT_INT8_META, op_name
 from ..partition.support import Rejection
 from ..pte import io_qparams
 from ..quantizer.precision import KEPT_FLOAT_REASON
@@ -118,6 +118,8 @@ class DelegationReport:
     memory: MemorySection | None = None  # what the .pte needs on the target (memory.py; lower() sets it)
     cpu_work: list = field(default_factory=list)  # (op, output elements, MACs) per CPU node (the estimate's CPU part)
     quantized_io: list = field(default_factory=list)  # pte.IOQParams of forward's inputs and outputs (quantized I/O)
+    #: node -> the quantizer's note on its precision ("kept int8: <why>" for an op set to int16 without int16 support)
+    precision_notes: dict[str, str] = field(default_factory=dict)
 
     # --- the estimate: one, from the target's back end ---------------------------------------------------
     @property
@@ -291,7 +293,15 @@ class DelegationReport:
                    cortex_m_core=None if leftovers is None else leftovers.core, cortex_m_kernels=kernels,
                    cortex_m_refused={} if leftovers is None else dict(leftovers.refused),
                    graph=apply_costs(graph, partitions), cpu_work=_macs.cpu_work(gm.graph),
-                   quantized_io=io_qparams(getattr(edge, "_config_methods", None) or {}).get("forward", []))
+                   quantized_io=io_qparams(getattr(edge, "_config_methods", None) or {}).get("forward", []),
+                   precision_notes=_precision_notes(gm))
+
+
+def _precision_notes(gm) -> dict[str, str]:
+    """The quantizer's per-node precision notes (`registry.KEPT_INT8_META`), in the CPU graph and in every partition."""
+    graphs = [gm.graph] + [lowered.original_module.graph for lowered in lowered_modules(gm).values()]
+    return {n.name: note for g in graphs for n in g.nodes
+            if (note := (n.meta.get("custom") or {}).get(KEPT_INT8_META))}
 
 
 def _requantizations(gm) -> list[Requantization]:

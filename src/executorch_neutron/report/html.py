@@ -155,6 +155,10 @@ def to_html(report, sections=()) -> str:
                 parts.append(f"<tr>{head}<td><code>{escape(r.node)}</code></td><td>{escape(report.float_reason(r))}"
                              f"</td><td>{escape(r.hint or '')}</td></tr>")
         parts.append("</table>")
+    if report.precision_notes:
+        parts.append("<h2>Precision</h2><ul>")
+        parts += [f"<li><code>{escape(n)}</code>: {escape(note)}</li>" for n, note in report.precision_notes.items()]
+        parts.append("</ul>")
     if report.requantizations:
         parts.append(f"<h2>Requantized on the CPU</h2><p class='note'>{escape(REQUANTIZE_NOTE)}.</p><ul>")
         parts += [f"<li><code>{escape(r.describe())}</code></li>" for r in report.requantizations]

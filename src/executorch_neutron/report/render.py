@@ -15,7 +15,7 @@ from .macs import MAC_FORMULA
 from .notes import FORMAT_NOTE, REQUANTIZE_NOTE
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
-SCHEMA_VERSION = 6  # 6: quantized_io
+SCHEMA_VERSION = 7  # 6: quantized_io; 7: precision_notes
 FORMATS = {0: "none", 1: "channels_last"}  # a partition boundary's format flag in the JSON (schema.json)
 FORMAT_WORDS = {0: "as given", 1: "channels-last (NHWC)"}  # the same in the text, Markdown and HTML reports
 
@@ -110,6 +110,7 @@ def to_dict(report) -> dict:
              "to": {"scale": r.to_scale, "zero_point": r.to_zero_point}}
             for r in report.requantizations
         ],
+        "precision_notes": [{"node": n, "note": note} for n, note in report.precision_notes.items()],
         "ops": [{"op": op, "npu": npu, "cpu": cpu, "npu_macs": m} for op, npu, cpu, m in op_rows(report)],
         "memory": report.memory.to_dict() if report.memory is not None else None,
         **({"estimate": estimate} if (estimate := estimate_dict(report)) else {}),
@@ -222,6 +223,9 @@ def to_text(report) -> str:
                             for la in sorted(e.get("layers") or [], key=lambda la: -la["cycles"])[:3])
             lines.append(f"    {e['by']}: {e['cycles']:,} cycles = {1e3 * e['inference_seconds']:.3f} ms"
                          + (f"; most cycles: {top}" if top else ""))
+    if report.precision_notes:
+        lines += ["", "Precision (the quantizer's notes):"]
+        lines += [f"  {node}: {note}" for node, note in report.precision_notes.items()]
     if report.requantizations:
         lines += ["", "Requantized on the CPU, between partitions (dequantize -> quantize with new parameters, as in "
                       "the quantized model):"]
@@ -292,6 +296,9 @@ def to_markdown(report) -> str:
                 r = n.rejection
                 out.append(f"| `{op}` | {r.node} | {_md_escape(report.float_reason(r))} | "
                            f"{_md_escape(r.hint or '')} |")
+    if report.precision_notes:
+        out += ["", "## Precision", ""]
+        out += [f"- {node}: {_md_escape(note)}" for node, note in report.precision_notes.items()]
     if report.requantizations:
         out += ["", "## Requantized on the CPU", "", f"{REQUANTIZE_NOTE}.", ""]
         out += [f"- {_md_escape(r.describe())}" for r in report.requantizations]

@@ -21,8 +21,9 @@ from ..target import KIND_NAMES, all_targets, get_target
 _GENERIC = (
     "Every input is int8 (a dequantize node or a constant), every output is quantized to int8 by a quantize node "
     "(NeutronQuantizer annotates every operator of this table); on a target that computes int16 activations "
-    "(Ethos-U: `activation_dtypes`), operators marked int16 also take int16 activations with int8 weights (A16W8), "
-    "others stay on the CPU when quantized int16.",
+    "(Ethos-U: `activation_dtypes`), operators marked int16 also take int16 activations with int8 weights (A16W8); "
+    "under an int16 setting NeutronQuantizer quantizes the others int8 (the delegation report notes each: \"kept "
+    "int8: <why>\"), and an int16 node of them from another quantizer stays on the CPU with that reason.",
     "Shapes are static.",
     "A computation on constants only is folded into a constant before quantization (`fold_constants`); one that is "
     f"not (QAT keeps computations on parameters; results over {FOLD_MAX_ELEMENTS:,} elements) stays on the CPU.",
@@ -58,6 +59,15 @@ def _profile_tag(profiles, backends=registry.ALL_BACKENDS) -> str:
     if backends != registry.ALL_BACKENDS:
         tags.append(" and ".join(KIND_NAMES[b] for b in sorted(backends)) + " only")
     return " *(" + "; ".join(tags) + ")*" if tags else ""
+
+
+def _dtypes(entry) -> str:
+    """int8, and int16 (A16W8) where a target computes it (Ethos-U) unless a reason keeps the op int8."""
+    int8_only = {KIND_NAMES[k]: why for t in entry.targets for k, why in registry.INT8_ONLY.get(t, {}).items()}
+    if entry.int16 and not int8_only:
+        return "int8, int16 (A16W8)"
+    why = "; ".join(f"{npu}: {text}" for npu, text in int8_only.items()) or entry.no_int16
+    return "int8" + (f" (int16: {why})" if why else "")
 
 
 def render_markdown(target=None) -> str:
@@ -106,7 +116,7 @@ def render_markdown(target=None) -> str:
         elif entry.noop:
             cons.append("No-op (moves no data): not delegated on its own.")
         text = " ".join(cons) if cons else "None beyond int8."
-        types = "int8, int16 (A16W8)" if entry.int16 else "int8"  # int16 where a target computes it (Ethos-U)
+        types = _dtypes(entry)
         lines.append(f"| {ops} | {types} | {text.replace('|', '/')} |")
     lines += ["", "## Operators without a kernel, and why", ""]
     lines += [f"- `{registry.op_name(op)}`: " + "; ".join(f"{npu}: {reasons[k]}" for k, npu in KIND_NAMES.items()
