@@ -5,14 +5,16 @@ synthetic sensor signals (sines + Gaussian noise + rare large glitches, which wi
 diabetes MLP regressor and the 8x8 digits CNN (tests/trained_models.py). Per model and target, calibrated on the
 first 32 held-out samples and evaluated on the held-out set (`evaluate`, the .pte on the host):
 - all-int8: the default lowering;
-- A16W8: int16 activations, int8 weights, on targets whose NPU has them (`target.activation_dtypes`), else n/a;
+- A16W8: int16 activations, int8 weights (`quantizer_for(target, activations="int16")`), on targets whose NPU has
+  them (`target.activation_dtypes`: the Ethos-U targets), else n/a;
 - auto: `auto_precision` at the model's SQNR target (int16 layers where the target has them, else float on the CPU);
 - float: the PyTorch model itself (on the CPU; no NPU figures).
 Columns: the task metric (RMSE, top-1), the SQNR of the .pte against the float model on the held-out set, the back
-end's estimate (Vela's cycles on imx93, the Neutron estimate's on imxrt700), the estimated time (NPU and CPU for
-the Neutron estimate, NPU alone for Vela's), the nodes left on the CPU and the memory section's totals.
+end's estimate (Vela's cycles on the Ethos-U targets, the Neutron estimate's on imxrt700), the estimated time (NPU
+and CPU for the Neutron estimate, NPU alone for Vela's), the nodes left on the CPU and the memory section's totals.
 
     python benchmarks/precision.py [--targets imxrt700 imx93] [--write-docs]
+    python benchmarks/precision.py --targets ethos-u55-128 --write-docs   # the page's second block
 """
 
 from __future__ import annotations
@@ -145,7 +147,7 @@ def measure(name: str, targets: list[str]) -> None:
             auto = auto_precision(model, inputs, calibration, target, sqnr_db=target_db)
         base_ev = run(auto.baseline_lowering)
         print(_row("all-int8", metric, base_ev, auto.baseline_lowering))
-        if "int16" in getattr(info, "activation_dtypes", ("int8",)):
+        if "int16" in info.activation_dtypes:
             with _quiet():
                 a16w8 = lower(model, inputs, calibration, target=target,
                               quantizer=quantizer_for(target, activations="int16"))
