@@ -5,7 +5,7 @@ With align_corners, output pixel j of an axis resized from n to m samples the in
 constant linear map of that axis (an m x n matrix, two weights per row, summing to 1). The pass writes it as a
 linear along W, then a transpose, a linear along H and the transpose back; Vela runs fully connected layers and
 transposes, while it resizes with align_corners only when (m - 1) / (n - 1) is 2, 4 or 8 on both axes (the x2
-upsampling of a PyTorch model, n -> 2n, is not). Every node it writes shares the resize input's quantization (the
+upsampling of a PyTorch model, n -> 2n, is not; nor is any downscaling). Every node it writes shares the resize input's quantization (the
 `SHARE_INPUT_QPARAMS` flag the quantizer reads), as PyTorch's quantized resize does: each row is a convex
 combination, so the intermediate never leaves the input's range, and it rounds once per axis. The weights are
 fractions k / (m - 1); an extra input column of zeros whose weight is 127 / (m - 1) gives every row the int8 scale
@@ -68,8 +68,8 @@ def _rewrite(gm: GraphModule, node: Node) -> Node | None:
     sizes = [(h, oh), (w, ow)]
     if (h, w) == (1, 1) or (h, w) == (oh, ow) or _vela_resizes(sizes):
         return None
-    if any(m > _MAX_OUT or m < n or (m > 1 and n == 1) for n, m in sizes):
-        return None  # downscaling, or weights past int8
+    if any(n != m and not 1 < m <= _MAX_OUT for n, m in sizes):
+        return None  # weights past int8, or a resize to size 1
     y, (b, c) = x, [int(d) for d in val.shape[:2]]
     if ow != w:
         y = _along_last(gm, y, [b, c, h], w, ow, node)
