@@ -5,14 +5,14 @@ With align_corners, output pixel j of an axis resized from n to m samples the in
 constant linear map of that axis (an m x n matrix, two weights per row, summing to 1). The pass writes it as a
 linear along W, then a transpose, a linear along H and the transpose back; Vela runs fully connected layers and
 transposes, while it resizes with align_corners only when (m - 1) / (n - 1) is 2, 4 or 8 on both axes (the x2
-upsampling of a PyTorch model, n -> 2n, is not; nor is any downscaling). Every node it writes shares the resize input's quantization (the
-`SHARE_INPUT_QPARAMS` flag the quantizer reads), as PyTorch's quantized resize does: each row is a convex
-combination, so the intermediate never leaves the input's range, and it rounds once per axis. The weights are
-fractions k / (m - 1); an extra input column of zeros whose weight is 127 / (m - 1) gives every row the int8 scale
-1 / (m - 1), so the weights are exact integers (m <= 128). Then the result is within 1 step of PyTorch's quantized
-resize: the first rounding moves each value by at most half a step, a convex combination keeps that bound, and
-the second rounding adds at most half a step more. Runs before quantization, on Ethos-U targets only (Neutron
-resizes with align_corners natively by 2, 4 or 8).
+upsampling of a PyTorch model, n -> 2n, is not; nor is any downscaling). Every linear it writes shares the resize
+input's quantization (the `SHARE_INPUT_QPARAMS` flag the quantizer reads), as PyTorch's quantized resize does: each
+row is a convex combination, so the intermediate never leaves the input's range. The weights are fractions
+k / (m - 1); an extra input column of zeros whose weight is 127 / (m - 1) gives every row the int8 scale 1 / (m - 1),
+so the weights are exact integers (m <= 128). Then the first rounding moves each value by at most half a step, the
+convex combination of the second axis keeps that bound and its rounding adds at most half a step: the result is
+within 1 step of the exact value, which PyTorch's quantized resize rounds once (half a step), so the two differ by
+at most 1 step. Runs before quantization, on Ethos-U targets only (Neutron resizes with align_corners by 2, 4 or 8).
 """
 
 from __future__ import annotations
