@@ -20,7 +20,7 @@ from ..tflite.builder import Quant, Value, options
 from ..tflite.layout import Layout, to_physical_perm
 from .fusion import fused_code
 from .common import is_dq, is_q
-from .registry import constraint, register
+from .registry import constraint, register, runs
 
 _aten = exir_ops.edge.aten
 A = torch.ops.aten
@@ -139,8 +139,14 @@ def _static_divisor(a, ctx):
         if val is not None and val.numel() > 1 and not ctx.allows("allow_float_constants"):
             return f"divisor {d.name}, a constant tensor"
         return None
-    src = d.args[0] if is_dq(d) and isinstance(d.args[0], Node) else d
-    return f"divisor {src.name} computed at run time"
+    src = d
+    while (is_dq(src) or is_q(src)) and isinstance(src.args[0], Node):
+        src = src.args[0]  # the op that computes the divisor
+    why = (f"this table ({ctx.profile}) has no RSQRT" if not runs(_aten.rsqrt.default, ctx.backend, ctx.profile)
+           else "its sign is not known")
+    return (f"divisor {src.name} is computed at run time and {why} (div_by_tensor_to_rsqrt writes a / b as "
+            "(a * rsqrt(b)) * rsqrt(b) where b is never negative and the table runs RSQRT), so the division runs "
+            "on the CPU in float")
 
 
 @register(_aten.div.Tensor, constraints=(_static_divisor,),

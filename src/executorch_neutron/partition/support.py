@@ -231,6 +231,11 @@ def is_int16(node: Node) -> bool:
     return any(e.args[5] == torch.int16 for e in ends)
 
 
+def _output_float(node: Node) -> bool:
+    """No user quantizes the result of `node` (the quantizer did not annotate it)."""
+    return not any(qdq.is_q(u) for u in result_node(node).users)
+
+
 def _constant_only(node: Node, ctx: CheckContext) -> bool:
     inputs = node.all_input_nodes
     return bool(inputs) and all(ctx.is_constant_operand(a) for a in inputs)
@@ -308,7 +313,10 @@ def _decide_one(node: Node, ctx: CheckContext, lookup=registry.lookup) -> Reject
                       "before export")
     reason = _int8_reason(node, ctx)
     if reason:
-        failed = None if ctx.quantized_model else entry.check(node, ctx)  # nothing quantized: also the op's limit
+        # nothing quantized, or the quantizer left this node's output float: the op's own limit says why
+        failed = entry.check(node, ctx) if not ctx.quantized_model or _output_float(node) else None
+        if failed and ctx.quantized_model:
+            return reject(f"{NOT_INT8}: NeutronQuantizer leaves it in float: {failed[0]}", failed[1])
         return reject(f"{NOT_INT8}: {reason}" + (f"; its own check: {failed[0]}" if failed else ""))
     if _zero_dim(node, ctx):
         return reject(f"0-d (scalar) tensor: {ctx.npu} partitions take tensors of rank 1 or more",

@@ -13,6 +13,9 @@ from ..core.exported import schema_args
 from ..core.meta_keys import SOURCE_OP
 
 _KEEP_META = ("nn_module_stack", "stack_trace", "source_fn_stack", "torch_fn", "custom")
+#: node meta flag a pass sets on a node it writes: the quantizer gives the node's output its first input's
+#: quantization (an exact rewrite of an op that shares its input's, e.g. align_corners_resize_to_linear)
+SHARE_INPUT_QPARAMS = "share_input_qparams"
 
 
 def arg(node: Node, name: str):

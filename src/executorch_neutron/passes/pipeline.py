@@ -25,6 +25,7 @@ from torch.fx import GraphModule
 from ..ops import registry
 from ..target import ETHOS_U, NEUTRON
 from .adaptive_avg_pool1d_to_2d import adaptive_avg_pool1d_to_2d
+from .align_corners_resize_to_linear import align_corners_resize_to_linear
 from .adaptive_max_pool_decompose import adaptive_max_pool_decompose
 from .adaptive_pool_to_linear import adaptive_pool_to_linear
 from .add_alpha_to_mul import add_alpha_to_mul
@@ -217,6 +218,10 @@ PIPELINE: tuple[Step, ...] = check_order((
          "together", before=("permute_rank4",)),
     Step(pixel_shuffle_to_permute, "before permute_rank4, which turns the rank-6 permutation it writes into "
          "transposes the NPU runs", before=("permute_rank4",)),
+    Step(align_corners_resize_to_linear, "after fold_constants, which folds a resize of a constant; before "
+         "permute_rank4, which rewrites the transposes it writes as permutations the NPU runs; Ethos-U only "
+         "(Neutron resizes with align_corners by 2, 4 or 8 itself)", after=("fold_constants",),
+         before=("permute_rank4",), backends=frozenset({ETHOS_U})),
     Step(permute_rank4, "after sdpa_to_matmul, whose transpose of k it rewrites, and after the steps that name it "
          "in their `before` (their reshapes, permutations and views)", after=("sdpa_to_matmul",)),
     Step(remove_bn_counters, "any (QAT graphs only have the counter updates it removes)"),

@@ -51,7 +51,7 @@ from torchao.quantization.pt2e.quantizer import (
 from torchao.quantization.pt2e.quantizer.quantizer import Q_ANNOTATION_KEY
 
 from ..ops import fusion, registry
-from ..passes.fx_utils import arg
+from ..passes.fx_utils import SHARE_INPUT_QPARAMS, arg
 from .qconfig import NeutronQConfig
 
 aten = torch.ops.aten
@@ -192,7 +192,8 @@ def weighted(weight_axis: Callable[[Node], tuple[int, bool]]) -> Annotator:
         if isinstance(b, Node):
             inputs[b] = qc.bias((x, node), (w, node), per_channel)
         chain = fusion_tail(node, ctx, (_is_batch_norm, fusion.aten_fusable))
-        return mark_chain(chain, inputs, qc.activation)
+        shared = node.meta.get(SHARE_INPUT_QPARAMS)  # an exact rewrite of an op that shares its input's
+        return mark_chain(chain, inputs, SharedQuantizationSpec((x, node)) if shared else qc.activation)
 
     return annotate
 
