@@ -198,7 +198,7 @@ def convert_reflection_pad(ctx, a):
 
 
 
-@constraint("step 1")
+@constraint("slices with step 1 only (a strided slice is not converted)")
 def _slice_step(a, ctx):
     return None if a["step"] in (1, None) else f"step {a['step']}"
 
