@@ -54,7 +54,19 @@ CASES = {
               None),
     "same_view": (remove_noops, lambda: Fn(lambda s, a: torch.relu(a).reshape(1, 8, 3, 5) + 1), (1, 8, 3, 5),
                   aten.reshape.default, None),
+    "same_size_bilinear": (remove_noops, lambda: Fn(lambda s, a: torch.nn.functional.interpolate(
+        torch.relu(a), size=(3, 5), mode="bilinear") + 1), (1, 8, 3, 5), aten.upsample_bilinear2d.vec, None),
+    "same_size_nearest": (remove_noops, lambda: Fn(lambda s, a: torch.nn.functional.interpolate(
+        torch.relu(a), size=(3, 5), mode="nearest") + 1), (1, 8, 3, 5), aten.upsample_nearest2d.vec, None),
 }
+
+
+def test_a_resize_with_a_scale_other_than_one_is_kept():
+    """1.05 on 8 pixels keeps the size (floor(8.4) = 8) but moves the sampling points: not an identity."""
+    model = Fn(lambda s, a: torch.nn.functional.interpolate(a, scale_factor=1.05, mode="bilinear") + 1)
+    x = torch.randn(1, 2, 8, 8)
+    gm = remove_noops(torch.export.export(model.eval(), (x,), strict=False).module())
+    assert aten.upsample_bilinear2d.vec in targets(gm)
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())

@@ -1,5 +1,6 @@
 """ATen pass: remove nodes that compute nothing: clone, alias, detach, dropout in eval, view/reshape to the same shape,
-a conversion to the dtype the tensor already has (`x.float()` of a float tensor), and dtype assertions.
+a conversion to the dtype the tensor already has (`x.float()` of a float tensor), a nearest or bilinear resize to
+the input's own size (no scale factor, or 1: every output reads its own input pixel), and dtype assertions.
 
 Each becomes its input. A no-op whose input is a model input and whose result is a model output is kept (an
 output must not alias an input). Runs before quantization, so the removed nodes never get their own q/dq pair.
@@ -26,6 +27,11 @@ _DROPOUTS = {aten.dropout.default, aten.dropout_.default, aten.feature_dropout.d
 
 
 _TO_DTYPE = {aten.to.dtype, aten._to_copy.default}
+#: resize op -> its scale arguments: with the input's size as output size, an identity when no scale is given or
+#: every scale is 1 (another scale, 1.05 on 8 pixels, keeps the size but moves the sampling points)
+_RESIZES = {aten.upsample_nearest2d.vec: ("scale_factors",), aten.upsample_bilinear2d.vec: ("scale_factors",),
+            aten.upsample_nearest2d.default: ("scales_h", "scales_w"),
+            aten.upsample_bilinear2d.default: ("scales_h", "scales_w")}
 _ASSERTS = {aten._assert_tensor_metadata.default}
 
 
@@ -44,10 +50,17 @@ def _is_noop(node) -> bool:
         return not arg(node, "train") or arg(node, "p") == 0
     if node.target in _TO_DTYPE:
         return _same_dtype(node)
-    if node.target in _RESHAPES:
+    if node.target in _RESHAPES or node.target in _RESIZES:
         src, dst = node.args[0].meta.get("val"), node.meta.get("val")
-        return src is not None and dst is not None and tuple(src.shape) == tuple(dst.shape)
+        same = src is not None and dst is not None and tuple(src.shape) == tuple(dst.shape)
+        return same and all(_unit_scales(arg(node, name)) for name in _RESIZES.get(node.target, ()))
     return False
+
+
+def _unit_scales(scales) -> bool:
+    if scales is None:
+        return True
+    return all(s is None or float(s) == 1.0 for s in (scales if isinstance(scales, (list, tuple)) else [scales]))
 
 
 def remove_noops(gm: GraphModule) -> GraphModule:
