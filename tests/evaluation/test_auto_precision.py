@@ -4,6 +4,7 @@ layer, and the SQNR it reports is measured again here, independently: the writte
 against the float model, SQNR in numpy. An unreachable target gives its one-line message and the best found."""
 
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -121,29 +122,17 @@ def test_a_budget_is_held_against_the_chosen_configuration():
         auto_precision(Wide(), data[0], data, target="imxrt700", sqnr_db=0, sram_budget="16B")
 
 
-CLI_MODEL = '''
-import torch
-from torch import nn
-
-
-class Wide(nn.Module):
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.fc1, self.act, self.fc2, self.fc3 = nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 16), nn.Linear(16, 4)
-        with torch.no_grad():
-            self.fc1.weight[:, 0] *= 1e-3
-
-    def forward(self, x):
-        return self.fc3(torch.relu(self.fc2(self.act(self.fc1(x)))))
+#: the CLI's factory file: this module's model and data (the CLI loads a file by path)
+CLI_MODEL = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from test_auto_precision import Wide, wide_data
 
 
 def factory():
-    g = torch.Generator().manual_seed(1)
-    scale = torch.tensor([1000.0, 1, 1, 1, 0.01, 1, 1, 1])
-    data = [(torch.randn(4, 8, generator=g) * scale,) for _ in range(16)]
+    data = wide_data()
     return Wide().eval(), data[0], data
-'''
+"""
 
 
 def test_compile_accuracy_target_end_to_end(tmp_path, capsys):
