@@ -3,7 +3,7 @@
 Commands: demo, compile, run, profile, report, compare, evaluate, targets, ops. Exit codes: 0 success, 1 failure while working,
 2 bad input (missing file, bad factory path, unknown target, shape mismatch, ...), 3 nothing was delegated,
 130 interrupted (Ctrl-C).
-Errors are one line plus a hint; `--verbose` shows the traceback.
+Errors are one line plus a hint; `--verbose` prints the traceback above them (the exit code stays the same).
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ import io
 import logging
 import re
 import sys
+import traceback
 from pathlib import Path
 
 from .core.atomic import PathCollision, check_distinct, replacing, sigint_held
+from .core.messages import elide
 from .models.loading import (EXIT_BAD_INPUT, MODEL_HELP, UserError, check_finite, check_inputs_fit, check_model_spec,
                       load_model, load_samples, load_tensor, model_file, random_samples)
 
@@ -699,6 +701,9 @@ _HINTS = (
     ("InvalidProgram", "the .pte is damaged: compile it again (`executorch-neutron compile ... -o FILE.pte`)",
      EXIT_BAD_INPUT),
     ("NeutronRuntimeError", "check the input files against `executorch-neutron report MODEL.pte`", EXIT_BAD_INPUT),
+    ("PrecisionRuleError", "fix the --precision setting (KEY=PRECISION items; `executorch-neutron compile --help` "
+                           "shows the syntax): int16 needs an Ethos-U target (`executorch-neutron targets`)",
+     EXIT_BAD_INPUT),
     ("LoweringError", "the model could not be exported or lowered; --verbose shows where", EXIT_BAD_INPUT),
     ("BudgetError", "see the memory section of the report (`executorch-neutron report MODEL.pte`); raise the budget "
                     "or shrink the model", EXIT_BAD_INPUT),
@@ -738,15 +743,16 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except KeyboardInterrupt:  # Ctrl-C: files being written are left as they were (atomic writes)
         if args.verbose:
-            raise
+            traceback.print_exc()
         print("error: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Exception as exc:  # one line for users, the traceback with --verbose
+    except Exception as exc:  # one line for users; --verbose adds the traceback above it, never changes the exit code
         if args.verbose:
-            raise
+            traceback.print_exc()
         hint, code = (exc.hint, exc.code) if isinstance(exc, UserError) else _hint_for(exc)
-        message = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"error: {message[:500]}", file=sys.stderr)
+        message = elide(" ".join(str(exc).split()) or type(exc).__name__, 2000)  # its end says what to do
+        print(f"error: {message}", file=sys.stderr)
         if hint:
             print(f"hint: {hint}", file=sys.stderr)
         return code
+

@@ -24,7 +24,7 @@ from .core.messages import first_line
 from .core.progress import listening
 from .core.qdq import per_tensor_kind
 from .models.loading import CALIBRATION_HINT, calibration_problem
-from .pipeline import LoweringError, assemble, resolve_spec
+from .pipeline import LoweringError, PrecisionRuleError, assemble, resolve_spec
 from .quantizer.precision import PrecisionError
 from .report import DelegationReport
 from .report.memory import check_budget, memory_section, parse_size
@@ -132,7 +132,7 @@ def quantize(model: torch.nn.Module, inputs: tuple, calibration: Iterable, quant
     try:
         prepared = prepare_pt2e(module, quantizer)
     except PrecisionError as exc:  # a precision rule that names nothing in the model: the error lists its names
-        raise LoweringError(str(exc)) from None
+        raise PrecisionRuleError(str(exc)) from None
     samples = list(calibration)
     if not samples:
         raise LoweringError("calibration needs at least one sample, and calibration_inputs is empty: pass a list of "

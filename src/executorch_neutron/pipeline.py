@@ -36,6 +36,10 @@ class LoweringError(RuntimeError):
     """The model could not be lowered; the message says what was wrong and what to do."""
 
 
+class PrecisionRuleError(LoweringError):
+    """A precision setting the model or the target cannot take: a misspelt module, int16 on an int8-only target."""
+
+
 def resolve_spec(target: str | None = None, spec: NeutronCompileSpec | None = None,
                  **spec_options) -> NeutronCompileSpec:
     """The compile spec of a lowering: `spec`, or one built for `target` (default imxrt700), with `spec_options`
@@ -109,9 +113,16 @@ def assemble(spec: NeutronCompileSpec, quantizer=None, quantized_io: bool = Fals
         quantizer = quantizer if quantizer is not None else quantizer_for(spec.target, constraints=spec.constraints,
                                                                           **quantizer_options)
     except ValueError as exc:  # an int16 precision on an int8-only target, a bad precision text
-        raise LoweringError(str(exc)) from None
+        raise PrecisionRuleError(str(exc)) from None
     return Pipeline(spec=spec, quantizer=quantizer, partitioner=partitioner,
                     edge_compile_config=edge_compile_config(spec), quantized_io=quantized_io)
+
+
+def _reader(node) -> str:
+    """A node as a user reads it in a message: 'aten.convolution.default (conv2d)'."""
+    from .core.exported import op_name
+
+    return f"{op_name(node.target)} ({node.name})" if node.op == "call_function" else node.name
 
 
 def quantize_io_passes(edge) -> list:
@@ -130,14 +141,14 @@ def quantize_io_passes(edge) -> list:
         users = list(node.users)
         if len(users) != 1 or users[0].target != quantize:
             raise LoweringError(f"quantized_io: input {i} ({node.name}) is read by "
-                                f"{', '.join(str(u.target) for u in users) or 'nothing'}, not by one quantize node: "
+                                f"{', '.join(_reader(u) for u in users) or 'nothing'}, not by one quantize node: "
                                 f"keep its first operator quantized (not float in the precision config), or lower "
                                 f"without quantized I/O")
     outputs = list(graph.output_node().args[0])
     for i, node in enumerate(outputs):
         if getattr(node, "target", None) != dequantize:
             raise LoweringError(f"quantized_io: output {i} ({getattr(node, 'name', node)}) is not given by a "
-                                f"dequantize node ({getattr(node, 'target', 'a constant')}): keep its last operator "
+                                f"dequantize node ({_reader(node) if hasattr(node, 'target') else 'a constant'}): keep its last operator "
                                 f"quantized (not float in the precision config), or lower without quantized I/O")
     return [QuantizeInputs(edge, list(range(len(inputs))), method_name="forward"),
             QuantizeOutputs(edge, list(range(len(outputs))), method_name="forward")]

@@ -103,7 +103,6 @@ UNKNOWN = {
     "module_glob": (("module_name", "neck*"), "module", ["body", "head.0"]),
     "node": (("node", "conv2d_9"), "node", ["conv2d", "conv2d_1", "sigmoid"]),
     "module_type": (("module_type", "Conv3d"), "module type", ["torch.nn.modules.conv.Conv2d"]),
-    "operator": (("operator", "aten.gelu"), "operator", ["aten.conv2d.default", "aten.softmax.int"]),
 }
 
 
@@ -119,8 +118,23 @@ def test_unknown_name_is_refused_listing_the_models_names(graph, case):
         assert name in message.split("are: ")[1]
 
 
+def test_unknown_operator_is_logged_not_refused(graph, caplog):
+    """One precision file serves several models: `op:aten.gelu=float` on a model without gelu is ignored, said once."""
+    config = PrecisionConfig().set("operator", "aten.gelu", "float")
+    with caplog.at_level("WARNING"):
+        config.check(graph)
+    text = " ".join(r.getMessage() for r in caplog.records)
+    assert "has no operator 'aten.gelu'" in text and "ignored" in text
+    assert "aten.conv2d.default" in text and "aten.softmax.int" in text
+
+
+def test_misspelt_module_names_the_closest_one(graph):
+    with pytest.raises(PrecisionError, match=r"no module 'haed' \(did you mean 'head'\?\)"):
+        PrecisionConfig().set("module_name", "haed", "float").check(graph)
+
+
 def test_unknown_module_fails_prepare_with_the_list():
-    with pytest.raises(PrecisionError, match=r"no module 'haed'; its modules are: body, body.0, body.1, head"):
+    with pytest.raises(PrecisionError, match=r"no module 'haed' \(did you mean 'head'\?\); its modules are: body, body.0, body.1, head"):
         quantize_ptq(TwoStage(), X, quantizer=NeutronQuantizer(precision="haed=float"))
 
 

@@ -11,11 +11,22 @@ _FRAMING = ("While executing", "Original traceback", "Traceback (most recent cal
             "Exception raised from", "Set TORCH_LOGS", "For more information")
 
 
-def first_line(error: BaseException | str, limit: int = 300) -> str:
-    """The first non-blank line of `error`'s message that is not framing, cut to `limit` characters (an
+def elide(text: str, limit: int) -> str:
+    """`text` whole up to `limit` characters; a longer one keeps its start and its end (where a what-to-do part
+    stands) and leaves out the middle between words, saying how many characters it left out."""
+    if len(text) <= limit:
+        return text
+    half = max(limit // 2, 1)
+    head = text[:half].rsplit(" ", 1)[0]
+    tail = text[-half:].split(" ", 1)[-1]
+    return f"{head} ... [{len(text) - len(head) - len(tail)} characters left out] ... {tail}"
+
+
+def first_line(error: BaseException | str, limit: int = 600) -> str:
+    """The first non-blank line of `error`'s message that is not framing, elided to about `limit` characters (an
     exception's type name when there is none)."""
     for line in str(error).splitlines():
         line = line.strip()
         if line and not line.startswith(_FRAMING):
-            return line[:limit]
+            return elide(line, limit)
     return type(error).__name__ if isinstance(error, BaseException) else ""

@@ -11,7 +11,8 @@ A `PrecisionConfig` holds a global precision and rules, each `int8`, `int16` or 
 `of(node)` resolves one node: the rules of the most specific kind that match it win (global < module type <
 module name < operator < node); among module rules of one kind, the one matching the innermost module of the
 node's `nn_module_stack` wins ("head.0" over "head"); then the one set last. `check(graph_module)` refuses
-rules that name nothing in the model: the error lists the model's names of that kind.
+module, module-type and node rules that name nothing in the model (the error lists the model's names of that kind);
+an operator rule the model has no use for is logged and ignored, so that one file serves several models.
 
 The one text form (`parse`, used by `lower(precision=...)`, the recipes and the CLI's `--precision`): items
 `KEY=PRECISION` separated by commas (or new lines in a file; `#` starts a comment), KEY being
@@ -27,8 +28,10 @@ or `@FILE`: that text in a file, or a JSON object / TOML table of the same keys 
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
@@ -37,6 +40,8 @@ from ..core.meta_keys import SOURCE_OP
 
 if TYPE_CHECKING:
     from torch.fx import GraphModule, Node
+
+logger = logging.getLogger(__name__)
 
 PRECISIONS = ("int8", "int16", "float")
 #: rule kinds, from the least to the most specific
@@ -98,7 +103,10 @@ class PrecisionConfig:
         return best
 
     def check(self, model: "GraphModule") -> None:
-        """Raise ValueError for a rule that matches nothing in `model`, listing the model's names of its kind."""
+        """Raise PrecisionError for a module, module-type or node rule that matches nothing in `model` (a misspelling:
+        the error lists the model's names of that kind, the closest first). An operator rule that matches nothing is
+        only logged: one precision file may serve several models, and a model without softmax has nothing to keep
+        float for `op:aten.softmax=float`."""
         nodes = [n for n in model.graph.nodes if n.op == "call_function"]
         for rule in self.rules:
             if any(_match_depth(rule, n) is not None for n in nodes):
@@ -109,8 +117,15 @@ class PrecisionConfig:
                 "operator": ("operator", lambda: list(dict.fromkeys(o for n in nodes for o in operator_names(n)))),
                 "node": ("node", lambda: [n.name for n in nodes]),
             }[rule.kind]
-            raise PrecisionError(f"precision rule {_key_text(rule)}={rule.precision}: the model has no {what} "
-                             f"{rule.key!r}; its {what}s are: {', '.join(names()) or '(none)'}")
+            listed = names()
+            close = difflib.get_close_matches(rule.key, listed, n=1, cutoff=0.6)
+            guess = f" (did you mean {close[0]!r}?)" if close else ""
+            text = (f"precision rule {_key_text(rule)}={rule.precision}: the model has no {what} {rule.key!r}{guess}; "
+                    f"its {what}s are: {', '.join(listed) or '(none)'}")
+            if rule.kind == "operator":
+                logger.warning("%s (the rule is ignored for this model)", text)
+                continue
+            raise PrecisionError(text)
 
 
 def module_names(model: "GraphModule") -> list[str]:
