@@ -559,7 +559,8 @@ def _add_lowering_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--target", default="imxrt700", help="the target to lower for (the `targets` command lists them "
                                                          "with their NPU); default imxrt700")
-    p.add_argument("--calibration", metavar="DIR", help="directory of calibration samples (.npy/.npz/.pt)")
+    p.add_argument("--calibration", metavar="DIR_OR_FILE", help="calibration samples: a directory of .npy/.npz/.pt "
+                   "files, or one such file; an array of shape (N, *input_shape) holds N samples")
     p.add_argument("--random-calibration", action="store_true", help="calibrate on random data (warns)")
     p.add_argument("--qat", "--quantized", dest="qat", action="store_true",
                    help="the factory returns an already quantized model (QAT: prepare_qat_pt2e, train, convert_pt2e); "
@@ -585,7 +586,8 @@ def _add_lowering_options(p: argparse.ArgumentParser) -> None:
 def _add_pte_inputs(p: argparse.ArgumentParser) -> None:
     """The .pte and its --input files (`run`, `profile`; read by `_pte_inputs`)."""
     p.add_argument("pte", type=Path)
-    p.add_argument("--input", action="append", metavar="FILE", help="one .npy/.pt per model input, in order")
+    p.add_argument("--input", action="extend", nargs="+", metavar="FILE",
+                   help="one .npy/.pt per model input, in order: --input a.npy b.npy (or repeat --input)")
 
 
 def _add_global_options(p: argparse.ArgumentParser, default) -> None:

@@ -84,3 +84,57 @@ def test_quantized_io_with_a_float_first_layer_names_the_operator(models, capsys
     assert code == 2, err
     assert "aten.convolution.default" in lines[0] and "schema" not in lines[0] and "EdgeOpOverload" not in lines[0]
     assert "lower without quantized I/O" in lines[0]
+
+
+TWO_INPUTS = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Conv2d(3, 4, 1), nn.Conv2d(2, 4, 1)
+
+    def forward(self, x, y):
+        return self.a(x) + self.b(y)
+
+
+def factory():
+    torch.manual_seed(0)
+    return Net().eval(), (torch.randn(1, 3, 6, 5), torch.randn(1, 2, 6, 5))
+'''
+
+
+def test_input_takes_several_files_after_one_flag_and_calibration_takes_a_file(tmp_path, capsys):
+    """`--input a.npy b.npy` feeds a two-input model; `--calibration calib.npy` (one (N, ...) array) is N samples."""
+    import numpy as np
+
+    (tmp_path / "two.py").write_text(TWO_INPUTS)
+    (tmp_path / "tiny.py").write_text(TINY)
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "calib.npy", rng.standard_normal((6, 1, 3, 9, 7)).astype(np.float32))
+    code, lines, err = _run(capsys, "compile", f"{tmp_path}/tiny.py:factory", "--calibration", tmp_path / "calib.npy",
+                            "-o", tmp_path / "tiny.pte")
+    assert code == 0, err
+    code, lines, err = _run(capsys, "compile", f"{tmp_path}/two.py:factory", "--random-calibration",
+                            "-o", tmp_path / "two.pte")
+    assert code == 0, err
+    np.save(tmp_path / "x.npy", rng.standard_normal((1, 3, 6, 5)).astype(np.float32))
+    np.save(tmp_path / "y.npy", rng.standard_normal((1, 2, 6, 5)).astype(np.float32))
+    outputs = {}
+    for name, flags in {"one_flag": ["--input", tmp_path / "x.npy", tmp_path / "y.npy"],
+                        "repeated": ["--input", tmp_path / "x.npy", "--input", tmp_path / "y.npy"]}.items():
+        code, lines, err = _run(capsys, "run", tmp_path / "two.pte", *flags, "--save-outputs", tmp_path / name)
+        assert code == 0, err
+        outputs[name] = np.load(tmp_path / name / "output_0.npy")
+    assert np.array_equal(outputs["one_flag"], outputs["repeated"])
+
+
+def test_calibration_of_a_file_that_is_no_sample_is_refused(tmp_path, capsys):
+    (tmp_path / "tiny.py").write_text(TINY)
+    (tmp_path / "calib.txt").write_text("1 2 3")
+    code, lines, err = _run(capsys, "compile", f"{tmp_path}/tiny.py:factory", "--calibration", tmp_path / "calib.txt",
+                            "-o", tmp_path / "x.pte")
+    assert code == 2, err
+    assert "calib.txt is not a .npy, .npz or .pt file" in lines[0] and "or one such file" in lines[1]

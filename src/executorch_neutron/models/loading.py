@@ -274,11 +274,18 @@ def _fit(x, like, what: str):
 
 
 def load_samples(directory: Path, inputs: tuple) -> list[tuple]:
-    """Calibration samples: every .npy/.npz/.pt file of a directory, sorted by name; arrays of shape
-    (N, *input_shape) are split into N samples (single-input models)."""
-    if not directory.is_dir():
-        raise UserError(f"no such directory: {directory}", "--calibration takes a directory of .npy/.npz/.pt files")
-    files = sorted(p for p in directory.iterdir() if p.suffix.lower() in (".npy", ".npz", ".pt"))
+    """Calibration samples: every .npy/.npz/.pt file of a directory, sorted by name, or one such file; arrays of
+    shape (N, *input_shape) are split into N samples (single-input models)."""
+    if directory.is_file():
+        if directory.suffix.lower() not in (".npy", ".npz", ".pt"):
+            raise UserError(f"{directory} is not a .npy, .npz or .pt file",
+                            "--calibration takes a directory of .npy/.npz/.pt files, or one such file")
+        files = [directory]
+    elif not directory.is_dir():
+        raise UserError(f"no such file or directory: {directory}",
+                        "--calibration takes a directory of .npy/.npz/.pt files, or one such file")
+    else:
+        files = sorted(p for p in directory.iterdir() if p.suffix.lower() in (".npy", ".npz", ".pt"))
     if not files:
         raise UserError(f"{directory} holds no .npy, .npz or .pt files", "save one sample per file with numpy.save")
     samples = []
