@@ -137,7 +137,7 @@ def test_quantized_io_is_shown_by_the_report_and_inspect_pte(tmp_path):
         ("input", q_in.scale, q_in.zero_point, -128, 127), ("output", q_out.scale, q_out.zero_point, -128, 127)]
     summary = inspect_pte(r.pte)
     assert [m.name for m in summary.methods] == ["forward"]  # the qparams' constant methods are shown under it
-    assert summary.methods[0].inputs[0].dtype == "char" and summary.methods[0].outputs[0].dtype == "char"
+    assert summary.methods[0].inputs[0].dtype == "int8" and summary.methods[0].outputs[0].dtype == "int8"
     assert [(q["side"], q["scale"]) for q in summary.methods[0].quantized_io] == [("input", q_in.scale),
                                                                                 ("output", q_out.scale)]
     assert all(w in str(summary) for w in words)

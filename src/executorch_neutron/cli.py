@@ -585,7 +585,7 @@ def _add_lowering_options(p: argparse.ArgumentParser) -> None:
 
 def _add_pte_inputs(p: argparse.ArgumentParser) -> None:
     """The .pte and its --input files (`run`, `profile`; read by `_pte_inputs`)."""
-    p.add_argument("pte", type=Path)
+    p.add_argument("pte", type=Path, help="the .pte to run")
     p.add_argument("--input", action="extend", nargs="+", metavar="FILE",
                    help="one .npy/.pt per model input, in order: --input a.npy b.npy (or repeat --input)")
 
@@ -651,8 +651,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(func=_profile)
 
     s = sub.add_parser("report", help="what is inside a .pte: methods, CPU kernels, delegates and payloads")
-    s.add_argument("pte", type=Path)
-    s.add_argument("--json", action="store_true")
+    s.add_argument("pte", type=Path, help="the .pte to look inside")
+    s.add_argument("--json", action="store_true", help="print the summary and the memory section as JSON "
+                   "(schema: report/schema.json in the package)")
     s.add_argument("--model-explorer", metavar="DIR", help="write each partition's TFLite and Model Explorer node "
                    "data (where each operator runs; per-layer cycles where estimated) into DIR")
     s.set_defaults(func=_report)
@@ -661,7 +662,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_lowering_options(m)
     m.add_argument("--samples", metavar="DIR", help="evaluation samples (default: the calibration samples)")
     m.add_argument("--max-samples", type=int, default=8, help="at most this many calibration samples (default 8)")
-    m.add_argument("--json", action="store_true")
+    m.add_argument("--json", action="store_true", help="print the comparison as JSON")
     m.set_defaults(func=_compare)
 
     e = sub.add_parser("evaluate", help="accuracy (top-1/top-5) or error (RMSE, MAE, cosine, SQNR) on a labelled "
@@ -674,14 +675,14 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--limit", type=int, metavar="N", help="evaluate only the first N samples")
     e.add_argument("--calibration-samples", type=int, default=32, metavar="N", help="without --calibration, "
                    "calibrate on the data set's first N samples (default 32)")
-    e.add_argument("--json", action="store_true")
+    e.add_argument("--json", action="store_true", help="print the scores as JSON")
     e.add_argument("--html", metavar="FILE", help="write the delegation report with an accuracy section as HTML")
     board.add_device_options(e.add_argument_group("on a board (NXP's executorch_modelrunner firmware over a serial "
                                                   "port)"))
     e.set_defaults(func=_evaluate)
 
     t = sub.add_parser("targets", help="the targets, their NPUs and their facts")
-    t.add_argument("--json", action="store_true")
+    t.add_argument("--json", action="store_true", help="print the targets as JSON")
     t.set_defaults(func=_targets)
 
     o = sub.add_parser("ops", help="the supported operators and their constraints")

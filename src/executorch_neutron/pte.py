@@ -239,8 +239,10 @@ def _tensors(items: list[TensorInfo]) -> str:
     return ", ".join(f"{t.dtype}{t.shape}" for t in items) or "()"
 
 
-_ELEMENT_BYTES = {"byte": 1, "char": 1, "short": 2, "int": 4, "long": 8, "half": 2, "float": 4, "double": 8,
+_ELEMENT_BYTES = {"uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "half": 2, "float": 4, "double": 8,
                   "bool": 1, "bfloat16": 2, "qint8": 1, "quint8": 1, "qint32": 4, "uint16": 2, "uint32": 4}
+#: ExecuTorch's ScalarType names of the integer types (C's byte, char, short, int, long) as users write them
+_INTEGER_NAMES = {"byte": "uint8", "char": "int8", "short": "int16", "int": "int32", "long": "int64"}
 
 
 def _tensor_info(value) -> TensorInfo:
@@ -248,6 +250,7 @@ def _tensor_info(value) -> TensorInfo:
     if val is None or not hasattr(val, "sizes"):
         return TensorInfo([], type(val).__name__.lower())
     dtype = val.scalar_type.name.lower()
+    dtype = _INTEGER_NAMES.get(dtype, dtype)
     count = 1
     for d in val.sizes:
         count *= int(d)

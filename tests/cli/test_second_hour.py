@@ -138,3 +138,22 @@ def test_calibration_of_a_file_that_is_no_sample_is_refused(tmp_path, capsys):
                             "-o", tmp_path / "x.pte")
     assert code == 2, err
     assert "calib.txt is not a .npy, .npz or .pt file" in lines[0] and "or one such file" in lines[1]
+
+
+def test_report_names_integer_dtypes_as_users_write_them(models, capsys):
+    """A quantized-I/O .pte takes int8 tensors: the report says int8[...], not ExecuTorch's C name char[...]."""
+    code, _, err = _run(capsys, "compile", f"{models}/tiny.py:factory", "--random-calibration", "--quantized-io",
+                        "-o", models / "q.pte")
+    assert code == 0, err
+    code = cli.main(["report", str(models / "q.pte")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "inputs int8[1, 3, 9, 7] -> outputs int8[1, 4, 5, 3]" in out and "char[" not in out, out
+
+
+@pytest.mark.parametrize("command", ["report", "run", "compare", "evaluate", "targets"])
+def test_every_argument_has_help(command):
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+    missing = [a.dest for a in sub._actions if not a.help and a.dest != "help"]
+    assert not missing, f"{command}: {missing} have no help text"
