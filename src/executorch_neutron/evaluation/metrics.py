@@ -1,6 +1,6 @@
 """The numbers a model is judged by, from its outputs and the data set's labels (numpy only).
 
-Classification: top-1 and top-5 accuracy (top-5 only with at least 5 classes). Regression and reconstruction:
+Classification: top-1 and top-5 accuracy (top-5 only with more than 5 classes: with 5 or fewer it is always 100 %). Regression and reconstruction:
 RMSE, MAE, cosine similarity and SQNR (dB) of the predictions against the targets, each over the whole data set
 (every sample's values flattened into one vector).
 """
@@ -26,7 +26,7 @@ def top_k(logits: np.ndarray, labels: np.ndarray, k: int) -> float:
 
 def classification(logits: np.ndarray, labels: np.ndarray) -> dict[str, float | None]:
     classes = logits.shape[1]
-    return {"top-1": top_k(logits, labels, 1), "top-5": top_k(logits, labels, 5) if classes >= 5 else None}
+    return {"top-1": top_k(logits, labels, 1), "top-5": top_k(logits, labels, 5) if classes > 5 else None}
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float | None:

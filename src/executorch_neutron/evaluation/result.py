@@ -38,6 +38,7 @@ class EvaluationResult:
     rows: list[Row]
     outputs: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # row name -> (N, ...) output 0
     lowering: object = field(default=None, repr=False)  # the LoweringResult (its report carries the accuracy card)
+    scored: str = "output 0"  # which output the metrics score, and which they leave out
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -48,7 +49,8 @@ class EvaluationResult:
 
     def to_dict(self) -> dict:
         return {"task": self.task, "task_source": self.task_source, "target": self.target, "data": self.data,
-                "samples": self.samples, "calibration": self.calibration, "columns": list(self.columns),
+                "samples": self.samples, "calibration": self.calibration, "scored": self.scored,
+                "columns": list(self.columns),
                 "rows": [{"name": r.name, "metrics": {k: _json_number(v) for k, v in r.metrics.items()}}
                          for r in self.rows]}
 
@@ -59,7 +61,8 @@ class EvaluationResult:
         table = ["  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(line, widths)))
                  for line in cells]
         return "\n".join([f"evaluated on {self.samples} sample(s) of {self.data}, target {self.target}",
-                          f"task: {self.task} ({self.task_source})", f"calibration: {self.calibration}", *table])
+                          f"task: {self.task} ({self.task_source})", f"scored: {self.scored}",
+                          f"calibration: {self.calibration}", *table])
 
     def to_html(self) -> str:
         """The accuracy section of the HTML report: the .pte's headline figure as a card, then every row."""
@@ -71,7 +74,7 @@ class EvaluationResult:
             f"<td class=n>{escape(format_value(c, r.metrics.get(c)))}</td>" for c in self.columns) + "</tr>"
             for r in self.rows)
         return (f"<h2>Accuracy on {escape(Path(self.data).name)}</h2><p class='note'>{escape(self.task)} "
-                f"({escape(self.task_source)}); calibration: {escape(self.calibration)}</p>{card}<table><tr>"
+                f"({escape(self.task_source)}); scored: {escape(self.scored)}; calibration: {escape(self.calibration)}</p>{card}<table><tr>"
                 "<th>model</th>" + "".join(f"<th>{escape(c)}</th>" for c in self.columns) + f"</tr>{rows}</table>")
 
     def save_html(self, path: str | Path) -> Path:

@@ -51,7 +51,8 @@ def evaluate(model: torch.nn.Module | None = None, data=None, inputs=None, task:
         model = copy.deepcopy(model).eval()
     first = result.quantized_model if result is not None and result.quantized_model is not None else model
     with torch.no_grad():
-        out_size = _output0(first(*samples[0])).size
+        first_out = first(*samples[0])
+    out_size, n_outputs = _output0(first_out).size, _output_count(first_out)
     task, task_source = _task(task, dataset.y, out_size)
     labels = _labels(task, dataset.y, out_size)
     if result is None:
@@ -63,8 +64,10 @@ def evaluate(model: torch.nn.Module | None = None, data=None, inputs=None, task:
     if device:
         outputs[BOARD] = _on_board(result.pte, samples, device, baud, runner, timeout, progress)
     rows = [Row(name, metrics.compute(task, out, labels)) for name, out in outputs.items()]
+    scored = (f"output 0 of {n_outputs}; output(s) 1..{n_outputs - 1} are not scored (evaluate scores a model's "
+              f"first output)" if n_outputs > 1 else "output 0 (the model's only output)")
     return EvaluationResult(task, task_source, result.spec.target_info.name, dataset.source, len(samples), note, rows,
-                            outputs, result)
+                            outputs, result, scored=scored)
 
 
 def _calibration(given, samples: list, first: int, lower_options: dict) -> tuple[str, list | None]:
@@ -128,14 +131,21 @@ def _output0(out) -> np.ndarray:
     return tensor.detach().float().numpy().ravel()
 
 
+def _output_count(out) -> int:
+    leaves, _ = torch.utils._pytree.tree_flatten(out)
+    return sum(isinstance(t, torch.Tensor) for t in leaves)
+
+
 def _task(task: str | None, y: np.ndarray, out_size: int) -> tuple[str, str]:
     if task is not None:
         if task not in metrics.TASKS:
             raise UserError(f"unknown task {task!r}", f"pass one of {', '.join(metrics.TASKS)}")
         return task, "given"
-    if integer_valued(y) and out_size > 1 and y.min() >= 0 and y.max() < out_size:
-        return metrics.CLASSIFICATION, (f"inferred: whole-number labels {int(y.min())}..{int(y.max())} index the "
-                                        f"model's {out_size} outputs; give the task to choose the other")
+    if integer_valued(y) and y.ndim == 1 and out_size > 1:
+        # one whole number per sample against several output values: only classification can score that (a
+        # regression needs one target per output value); labels outside the outputs get classification's message
+        return metrics.CLASSIFICATION, (f"inferred: one whole-number label per sample ({y.min():g}..{y.max():g}) "
+                                        f"for the model's {out_size} outputs; give the task to choose the other")
     if y.ndim != 1:
         why = f"y holds {int(np.prod(y.shape[1:]))} values per sample"
     elif not integer_valued(y):
