@@ -77,8 +77,8 @@ CASES: dict[str, Case] = {
         "`compile --sram-budget 64QB`: a budget that is no size", "write a size: 65536, 64KiB, 64KB, 2MiB, 2MB", 2,
         "size '64QB' is not a size", argv=("compile", "{d}/model.py:factory", "--sram-budget", "64QB") + COMPILE[1:]),
     "over_memory_budget": Case(
-        "`compile --sram-budget 1KiB` for a model that needs more SRAM (nothing is written)",
-        "raise the budget, or shrink the model: the message names the largest parts", 2,
+        "`compile --sram-budget 1KiB` for a model that needs more SRAM (no .pte is written)",
+        "raise the budget, or shrink the model: the printed memory section and the message name every part", 2,
         "does not fit its memory budget: SRAM: needs",
         argv=("compile", "{d}/model.py:factory", "--sram-budget", "1KiB") + COMPILE[1:]),
     "buffer_mutation": Case(

@@ -191,18 +191,31 @@ def _dropping_log(fragment: str):
 
 # --- commands ------------------------------------------------------------------------------------------------
 
+def _budgets(args) -> dict[str, int]:
+    """--sram-budget / --flash-budget in bytes (absent ones left out); a size that cannot be read is refused."""
+    from .core.memory import BudgetError, parse_size
+
+    try:
+        return {k: parse_size(v) for k, v in (("sram", args.sram_budget), ("flash", args.flash_budget)) if v}
+    except BudgetError as exc:
+        raise UserError(str(exc), "e.g. --sram-budget 512KiB --flash-budget 2MB") from None
+
+
 def _compile(args) -> int:
     from .board import cli_support as board
-    from .core.memory import BudgetError, parse_size
+    from .core.memory import BudgetError
 
     _check_paths(args, [("-o", args.output), ("--report", args.report), ("--etrecord", args.etrecord),
                         *board.compile_outputs(args)])
-    try:  # a bad size fails before lowering
-        budgets = {k: parse_size(v) for k, v in (("sram", args.sram_budget), ("flash", args.flash_budget)) if v}
-    except BudgetError as exc:
-        raise UserError(str(exc), "e.g. --sram-budget 512KiB --flash-budget 2MB") from None
+    budgets = _budgets(args)  # a bad size fails before lowering
     result, *_ = _lower(args)
-    result.check_budget(**budgets)  # refuses before anything is written (and removes --intermediates files)
+    try:  # a refused program: no .pte; its report (with the memory section and the budgets) is printed and saved
+        result.check_budget(**budgets)
+    except BudgetError:
+        print(result.report)
+        if args.report:
+            print(f"wrote {result.report.save(args.report)} (the refused program's report; no .pte was written)")
+        raise
     path = result.save(args.output)
     print(result.report)
     print(f"\nwrote {path} ({len(result.pte)} bytes); stage seconds: "
@@ -376,10 +389,19 @@ def _profile(args) -> int:
 def _report(args) -> int:
     import json
 
+    from .core.memory import BudgetError
+
+    budgets = _budgets(args)  # a bad size fails before the .pte is read
     summary = _inspect(args.pte)
-    from .report.memory import memory_section
+    from .report.memory import check_budget, memory_section
 
     memory = memory_section(args.pte)
+    if budgets:
+        try:
+            memory = check_budget(memory, **budgets)
+        except BudgetError as exc:
+            print(exc.section if not args.json else json.dumps({"memory": exc.section.to_dict()}, indent=2))
+            raise
     print(json.dumps({**summary.to_dict(), "memory": memory.to_dict()}, indent=2) if args.json else f"{summary}\n{memory}")
     if args.model_explorer:
         _model_explorer(args.pte, args.model_explorer, file=sys.stderr if args.json else sys.stdout)
@@ -654,6 +676,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("pte", type=Path, help="the .pte to look inside")
     s.add_argument("--json", action="store_true", help="print the summary and the memory section as JSON "
                    "(schema: report/schema.json in the package)")
+    for kind in ("sram", "flash"):
+        s.add_argument(f"--{kind}-budget", metavar="SIZE", help=f"hold the program's "
+                       f"{kind.upper() if kind == 'sram' else kind} total against SIZE: exit 2 when it needs more "
+                       f"(sizes as compile takes them)")
     s.add_argument("--model-explorer", metavar="DIR", help="write each partition's TFLite and Model Explorer node "
                    "data (where each operator runs; per-layer cycles where estimated) into DIR")
     s.set_defaults(func=_report)
@@ -708,8 +734,8 @@ _HINTS = (
                            "shows the syntax): int16 needs an Ethos-U target (`executorch-neutron targets`)",
      EXIT_BAD_INPUT),
     ("LoweringError", "the model could not be exported or lowered; --verbose shows where", EXIT_BAD_INPUT),
-    ("BudgetError", "see the memory section of the report (`executorch-neutron report MODEL.pte`); raise the budget "
-                    "or shrink the model", EXIT_BAD_INPUT),
+    ("BudgetError", "the memory section above lists what the program holds where; raise the budget or shrink the "
+                    "model (a smaller input, fewer channels, --precision)", EXIT_BAD_INPUT),
 )
 
 

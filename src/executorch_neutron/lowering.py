@@ -54,15 +54,21 @@ class LoweringResult:
         return written
 
     def check_budget(self, sram: int | None = None, flash: int | None = None) -> None:
-        """Raise BudgetError when the memory section needs more than the budgets (bytes; None: unchecked). On
-        refusal nothing of this lowering stays on disk: the files it wrote into intermediates_dir are removed."""
+        """Raise BudgetError when the memory section needs more than the budgets (bytes; None: unchecked); the
+        report's memory section then holds them (its totals say "of the N budget"). On refusal nothing of this
+        lowering stays on disk: the files it wrote into intermediates_dir are removed."""
         from .report.memory import BudgetError
 
+        if sram is None and flash is None:
+            return
         try:
-            check_budget(self, sram=sram, flash=flash)
-        except BudgetError:
+            section = check_budget(self, sram=sram, flash=flash)
+        except BudgetError as exc:
+            if exc.section is not None:
+                self.report.memory = exc.section
             self._remove_intermediates()
             raise
+        self.report.memory = section
 
     def _remove_intermediates(self) -> None:
         directory = self.spec.intermediates_dir

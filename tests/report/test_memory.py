@@ -24,7 +24,7 @@ from executorch_neutron.core.payload import Header, Payload, pack
 from executorch_neutron.neutron.npu.compile import node_header
 from executorch_neutron.neutron.npu.extract import extract
 from executorch_neutron.report import load_schema
-from executorch_neutron.report.memory import BudgetError, check_budget, memory_section, parse_size
+from executorch_neutron.report.memory import BudgetError, check_budget, human, memory_section, parse_size
 from executorch_neutron.target import NEUTRON
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -46,6 +46,7 @@ def factory():
 SIZES = {
     "65536": 65536, "64KiB": 65536, "64K": 65536, "64k": 65536, "64KB": 64000, "64 kib": 65536,
     "2MB": 2_000_000, "2MiB": 2 * 1024 ** 2, "2M": 2 * 1024 ** 2, "1.5KiB": 1536, "512B": 512, "0": 0,
+    "7.32 MiB": round(7.32 * 1024 ** 2), "1.2 KiB": 1229,  # the report's own figures: to the nearest byte
 }
 
 
@@ -179,11 +180,17 @@ def test_section_from_the_pte_file_equals_the_lowering_one(lowered, tmp_path):
 def test_check_budget_names_required_available_excess(lowered):
     result = lowered["imxrt700"]
     need = result.report.memory.required("SRAM")
-    assert check_budget(result, sram=need) is result.report.memory
+    held = check_budget(result, sram=need)
+    assert held.budgets == {"SRAM": need} and held.required("SRAM") == need and result.report.memory.budgets == {}
+    assert any(line.startswith("  total SRAM:") and f"of the {human(need)} budget (100.0%, fits)" in line
+               for line in held.lines())
     with pytest.raises(BudgetError) as info:
         check_budget(result, sram=need - 1, flash="1MB")
     assert f"({need:,} B)" in str(info.value) and f"({need - 1:,} B)" in str(info.value)
-    assert "1 B over" in str(info.value) and "largest:" in str(info.value) and "flash" not in str(info.value)
+    assert "1 B over" in str(info.value) and "flash" not in str(info.value)
+    parts = result.report.memory.contributors("SRAM")
+    assert parts and all(f"{b.what} {human(b.bytes)}" in str(info.value) for b in parts)  # every part, not 3
+    assert info.value.section.budgets == {"SRAM": need - 1, "flash": 1000 ** 2}
 
 
 class Add(nn.Module):
@@ -220,8 +227,14 @@ def test_compile_over_budget_writes_nothing(factory, tmp_path, capsys):
     out, report, inter = tmp_path / "m.pte", tmp_path / "m.json", tmp_path / "inter"
     code = main(["--quiet", "compile", factory, "--random-calibration", "-o", str(out), "--report", str(report),
                  "--intermediates", str(inter), "--sram-budget", "1KiB"])
-    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith(("error:", "hint:"))]
-    assert code == 2 and not out.exists() and not report.exists()
+    printed = capsys.readouterr()
+    err = [line for line in printed.err.splitlines() if line.startswith(("error:", "hint:"))]
+    assert code == 2 and not out.exists() and report.exists()  # the refused program's report, not its .pte
+    memory = json.loads(report.read_text())["memory"]
+    assert memory["budgets"] == {"sram": 1024}
+    assert [t["fits"] for t in memory["totals"] if t["where"] == "SRAM"] == [False]
+    assert "memory (from the .pte" in printed.out and "of the 1.0 KiB budget" in printed.out
+    assert "no .pte was written" in printed.out
     assert not [p for p in inter.iterdir()]  # the partition TFLite the lowering wrote is removed
     assert err[0].startswith("error: the program does not fit its memory budget: SRAM: needs") and "over" in err[0]
     assert len(err) == 2 and err[1].startswith("hint:")
@@ -232,7 +245,30 @@ def test_compile_over_budget_writes_nothing(factory, tmp_path, capsys):
     assert main(["report", str(out)]) == 0
     shown = capsys.readouterr().out
     section = memory_section(out).lines()
-    assert all(line in shown for line in section) and all(line in compiled for line in section)
+    assert all(line in shown for line in section)
+    assert all(line in compiled for line in section if not line.startswith(("  total", "  note")))
+    assert "of the 7.00 MiB budget" in compiled and "pass --flash-budget" not in compiled
+
+
+def test_a_flash_budget_on_a_dram_target_says_it_was_not_checked(lowered, caplog):
+    """imx93 keeps the program in DRAM: a flash budget holds against nothing, and says so instead of passing silently."""
+    with caplog.at_level("WARNING"):
+        held = check_budget(lowered["imx93"], flash="1KiB")
+    note = "--flash-budget 1.0 KiB was not checked: on imx93 the program uses no flash (it is stored in DRAM)"
+    assert note in held.notes and note in caplog.text
+
+
+def test_report_holds_a_pte_against_budgets(factory, tmp_path, capsys):
+    out = tmp_path / "m.pte"
+    assert main(["--quiet", "compile", factory, "--random-calibration", "-o", str(out)]) == 0
+    need = memory_section(out).required("SRAM")
+    capsys.readouterr()
+    assert main(["report", str(out), "--sram-budget", str(need), "--flash-budget", "1MiB"]) == 0
+    shown = capsys.readouterr().out
+    assert f"of the {human(need)} budget (100.0%, fits)" in shown and "pass --flash-budget" not in shown
+    assert main(["report", str(out), "--sram-budget", str(need - 1)]) == 2
+    printed = capsys.readouterr()
+    assert "does NOT fit" in printed.out and "1 B over" in printed.err
 
 
 @pytest.mark.fast

@@ -34,11 +34,17 @@ SIZE_HELP = ("a size in bytes: 65536, 64KiB / 64K (x 1024), 64KB (x 1000), 2MiB 
 
 
 class BudgetError(ValueError):
-    """A size that cannot be read, or a program that exceeds a memory budget."""
+    """A size that cannot be read, or a program that exceeds a memory budget (`section`: its memory section, with
+    the budgets)."""
+
+    def __init__(self, message: str, section=None):
+        super().__init__(message)
+        self.section = section
 
 
 def parse_size(text: str | int) -> int:
-    """Bytes of a size such as 65536, '64KiB', '64K', '512KB', '2MB', '1.5MiB' (see SIZE_HELP)."""
+    """Bytes of a size such as 65536, '64KiB', '64K', '512KB', '2MB', '1.5MiB', '7.32 MiB' (see SIZE_HELP); a
+    fraction of a unit is rounded to the nearest byte, so a figure copied from the report is a valid budget."""
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
             raise BudgetError(f"size {text}: a size cannot be negative")
@@ -48,6 +54,6 @@ def parse_size(text: str | int) -> int:
     if match is None or unit not in _UNITS:
         raise BudgetError(f"size {text!r} is not a size: give {SIZE_HELP}")
     value = float(match.group(1)) * _UNITS[unit]
-    if value != int(value):
+    if value != int(value) and _UNITS[unit] == 1:
         raise BudgetError(f"size {text!r} is not a whole number of bytes")
-    return int(value)
+    return round(value)  # '7.32 MiB', as the report prints sizes: to the nearest byte

@@ -16,6 +16,7 @@ binary (1024).
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,9 @@ from .. import backends
 from ..compile_spec import NeutronCompileSpec
 from ..core.memory import FLASH, SRAM, Block, BudgetError, parse_size
 from ..pte import PteSummary, inspect_pte
+
+logger = logging.getLogger(__name__)
+
 
 def human(n: int) -> str:
     return f"{n:,} B" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 1024 ** 2 else f"{n / 1024 ** 2:.2f} MiB"
@@ -38,6 +42,7 @@ class MemorySection:
     sram_bytes: int | None  # the target's SRAM (None: the target's data does not bound it)
     flash_bytes: int | None  # the target's flash (None: not published)
     notes: list[str] = field(default_factory=list)
+    budgets: dict[str, int] = field(default_factory=dict)  # SRAM / flash -> the budget held against it (bytes)
 
     @property
     def blocks(self) -> list[Block]:
@@ -54,7 +59,27 @@ class MemorySection:
         return sorted((b for b in self.blocks if b.counted and b.where == where and b.bytes), key=lambda b: -b.bytes)
 
     def available(self, where: str) -> int | None:
+        """What `where`'s total is held against: the budget given for it, else the target's size (None: neither)."""
+        if where in self.budgets:
+            return self.budgets[where]
         return {SRAM: self.sram_bytes, FLASH: self.flash_bytes}.get(where)
+
+    def with_budgets(self, sram: int | None = None, flash: int | None = None) -> "MemorySection":
+        """This section with the budgets held against its SRAM and flash totals (bytes; None: none); a budget for a
+        place the program does not use (flash on a target whose program lives in DRAM) gets a note saying it was
+        not checked."""
+        budgets = {where: b for where, b in ((SRAM, sram), (FLASH, flash)) if b is not None}
+        notes = [n for n in self.notes if not (FLASH in budgets and n.endswith("pass --flash-budget to check one"))]
+        section = dataclasses.replace(self, budgets=budgets, notes=notes)
+        section.notes += section.unchecked_budgets()
+        return section
+
+    def unchecked_budgets(self) -> list[str]:
+        """A sentence per budget that holds against nothing: the program uses none of that place on its target."""
+        stored = self.places.get("program", "a place not known here")
+        return [f"--{where.lower()}-budget {human(budget)} was not checked: on {self.target or 'this target'} the "
+                f"program uses no {where} (it is stored in {stored})"
+                for where, budget in self.budgets.items() if not self.contributors(where)]
 
     @property
     def estimated(self) -> bool:
@@ -69,7 +94,7 @@ class MemorySection:
         for p in places:
             need, have = self.required(p), self.available(p)
             out.append({"where": p, "required_bytes": need, "available_bytes": have,
-                        "fits": None if have is None else need <= have})
+                        "budget": p in self.budgets, "fits": None if have is None else need <= have})
         return out
 
     def lines(self) -> list[str]:
@@ -83,7 +108,8 @@ class MemorySection:
             out.append(f"  {b.what}: {human(b.bytes)} in {b.where}{flag} ({b.source})")
         for t in self.totals():
             have = t["available_bytes"]
-            verdict = (f"of {human(have)} ({100 * t['required_bytes'] / have:.1f}%, "
+            of = (f"of the {human(have)} budget" if t["budget"] else f"of {human(have)}") if have else ""
+            verdict = (f"{of} ({100 * t['required_bytes'] / have:.1f}%, "
                        f"{'fits' if t['fits'] else 'does NOT fit'})" if have else
                        f"(the target's {t['where']} size is not known here: pass a budget)"
                        if t["where"] in (SRAM, FLASH) else "(the board's memory: no budget checks it)")
@@ -99,7 +125,8 @@ class MemorySection:
                 "estimated": self.estimated,
                 "program": [b.to_dict() for b in self.program],
                 "delegates": [[b.to_dict() for b in d] for d in self.delegates],
-                "totals": self.totals(), "notes": list(self.notes)}
+                "totals": self.totals(), "notes": list(self.notes),
+                "budgets": {where.lower(): b for where, b in self.budgets.items()}}
 
 
 def _spec_of(summary: PteSummary) -> NeutronCompileSpec | None:
@@ -171,22 +198,25 @@ def memory_section(pte: str | Path | bytes | PteSummary, spec: NeutronCompileSpe
 
 def check_budget(result_or_pte, sram: int | str | None = None, flash: int | str | None = None) -> MemorySection:
     """Raise BudgetError when the program needs more SRAM or flash than the budgets (sizes as `parse_size`
-    reads them); returns the memory section. `result_or_pte`: a LoweringResult, a MemorySection, a .pte path or
-    bytes."""
+    reads them); returns the memory section with the budgets (`MemorySection.with_budgets`; a budget for a place the
+    program does not use is logged as not checked). `result_or_pte`: a LoweringResult, a MemorySection, a .pte path
+    or bytes."""
     section = result_or_pte if isinstance(result_or_pte, MemorySection) else (
         result_or_pte.report.memory if hasattr(result_or_pte, "report") else memory_section(result_or_pte))
     if section.target is None and (sram is not None or flash is not None):
         raise BudgetError("the .pte records no target (no delegate of ours), so where its parts live is unknown: "
                           "check the LoweringResult, or memory_section(pte, spec) with the lowering's spec")
+    section = section.with_budgets(None if sram is None else parse_size(sram),
+                                   None if flash is None else parse_size(flash))
+    for note in section.unchecked_budgets():
+        logger.warning(note)
     over = []
-    for where, budget in ((SRAM, sram), (FLASH, flash)):
-        if budget is None:
-            continue
-        have, need = parse_size(budget), section.required(where)
+    for where, have in section.budgets.items():
+        need = section.required(where)
         if need > have:
-            top = ", ".join(f"{b.what} {human(b.bytes)}" for b in section.contributors(where)[:3])
+            parts = ", ".join(f"{b.what} {human(b.bytes)}" for b in section.contributors(where))
             over.append(f"{where}: needs {human(need)} ({need:,} B), the budget is {human(have)} ({have:,} B), "
-                        f"{human(need - have)} over; largest: {top}")
+                        f"{human(need - have)} over; it holds: {parts}")
     if over:
-        raise BudgetError("the program does not fit its memory budget: " + "; ".join(over))
+        raise BudgetError("the program does not fit its memory budget: " + "; ".join(over), section)
     return section

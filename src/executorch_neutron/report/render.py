@@ -15,7 +15,7 @@ from .macs import MAC_FORMULA
 from .notes import FORMAT_NOTE, REQUANTIZE_NOTE
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
-SCHEMA_VERSION = 7  # 6: quantized_io; 7: precision_notes
+SCHEMA_VERSION = 8  # 6: quantized_io; 7: precision_notes; 8: memory budgets
 FORMATS = {0: "none", 1: "channels_last"}  # a partition boundary's format flag in the JSON (schema.json)
 FORMAT_WORDS = {0: "as given", 1: "channels-last (NHWC)"}  # the same in the text, Markdown and HTML reports
 
