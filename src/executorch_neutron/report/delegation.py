@@ -118,7 +118,8 @@ class DelegationReport:
     memory: MemorySection | None = None  # what the .pte needs on the target (memory.py; lower() sets it)
     cpu_work: list = field(default_factory=list)  # (op, output elements, MACs) per CPU node (the estimate's CPU part)
     quantized_io: list = field(default_factory=list)  # pte.IOQParams of forward's inputs and outputs (quantized I/O)
-    #: node -> the quantizer's note on its precision ("kept int8: <why>" for an op set to int16 without int16 support)
+    #: node -> its precision where it is not the int8 default: INT16_NOTE, or the quantizer's note ("kept int8: <why>"
+    #: for an op set to int16 without int16 support)
     precision_notes: dict[str, str] = field(default_factory=dict)
 
     # --- the estimate: one, from the target's back end ---------------------------------------------------
@@ -297,11 +298,25 @@ class DelegationReport:
                    precision_notes=_precision_notes(gm))
 
 
+INT16_NOTE = "int16 activations, int8 weights (A16W8, by the precision config)"
+
+
 def _precision_notes(gm) -> dict[str, str]:
-    """The quantizer's per-node precision notes (`registry.KEPT_INT8_META`), in the CPU graph and in every partition."""
+    """Per node, what its precision is when it is not the int8 default: the quantizer's notes
+    (`registry.KEPT_INT8_META`: an op set to int16 that stays int8) and every node whose output is quantized to int16
+    (INT16_NOTE), in the CPU graph and in every partition."""
+    import torch
+
     graphs = [gm.graph] + [lowered.original_module.graph for lowered in lowered_modules(gm).values()]
-    return {n.name: note for g in graphs for n in g.nodes
-            if (note := (n.meta.get("custom") or {}).get(KEPT_INT8_META))}
+    notes = {}
+    for g in graphs:
+        for n in g.nodes:
+            if note := (n.meta.get("custom") or {}).get(KEPT_INT8_META):
+                notes[n.name] = note
+            elif n.op == "call_function" and op_name(n.target).startswith("aten.") and any(
+                    per_tensor_kind(u) == "q" and torch.int16 in (*u.args, *u.kwargs.values()) for u in n.users):
+                notes[n.name] = INT16_NOTE
+    return notes
 
 
 def _requantizations(gm) -> list[Requantization]:

@@ -224,7 +224,7 @@ def to_text(report) -> str:
             lines.append(f"    {e['by']}: {e['cycles']:,} cycles = {1e3 * e['inference_seconds']:.3f} ms"
                          + (f"; most cycles: {top}" if top else ""))
     if report.precision_notes:
-        lines += ["", "Precision (the quantizer's notes):"]
+        lines += ["", "Precision (nodes not in the int8 default, and the quantizer's notes):"]
         lines += [f"  {node}: {note}" for node, note in report.precision_notes.items()]
     if report.requantizations:
         lines += ["", "Requantized on the CPU, between partitions (dequantize -> quantize with new parameters, as in "
