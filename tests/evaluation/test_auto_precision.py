@@ -90,9 +90,27 @@ def test_an_unreachable_target_says_so_in_one_line_and_returns_the_best(caplog):
 
 def test_with_every_layer_promoted_to_float_the_pte_is_the_float_model():
     model, data = Wide().eval(), wide_data(4)
-    r = auto_precision(model, data[0], data, target="imxrt700", sqnr_db=100)  # float kernels round differently
+    r = auto_precision(model, data[0], data, target="imxrt700", sqnr_db=100,  # float kernels round differently
+                       allow_cpu_only=True)
     assert r.reached and r.sqnr_db > 100 and set(r.rules) == {"fc1", "fc2", "fc3"}
     assert r.cost.cpu_nodes == r.lowering.report.num_compute  # nothing left on the NPU
+
+
+def test_a_target_only_the_float_model_reaches_keeps_npu_work_and_says_what_cpu_only_costs(caplog):
+    """Without allow_cpu_only the search never takes the whole model off the NPU: it returns the best configuration
+    with an NPU partition, and one warning names the target, the CPU-only program and its cost."""
+    model, data = Wide().eval(), wide_data(4)
+    with caplog.at_level(logging.WARNING, logger="executorch_neutron"):
+        r = auto_precision(model, data[0], data, target="imxrt700", sqnr_db=100)
+    assert not r.reached and r.lowering.report.partitions and len(r.rules) == 2
+    assert r.message.startswith("accuracy target 100 dB needs the whole model on the CPU of imxrt700")
+    assert "allow_cpu_only=True, --allow-cpu-only" in r.message and "none on the NPU" in r.message
+    assert [rec.getMessage() for rec in caplog.records if "needs the whole model" in rec.getMessage()] == [
+        f"warning: {r.message}"]
+    got = np.stack([runtime.run(r.lowering.pte, list(x))[0].numpy() for x in data])
+    with torch.no_grad():
+        want = np.stack([model(*x).numpy() for x in data])
+    assert numpy_sqnr(want, got) == pytest.approx(r.sqnr_db, abs=0.05)  # the reported figure, measured again
 
 
 def test_on_an_int16_target_the_layer_is_promoted_to_int16_and_stays_on_the_npu(tmp_path):
@@ -144,6 +162,15 @@ def test_compile_accuracy_target_end_to_end(tmp_path, capsys):
     assert "chosen: fc1=float" in out and "all-int8" in out and "Neutron estimate" in out
     assert f"wrote {tmp_path / 'm.pte'}" in out
     assert pte_sqnr(tmp_path / "m.pte", Wide().eval(), wide_data()) >= TARGET_DB
+
+
+def test_compile_accuracy_target_the_float_model_alone_reaches_exits_0_with_npu_work(tmp_path, capsys):
+    (tmp_path / "m.py").write_text(CLI_MODEL)
+    code = cli.main(["compile", str(tmp_path / "m.py:factory"), "-o", str(tmp_path / "m.pte"), "--accuracy-target",
+                     "100", "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "needs the whole model on the CPU" in out and "on the Neutron NPU" in out, out
 
 
 def test_compile_accuracy_target_refuses_qat_in_one_line(tmp_path, capsys):

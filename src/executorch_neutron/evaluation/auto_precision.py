@@ -17,6 +17,8 @@ The search, on the calibration samples (at most `max_samples` of them):
 4. Verification: the chosen configuration is lowered and its .pte run on the host (`numerics.compare`: the SQNR
    of the .pte against the float model, the worst output); while it misses the target, the next layer is promoted.
    If every layer promoted still misses it, a one-line warning says so and the best configuration found is returned.
+   Where promoting means float on the CPU, at least one layer stays int8 (the NPU keeps work) unless
+   `allow_cpu_only=True`: a target only the all-float model reaches gets a warning with that program's cost.
 
 The cost of the choice against all-int8 is its back end's estimate (`report.estimate`: Vela's cycles on Ethos-U, the
 Neutron estimate on Neutron), the memory section's totals and the nodes left on the CPU. `compile --accuracy-target
@@ -268,7 +270,7 @@ class _Search:
 def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable, target: str | None = None, *,
                    sqnr_db: float, samples: Iterable | None = None, max_samples: int = 32,
                    candidates: Iterable[str] | None = None, progress: Callable | None = None,
-                   **lower_options) -> AutoPrecisionResult:
+                   allow_cpu_only: bool = False, **lower_options) -> AutoPrecisionResult:
     """Promote the most sensitive layers until the lowered model reaches `sqnr_db` (dB, vs the float model).
 
     model, inputs, calibration_inputs, target, lower_options: as for `lower()` (spec=..., intermediates_dir=...,
@@ -278,6 +280,9 @@ def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable,
     candidates: the layers the search may promote (names as `find_layers` gives them: "fc1", "backbone.conv2");
         default every layer.
     progress: a tqdm-like factory: a bar over the layers measured and one over the search's steps.
+    allow_cpu_only: where layers are promoted to float (CPU), the search keeps at least one layer int8 so that the
+        NPU keeps work, unless this is True; a target only the all-float model reaches is then reported (with what
+        the all-float program costs) and the best configuration that keeps NPU work is returned.
     """
     for option in ("quantizer", "quantize_model"):
         if option in lower_options:
@@ -311,8 +316,10 @@ def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable,
     promoted: list[Layer] = []
     current = base
     bar = progress(total=len(order), desc="promoting", unit="layer") if progress else None
+    keep_npu = promote_to == "float" and not allow_cpu_only
+    limit = len(order) - 1 if keep_npu else len(order)  # the most layers a configuration may promote
     for layer in order:  # greedy, on PyTorch's quantized model
-        if current >= sqnr_db:
+        if current >= sqnr_db or len(promoted) >= limit:
             break
         promoted.append(layer)
         current = search.quantized_sqnr(promoted, samples, floats)
@@ -333,13 +340,15 @@ def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable,
     steps[0].pte_sqnr_db = baseline_sqnr
     chosen, chosen_sqnr = (baseline, baseline_sqnr) if not promoted else search.lower(promoted, samples)
     steps[-1].pte_sqnr_db = chosen_sqnr
-    best = max((baseline_sqnr, baseline, []), (chosen_sqnr, chosen, list(promoted)), key=lambda b: b[0])
+    best = max((baseline_sqnr, baseline, []), (chosen_sqnr, chosen, list(promoted)),
+               key=lambda b: (_keeps_npu(b[1]) or not keep_npu, b[0]))
     remaining = [la for la in order if la not in promoted]
-    while chosen_sqnr < sqnr_db and remaining:  # the .pte misses what the quantized model reached: promote on
+    while chosen_sqnr < sqnr_db and remaining and len(promoted) < limit:  # the .pte misses what the quantized model
+        # reached: promote on
         promoted.append(remaining.pop(0))
         chosen, chosen_sqnr = search.lower(promoted, samples)
         steps.append(Step("promote", promoted[-1].name, _names(promoted), None, chosen_sqnr))
-        best = max(best, (chosen_sqnr, chosen, list(promoted)), key=lambda b: b[0])
+        best = max(best, (chosen_sqnr, chosen, list(promoted)), key=lambda b: (_keeps_npu(b[1]) or not keep_npu, b[0]))
         if bar is not None:
             bar.update(1)
     if bar is not None:
@@ -349,7 +358,17 @@ def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable,
     chosen_sqnr, chosen, promoted = best
     chosen.check_budget(**budgets)
     message = None
-    if chosen_sqnr < sqnr_db:
+    if chosen_sqnr < sqnr_db and keep_npu and candidates is None and order:
+        cpu_only = search.lower(order, samples)[0]
+        cost = Cost.of(cpu_only)
+        memory = ", ".join(f"{place} {n:,} B" for place, n in cost.memory.items())
+        message = (f"accuracy target {sqnr_db:g} dB needs the whole model on the CPU of {target_info.name}: the best "
+                   f"configuration that keeps NPU work reaches {_db(chosen_sqnr)} (all-int8 {_db(baseline_sqnr)}); "
+                   f"the all-float program would run {cost.cpu_nodes} node(s) on the CPU and none on the NPU "
+                   f"({cost.pte_bytes:,} .pte bytes; {memory}); returning the best configuration that keeps NPU work "
+                   f"(allow_cpu_only=True, --allow-cpu-only, accepts the CPU-only program)")
+        log.warning("warning: %s", message)
+    elif chosen_sqnr < sqnr_db:
         message = (f"accuracy target {sqnr_db:g} dB not reachable on {target_info.name}: with each of the "
                    f"{len(layers)} candidate layer(s) promoted to {promote_to} the best .pte reaches "
                    f"{_db(chosen_sqnr)} (all-int8 {_db(baseline_sqnr)}); returning the best configuration found")
@@ -358,6 +377,10 @@ def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable,
         target_info.name, float(sqnr_db), promote_to, len(samples), layers, sensitivity, steps,
         {la.name: promote_to for la in promoted}, chosen_sqnr, baseline_sqnr, chosen_sqnr >= sqnr_db,
         Cost.of(baseline), Cost.of(chosen), message, chosen, baseline)
+
+
+def _keeps_npu(result: LoweringResult) -> bool:
+    return bool(result.report.partitions)
 
 
 def _allowed(layers: list[Layer], candidates: Iterable[str] | None) -> list[Layer]:
@@ -389,7 +412,7 @@ def search_for_cli(args, model, inputs, calibration, target: str, progress, spec
     runtime_log = io.StringIO()  # the host runtime's own lines ("[cpuinfo_utils.cpp:125] ..."): to the debug log
     with contextlib.redirect_stderr(runtime_log):
         result = auto_precision(model, inputs, calibration, target, sqnr_db=args.accuracy_target,
-                                progress=progress, **spec_options)
+                                progress=progress, allow_cpu_only=args.allow_cpu_only, **spec_options)
     if runtime_log.getvalue().strip():
         log.debug("%s", runtime_log.getvalue().rstrip())
     print(result, end="\n\n")
