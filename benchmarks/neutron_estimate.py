@@ -4,7 +4,7 @@
 
 1. The published models as their sources define them (zoo.nxp_cifarnet: ExecuTorch's examples/nxp CifarNet;
    zoo.ds_cnn_s: MLPerf Tiny's DS-CNN-S; zoo.mobilenet_v1_025_128; random weights, synthetic calibration) lowered
-   for imxrt700, against NXP's published i.MX RT700 latencies (FACTS.md; 324 MHz): CifarNet 848 us (ExecuTorch
+   for imxrt700, against NXP's published i.MX RT700 latencies (docs/guide/sources.md; 324 MHz): CifarNet 848 us (ExecuTorch
    .pte), DS-CNN-S 576-595 us (its midpoint, 585.5 us), MobileNetV1 0.25 128x128 2,759 us (TFLite Micro). The
    boards' runs take int8 inputs, so the compared figure is the NPU's time plus the CPU operators' (none here),
    without the float -> int8 conversion at the .pte's inputs that the report's total includes.

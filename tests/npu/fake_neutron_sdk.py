@@ -1,7 +1,7 @@
 """TEST DOUBLE of NXP's eIQ Neutron SDK (`eiq_neutron_sdk`): the only fake in the test suite.
 
 `install(directory, api=..., version=...)` writes a tiny `eiq_neutron_sdk` package into `directory` in one of the
-SDK's two API shapes (FACTS.md): `api="compiler"` (default, SDK after 3.2.2: `neutron_compiler.compileModel`, whose
+SDK's two API shapes (docs/guide/sources.md): `api="compiler"` (default, SDK after 3.2.2: `neutron_compiler.compileModel`, whose
 options include `dumpMicrocode`), `api="converter"` (SDK <= 3.2.2: `neutron_converter.convertModel`, without
 `dumpMicrocode`), or `api="both"`; plus `neutron_library_utils`, and a `.dist-info` whose metadata carries `version`
 (None: no metadata, as an SDK put on the path by hand). Tests put `directory` on sys.path (the converter child

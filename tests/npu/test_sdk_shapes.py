@@ -1,4 +1,4 @@
-"""Both API shapes of NXP's eIQ Neutron SDK (FACTS.md, "The Neutron converter"), through the SDK test double:
+"""Both API shapes of NXP's eIQ Neutron SDK (docs/guide/sources.md, "The Neutron converter"), through the SDK test double:
 `neutron_compiler.compileModel` (SDK after 3.2.2) first, `neutron_converter.convertModel` (SDK <= 3.2.2, deprecated)
 as the fallback; the same payload bytes either way; the SDK's version and entry point recorded; profiling refused
 with an SDK older than 3.2.1; kernel-selection code named per partition and never written into the working

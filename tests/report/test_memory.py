@@ -1,5 +1,5 @@
 """The memory section (report/memory.py) against references read apart from it: ExecuTorch's own memory plan,
-the NeutronGraph node's scratch output, Vela's payload block parsed here by the layout FACTS.md documents, Vela's
+the NeutronGraph node's scratch output, Vela's payload block parsed here by the layout docs/guide/sources.md documents, Vela's
 own estimate at lowering time; and the budget check (nothing written on refusal, exit code 2)."""
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def test_planned_memory_is_executorchs(lowered):
 
 
 def _vela_blocks(blob: bytes) -> dict[str, bytes]:
-    """FACTS.md's layout: 16-byte NUL-padded name, uint32 LE size, uint8 flag, 11 zero bytes, data padded to 16."""
+    """docs/guide/sources.md's layout: 16-byte NUL-padded name, uint32 LE size, uint8 flag, 11 zero bytes, data padded to 16."""
     out, pos = {}, 0
     while pos < len(blob):
         name, size = blob[pos:pos + 16].rstrip(b"\0").decode(), struct.unpack_from("<I", blob, pos + 16)[0]

@@ -3,7 +3,7 @@ model's definition and the target's figures, the estimate's total against NXP's 
 its MACs against Vela's for the same TFLite, its place in every report format, the converter hook, the target
 override and the note that holds it against the published figures.
 
-Independent references: NXP's published latencies (FACTS.md), the published networks' MACs counted from their
+Independent references: NXP's published latencies (docs/guide/sources.md), the published networks' MACs counted from their
 definitions, hand-computed cycle counts, LiteRT's interpreter (not our reader), Vela's MAC counts.
 """
 
@@ -102,7 +102,7 @@ def test_macs_equal_vela_and_the_partition_sums_its_layers(ds_cnn):
     assert total["inference_seconds"] == pytest.approx(total["npu_seconds"] + total["cpu_seconds"])
 
 
-# NXP's published i.MX RT700 latencies (FACTS.md) and the networks' MACs counted from their definitions
+# NXP's published i.MX RT700 latencies (docs/guide/sources.md) and the networks' MACs counted from their definitions
 PUBLISHED = {
     "nxp_cifarnet": (848e-6, 32 * 32 * 32 * 75 + 16 * 16 * 32 * 800 + 8 * 8 * 64 * 800 + 1024 * 10),
     "ds_cnn_s": (585.5e-6, 25 * 5 * 64 * 40 + 4 * (25 * 5 * 64 * 9 + 25 * 5 * 64 * 64) + 64 * 12),  # 576-595 us
@@ -175,7 +175,7 @@ def test_a_user_overrides_an_assumed_figure(ds_cnn):
 
 def test_the_calibration_note_matches_the_fit_and_a_fresh_estimate_of_the_published_model():
     """The note's expected error is estimate.EXPECTED_ERROR; NXP: MLPerf Tiny's anomaly-detection autoencoder, 0.797 ms
-    on the MCX N94x NPU (FACTS.md): the note's estimate and ratio must be what the estimate gives today."""
+    on the MCX N94x NPU (docs/guide/sources.md): the note's estimate and ratio must be what the estimate gives today."""
     from executorch_neutron.neutron.plugin import CALIBRATION_NOTE as NEUTRON_CALIBRATION_NOTE
 
     assert f"expected error +-{100 * estimate.EXPECTED_ERROR:.0f}%" in NEUTRON_CALIBRATION_NOTE
