@@ -1,6 +1,6 @@
 """Command line: `executorch-neutron <command>` (also `python -m executorch_neutron`). argparse -> public API.
 
-Commands: demo, compile, run, profile, report, compare, evaluate, targets, ops. Exit codes: 0 success, 1 failure while working,
+Commands: demo, compile, run, profile, report, compare, evaluate, targets, ops, guide. Exit codes: 0 success, 1 failure while working,
 2 bad input (missing file, bad factory path, unknown target, shape mismatch, ...), 3 nothing was delegated,
 130 interrupted (Ctrl-C).
 Errors are one line plus a hint; `--verbose` prints the traceback above them (the exit code stays the same).
@@ -151,7 +151,7 @@ def _precision_options(args) -> dict:
 
 def _add_precision_options(p: argparse.ArgumentParser) -> None:
     """--precision and --quantized-io (read by `_precision_options`)."""
-    g = p.add_argument_group("precision (quantizer/precision.py; docs/guide/precision.md)")
+    g = p.add_argument_group("precision (`executorch-neutron guide precision`)")
     g.add_argument("--precision", metavar="SPEC", help="per-layer precision, later and more specific settings win: "
                    "comma-separated KEY=int8|int16|float, KEY being default, a module name or glob (head, conv*), "
                    "type:CLASS (type:Conv2d), op:OPERATOR (op:aten.softmax) or node:NAME (node:conv2d_3); or @FILE "
@@ -386,6 +386,26 @@ def _profile(args) -> int:
     return EXIT_OK
 
 
+def _guide(args) -> int:
+    """`guide [PAGE]`: the user guide shipped in the package (docs/guide of the repository), without a checkout."""
+    from .core.messages import guide_pages
+
+    pages = guide_pages()
+    if not args.page:
+        print("guide pages (`executorch-neutron guide PAGE` prints one):")
+        for name, path in pages.items():
+            title = next((line.lstrip("# ").strip() for line in path.read_text().splitlines() if line.strip()), "")
+            print(f"  {name:<16} {title}")
+        return EXIT_OK
+    page = args.page.removesuffix(".md").rsplit("/", 1)[-1]
+    if page not in pages:
+        close = difflib.get_close_matches(page, list(pages), n=1)
+        raise UserError(f"no guide page {args.page!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
+                        f"the pages: {', '.join(pages)}")
+    print(pages[page].read_text(), end="")
+    return EXIT_OK
+
+
 def _report(args) -> int:
     import json
 
@@ -598,7 +618,7 @@ def _add_lowering_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--constraints", choices=sorted(CONSTRAINT_PROFILES), default=DEFAULT_PROFILE,
                    help="operator table the partitioner follows: " + "; ".join(
                        f"{name}: {text.split(' (')[0]}" for name, text in CONSTRAINT_PROFILES.items())
-                   + f" (default {DEFAULT_PROFILE}); see SUPPORTED_OPS.md")
+                   + f" (default {DEFAULT_PROFILE}); `executorch-neutron ops` lists each table")
     b = p.add_argument_group("options of one back end (given for another's target, they are refused)")
     for option in cli_options():
         option.add_to(b)
@@ -710,6 +730,10 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("targets", help="the targets, their NPUs and their facts")
     t.add_argument("--json", action="store_true", help="print the targets as JSON")
     t.set_defaults(func=_targets)
+
+    gd = sub.add_parser("guide", help="print a page of the user guide shipped in the package (no page: list them)")
+    gd.add_argument("page", nargs="?", help="a page name: cli, board, precision, report, troubleshooting, ...")
+    gd.set_defaults(func=_guide)
 
     o = sub.add_parser("ops", help="the supported operators and their constraints")
     o.add_argument("--markdown", action="store_true", help="SUPPORTED_OPS.md")

@@ -157,3 +157,24 @@ def test_every_argument_has_help(command):
     sub = next(a for a in parser._actions if a.dest == "command").choices[command]
     missing = [a.dest for a in sub._actions if not a.help and a.dest != "help"]
     assert not missing, f"{command}: {missing} have no help text"
+
+
+def test_the_guide_ships_in_the_package_and_hints_name_it(capsys):
+    """Hints name documentation a user of the installed wheel can open: `executorch-neutron guide PAGE` prints the
+    page (the package's guide/ is the repository's docs/guide, listed in package-data); no hint names a repository
+    path."""
+    from pathlib import Path
+
+    import executorch_neutron
+
+    root = Path(__file__).resolve().parents[2]
+    assert cli.main(["guide", "board"]) == 0
+    assert capsys.readouterr().out == (root / "docs" / "guide" / "board.md").read_text()
+    assert cli.main(["guide"]) == 0
+    listed = capsys.readouterr().out
+    assert all(f"  {p.stem} " in listed for p in (root / "docs" / "guide").glob("*.md"))
+    package = Path(executorch_neutron.__file__).parent
+    offenders = [f"{f.relative_to(package)}:{i}" for f in package.rglob("*.py") if "guide" not in f.parts
+                 for i, line in enumerate(f.read_text().splitlines(), 1)
+                 if ("hint" in line or "UserError(" in line or "help=" in line) and "docs/guide" in line]
+    assert not offenders, offenders

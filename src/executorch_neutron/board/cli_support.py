@@ -62,7 +62,7 @@ def _runner(name):
     try:
         return load_runner(name)
     except RunnerError as exc:
-        raise UserError(str(exc), "see docs/guide/board.md for the file format") from None
+        raise UserError(str(exc), "see `executorch-neutron guide board` for the file format") from None
 
 
 def compile_outputs(args) -> list[tuple[str, Path]]:
@@ -93,7 +93,7 @@ def after_compile(args, pte_path: Path) -> None:
     for problem in problems:
         print(f"runner check: {problem}")
     raise UserError(f"the .pte will not load on {runner.name}: {len(problems)} problem(s) (listed above)",
-                    f"{pte_path} and {ops} were written; see docs/guide/board.md")
+                    f"{pte_path} and {ops} were written; see `executorch-neutron guide board`")
 
 
 def check_run_flags(args) -> None:
@@ -125,9 +125,9 @@ def run_on_device(args, inputs: list) -> list | None:
         run = run_on_board(args.pte, inputs, args.device, baud=args.baud, repeat=args.repeat,
                            runner=_runner(args.runner), timeout=args.timeout)
     except (WillNotLoad, BoardUnavailable, TensorMismatch) as exc:
-        raise UserError(str(exc), "see docs/guide/board.md", EXIT_BAD_INPUT) from None
+        raise UserError(str(exc), "see `executorch-neutron guide board`", EXIT_BAD_INPUT) from None
     except (BoardRunError, BoardTimeout, BoardProtocolError) as exc:
-        raise UserError(str(exc), "see docs/guide/board.md", EXIT_FAIL) from None
+        raise UserError(str(exc), "see `executorch-neutron guide board`", EXIT_FAIL) from None
     print(f"board {args.device}: {run.banner or '(no banner)'}")
     print(run.timing())
     if args.compare_host:

@@ -30,3 +30,17 @@ def first_line(error: BaseException | str, limit: int = 600) -> str:
         if line and not line.startswith(_FRAMING):
             return elide(line, limit)
     return type(error).__name__ if isinstance(error, BaseException) else ""
+
+
+def guide_pages() -> dict:
+    """The user guide's pages shipped in the package (`executorch_neutron/guide`, the repository's docs/guide):
+    name -> path, sorted by name."""
+    from importlib.resources import files
+
+    root = files("executorch_neutron") / "guide"
+    return {p.name[:-3]: p for p in sorted(root.iterdir(), key=lambda p: p.name) if p.name.endswith(".md")}
+
+
+def see_guide(page: str, section: str = "") -> str:
+    """A hint that names documentation a user of the installed wheel can open: `executorch-neutron guide PAGE`."""
+    return f"`executorch-neutron guide {page}`" + (f" ({section})" if section else "")

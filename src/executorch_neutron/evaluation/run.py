@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..core.messages import first_line
+from ..core.messages import first_line, see_guide
 from ..lowering import lower
 from ..models.loading import EXIT_BAD_INPUT, UserError
 from ..runtime import load
@@ -200,7 +200,7 @@ def _on_board(pte: bytes, samples, port: str, baud: int, runner, timeout: float,
     try:
         runs = run_samples_on_board(pte, samples, port, baud, runner, timeout, progress=progress)
     except (WillNotLoad, BoardUnavailable, TensorMismatch) as exc:
-        raise UserError(first_line(exc), "see docs/guide/board.md", EXIT_BAD_INPUT) from None
+        raise UserError(first_line(exc), "see " + see_guide("board"), EXIT_BAD_INPUT) from None
     except (BoardRunError, BoardTimeout, BoardProtocolError) as exc:
-        raise UserError(first_line(exc), "see docs/guide/board.md", EXIT_FAIL) from None
+        raise UserError(first_line(exc), "see " + see_guide("board"), EXIT_FAIL) from None
     return np.stack([_output0(r.outputs) for r in runs])
