@@ -52,11 +52,12 @@ def _lower(name: str, target: str):
 def _measured_part(report, target) -> float:
     """Seconds the boards measured: the NPU's partitions at `target`'s figures plus the CPU operators other than the
     .pte's I/O conversions (the published runs take int8 inputs)."""
+    from executorch_neutron.core.cpu_estimate import cpu_estimate
     from executorch_neutron.neutron import estimate
 
     npu = sum(estimate.estimate_tflite(p.tflite, target).cycles for p in report.partitions) / target.npu_clock_hz
     work = [w for w in report.cpu_work if w[0] not in _IO]
-    return npu + estimate.cpu_estimate(work, target)["cpu_seconds"]
+    return npu + cpu_estimate(work, target)["cpu_seconds"]
 
 
 def _fit(reports: dict, base) -> tuple[float, float]:

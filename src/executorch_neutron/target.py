@@ -250,6 +250,11 @@ class EthosUTarget:
     cpu: str
     flash_bytes = None  # no published flash size (class attribute, not a field)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # the CPU part of the estimate (core/cpu_estimate.py); 0: the CPU is the integrator's, its part is not estimated
+    cpu_clock_hz: float = 0.0
+    cpu_cycles_per_mac: float = 0.0
+    cpu_cycles_per_element: float = 0.0
+    cpu_estimate_source: str = ""
     config_ini: str = "Arm/vela.ini"  # Vela's --config: the .ini holding system_config and memory_mode
     # how layout transposes are written (TRANSPOSE_FORMS): the cheaper one by Vela's estimate where it
     # is clear (docs/ethos_u_vs_tflite.md: "collapsed" on the U55, "4d" on the U85; mixed on the U65: "4d")
@@ -295,6 +300,11 @@ ETHOS_U_TARGETS: dict[str, EthosUTarget] = {
         EthosUTarget(
             name="imx93", soc="i.MX 93 applications processor", npu="Arm Ethos-U65-256",
             accelerator="ethos-u65-256", **_U65, cpu="Cortex-A55 (+ Cortex-M33 that drives the NPU)",
+            # i.MX 93: Cortex-A55 up to 1.7 GHz (NXP's product page); per MAC and per element: assumed, as for the
+            # i.MX 95's Cortex-A55 (no public figure for ExecuTorch's portable kernels on it)
+            cpu_clock_hz=1.7e9, cpu_cycles_per_mac=1.0, cpu_cycles_per_element=5,
+            cpu_estimate_source="assumed: the Cortex-A55 at 1.7 GHz (NXP's figure), 1 cycle per MAC, 5 cycles per "
+                                "element (no public figure for ExecuTorch's portable kernels on it)",
             notes=(
                 "Ethos-U65 with 256 MACs/cycle beside a Cortex-A55 with LPDDR4: Vela's Ethos_U65_High_End (1 GHz, "
                 "AXI0 SRAM, AXI1 DRAM) fits that pairing; Dedicated_Sram_384KB: weights and the tensor arena in "

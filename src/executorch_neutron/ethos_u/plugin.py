@@ -13,6 +13,7 @@ import struct
 from pathlib import Path
 
 from ..core.backend_row import Backend
+from ..core.cpu_estimate import cpu_estimate
 from ..core.memory import DRAM, FLASH, SRAM, Block
 from ..core.payload import unpack
 from ..ops import registry
@@ -46,15 +47,22 @@ def partition_estimate(tflite: bytes | None, meta: dict, target) -> dict | None:
 
 def estimate_total(estimates: list[dict], cpu_work, target) -> dict:
     """Vela's estimates summed over the partitions (SRAM: the largest partition's, they run one at a time); Vela
-    estimates the NPU only."""
-    return {"by": "Vela's estimate", "cycles": sum(e["cycles"] for e in estimates),
-            "inference_seconds": sum(e["inference_seconds"] for e in estimates),
-            "core_clock_hz": estimates[0]["core_clock_hz"], "sram_bytes": max(e["sram_bytes"] for e in estimates),
-            "off_chip_bytes": sum(e["off_chip_bytes"] for e in estimates), "macs": sum(e["macs"] for e in estimates)}
+    estimates the NPU only: where the target names its CPU's figures, the CPU part (core/cpu_estimate.py) is added."""
+    npu = sum(e["inference_seconds"] for e in estimates)
+    total = {"by": "Vela's estimate", "cycles": sum(e["cycles"] for e in estimates), "inference_seconds": npu,
+             "core_clock_hz": estimates[0]["core_clock_hz"], "sram_bytes": max(e["sram_bytes"] for e in estimates),
+             "off_chip_bytes": sum(e["off_chip_bytes"] for e in estimates), "macs": sum(e["macs"] for e in estimates)}
+    if getattr(target, "cpu_clock_hz", 0.0):
+        cpu = cpu_estimate(cpu_work, target)
+        total.update(npu_seconds=npu, **cpu, inference_seconds=npu + cpu["cpu_seconds"])
+    return total
 
 
 def estimate_notes(target, total: dict) -> list[str]:
-    return [f"{ESTIMATE_NOTE}; its memory figures are in the memory section"]
+    cpu = (f"the CPU part ({total['cpu_nodes']} node(s), quantize / dequantize at the I/O included) is this "
+           f"package's model, not Vela's: {target.cpu_estimate_source}" if "cpu_seconds" in total else
+           f"the CPU part is not estimated: {target.name}'s CPU is the integrator's (no figures for it here)")
+    return [f"{ESTIMATE_NOTE}; its memory figures are in the memory section", cpu]
 
 
 def section(meta: dict) -> dict:

@@ -16,7 +16,7 @@ target's figures (`NeutronTarget`; `estimate_sources` says which are published, 
     RESHAPE        = 0 cycles                                         (the same bytes under a new shape)
 
 A partition's cycles are the sum of its operators'; the NPU's, the sum of its partitions'; NPU time = cycles / NPU
-clock. The CPU part (`cpu_estimate`): per top-level CPU node (quantize / dequantize at the model's inputs and
+clock. The CPU part (core/cpu_estimate.py, shared by the back ends): per top-level CPU node (quantize / dequantize at the model's inputs and
 outputs, operators the NPU does not run), max(MACs x CPU cycles per MAC, output elements x CPU cycles per element)
 at the CPU clock. The total is the sum of both (the NPU and the CPU take turns). The two fitted figures come from
 NXP's published i.MX RT700 latencies (benchmarks/neutron_estimate.py fits them and reports the leave-one-out error,
@@ -147,15 +147,6 @@ def estimate_tflite(tflite: bytes, target) -> PartitionEstimate:
         layers.append(LayerEstimate(out.name.decode() if isinstance(out.name, bytes) else str(out.name), name,
                                     max(compute, data) + fixed, macs, kind, compute, data, acts, weights))
     return PartitionEstimate(tuple(layers), target.npu_clock_hz, "estimate")
-
-
-def cpu_estimate(nodes, target) -> dict:
-    """The CPU part of a .pte: `nodes` are (operator, output elements, MACs) of each top-level CPU node (quantize /
-    dequantize at the I/O included); cycles per node = max(MACs x cycles per MAC, elements x cycles per element)."""
-    cycles = sum(max(macs * target.cpu_cycles_per_mac, elements * target.cpu_cycles_per_element)
-                 for _, elements, macs in nodes)
-    return {"cpu_cycles": round(cycles), "cpu_seconds": cycles / target.cpu_clock_hz if target.cpu_clock_hz else 0.0,
-            "cpu_clock_hz": target.cpu_clock_hz, "cpu_nodes": len(nodes)}
 
 
 def from_converter(figures: dict, target) -> PartitionEstimate:

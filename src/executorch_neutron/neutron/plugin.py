@@ -15,6 +15,7 @@ from __future__ import annotations
 import struct
 
 from ..core.backend_row import Backend
+from ..core.cpu_estimate import cpu_estimate
 from ..core.memory import SRAM, Block
 from ..core.payload import MICROCODE_MAGIC, REFERENCE_MAGIC, PayloadError, unpack
 from ..target import NEUTRON
@@ -36,7 +37,8 @@ ESTIMATE_NOTE = ("Neutron estimate: a model of this package, not NXP's and not a
 CALIBRATION_NOTE = ("held against NXP's published i.MX RT700 latencies (CifarNet 848 us, DS-CNN-S 576-595 us, "
                     "MobileNetV1 0.25 128x128 2,759 us; its two fitted figures, depthwise MACs per cycle and "
                     "the cost per kernel, come from them): expected error +-11% (the largest leave-one-out "
-                    "error of that fit) in total, per-layer shares unmeasured; on the MCX N94x (N1-16, figures not "
+                    "error of that fit) on the total of such NPU-bound models, per-layer shares unmeasured; the "
+                    "CPU part rests on assumed per-MAC and per-element costs and is not covered by it; on the MCX N94x (N1-16, figures not "
                     "fitted) MLPerf Tiny's anomaly-detection autoencoder takes 0.797 ms where this estimate gives "
                     "0.486 ms (published / estimate = 1.64): read N1 figures as optimistic")
 
@@ -108,18 +110,24 @@ def partition_estimate(tflite: bytes | None, meta: dict, target) -> dict | None:
 
 def estimate_total(estimates: list[dict], cpu_work: list[tuple[str, int, int]], target) -> dict:
     """The partitions' estimates summed (they run one after another) plus the CPU part of the .pte's time:
-    (operator, output elements, MACs) per CPU node (estimate.cpu_estimate)."""
+    (operator, output elements, MACs) per CPU node (core/cpu_estimate.py)."""
     cycles, npu = sum(e["cycles"] for e in estimates), sum(e["inference_seconds"] for e in estimates)
-    cpu = estimate.cpu_estimate(cpu_work, target)
+    cpu = cpu_estimate(cpu_work, target)
     return {"by": estimates[0]["by"], "source": estimates[0]["source"], "formula": estimates[0]["formula"],
             "cycles": cycles, "npu_seconds": npu, **cpu, "inference_seconds": npu + cpu["cpu_seconds"],
             "core_clock_hz": estimates[0]["core_clock_hz"], "macs": sum(e["macs"] for e in estimates)}
 
 
 def estimate_notes(target, total: dict) -> list[str]:
-    """What the estimate is, the target's figures it used with their sources, and how it was held against NXP's."""
-    return [f"{ESTIMATE_NOTE}: {total['formula']}", "figures: " + "; ".join(target.estimate_figures()),
-            CALIBRATION_NOTE]
+    """What the estimate is, the target's figures it used with their sources, how it was held against NXP's, and
+    a warning where the CPU part (assumed costs, not covered by the expected error) is most of the total."""
+    notes = [f"{ESTIMATE_NOTE}: {total['formula']}", "figures: " + "; ".join(target.estimate_figures()),
+             CALIBRATION_NOTE]
+    cpu, whole = total.get("cpu_seconds", 0.0), total.get("inference_seconds", 0.0)
+    if whole and cpu >= 0.5 * whole:
+        notes.append(f"the CPU part is {1e3 * cpu:.3f} of {1e3 * whole:.3f} ms ({100 * cpu / whole:.0f}%) here: it "
+                     f"rests on assumed costs per CPU operator, so the +-11% does not hold for this total")
+    return notes
 
 
 def intermediates(tag: str) -> tuple[str, ...]:
