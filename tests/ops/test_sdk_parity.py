@@ -151,6 +151,14 @@ CASES = {
                   {"aten.constant_pad_nd.default": 1}),
     "pad_value": (f(lambda s, a: F.pad(a, (1, 1, 1, 1), value=0.5)), randn((1, 8, 5, 6)),
                   {"aten.constant_pad_nd.default": 1}),
+    # NXP's release refuses operands that both broadcast; one is expanded first, as concatenated copies
+    # (passes/broadcast_operand_to_expand.py, expand_to_cat.py)
+    "add_both_broadcast": (f(lambda s, a, b: a + b), randn((1, 8, 1), (1, 1, 32)),
+                           {"aten.add.Tensor": 1, "aten.cat.default": 1}),
+    "mul_both_broadcast_ranks": (f(lambda s, a, b: a * b), randn((1, 8, 1), (5,)),
+                                 {"aten.mul.Tensor": 1, "aten.cat.default": 1}),
+    "maximum_both_broadcast": (f(lambda s, a, b: torch.maximum(a, b)), randn((1, 8, 1), (1, 1, 6)),
+                               {"aten.maximum.default": 1, "aten.cat.default": 1}),
 }
 
 
@@ -176,16 +184,15 @@ def _rejections(name_or_make, inputs, **spec):
 
 # name: (model factory, inputs, rejected op, reason fragment) under sdk-current: NXP's release refuses them too
 REFUSED = {
-    "add_both_broadcast": (f(lambda s, a, b: a + b), randn((1, 8, 1), (1, 1, 32)), "aten.add.Tensor",
-                           "both broadcast"),
-    "mul_both_broadcast_ranks": (f(lambda s, a, b: a * b), randn((1, 8, 1), (5,)), "aten.mul.Tensor",
+    # (one operand expanded cannot be written with a prime count above 16: the add keeps the operands as they are)
+    "add_both_broadcast_prime": (f(lambda s, a, b: a + b), randn((1, 17, 1), (1, 1, 19)), "aten.add.Tensor",
                                  "both broadcast"),
+    "maximum_both_broadcast_prime": (f(lambda s, a, b: torch.maximum(a, b)), randn((1, 17, 1), (1, 1, 19)),
+                                     "aten.maximum.default", "both broadcast"),
     # replicate / circular padding becomes slices + cat (passes/pad_modes_to_cat.py), but not with a negative pad
     "pad_replicate_cropping": (f(lambda s, a: F.pad(a, (-1, 2, 1, 1), mode="replicate")), randn((1, 8, 5, 6)),
                                "aten.pad.default", "pad mode 'replicate'"),
     # the first refused value of each limit whose largest accepted value is a case above
-    "maximum_both_broadcast": (f(lambda s, a, b: torch.maximum(a, b)), randn((1, 8, 1), (1, 1, 6)),
-                               "aten.maximum.default", "both broadcast"),
     "conv_k16_cin249": (lambda: nn.Conv2d(249, 4, 16), randn((1, 249, 16, 16)), "aten.convolution.default",
                         "65536 weight slots: kernel_h * kernel_w * round_up(in_channels, 8) <= 65535"),
     "conv_transpose_k16_cin249": (lambda: nn.ConvTranspose2d(249, 4, 16, 2), randn((1, 249, 2, 2)),

@@ -65,12 +65,12 @@ CASES = {
 SCALAR_VIEW = {"aten.view_copy.default"}
 
 
-#: (case, target) that stay on the CPU: a part of the reason
-REFUSED = {("mean_dims_batch2", "imx93"): (
-    "batch 2 (input quantized_decomposed_dequantize_per_tensor_default): Batch must be 1 (MEAN and RESIZE)")}
+#: (case, target) -> the ops delegated beside the case's: on Ethos-U a mean over C and H of a batch runs on a
+#: one-image view (passes/batch_split.py; Vela's MEAN takes batch 1 only)
+VIEWED = {("mean_dims_batch2", "imx93"): {"aten.view_copy.default": 2}}
 
 
-DELEGATED = [(n, t) for n in CASES for t in TARGETS if (n, t) not in REFUSED]
+DELEGATED = [(n, t) for n in CASES for t in TARGETS]
 
 
 @pytest.mark.parametrize("name, target", DELEGATED, ids=[f"{n}-{t}" for n, t in DELEGATED])
@@ -79,17 +79,9 @@ def test_delegated(name, target):
     torch.manual_seed(0)
     r = convert_and_run(make(), inputs, target=target)
     assert {j.op for j in r.rejections} <= SCALAR_VIEW, [rej.message() for rej in r.rejections]
-    assert r.delegated_ops == ops
+    assert r.delegated_ops == ops | VIEWED.get((name, target), {})
     for out, ref, scale in zip(r.outputs, r.references, r.output_scales):
         assert_within_steps(out, ref, steps_allowed=1, scale=scale)
-
-
-@pytest.mark.parametrize("name, target", REFUSED, ids=[f"{n}-{t}" for n, t in REFUSED])
-def test_refused(name, target):
-    make, inputs, _ = CASES[name]
-    r = convert_and_run(make(), inputs, target=target)
-    assert not r.delegated_ops
-    assert any(REFUSED[name, target] in j.reason for j in r.rejections), [j.message() for j in r.rejections]
 
 
 # name: (model factory, inputs, the edge op left on the CPU, a part of its reason per target)

@@ -45,6 +45,13 @@ def _split(reps) -> list[tuple[int, list[int]]] | None:
     return out
 
 
+def expandable(shape, out_shape) -> bool:
+    """Whether this pass writes an expand of a `shape` activation to `out_shape` as concatenations (no count with a
+    prime factor above EXPAND_CAT_INPUTS)."""
+    shape = [1] * (len(out_shape) - len(shape)) + list(shape)
+    return _split([int(w) if h != w else 1 for h, w in zip(shape, out_shape)]) is not None
+
+
 def _plan(node: Node) -> tuple[list[int], list[tuple[int, list[int]]]] | None:
     """(the input viewed at the result's rank, [(dim, factors)] of the copies), or None when not rewritten."""
     x, out = node.args[0], node.meta.get("val")

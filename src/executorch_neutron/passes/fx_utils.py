@@ -85,6 +85,14 @@ def _fake(value):
         [_fake(v) for v in value] if isinstance(value, (list, tuple)) else value)
 
 
+def refresh_val(node: Node) -> None:
+    """Recompute `node`'s fake value from its arguments' (after a pass changed an argument's shape)."""
+    try:
+        node.meta["val"] = node.target(*[_fake(a) for a in node.args], **node.kwargs)
+    except Exception:  # no fake value: downstream passes treat the node as unknown
+        node.meta.pop("val", None)
+
+
 def call(gm: GraphModule, target, args: tuple, like: Node) -> Node:
     """Insert `target(*args)` (before the current insertion point) with meta copied from `like` and a fake value."""
     node = gm.graph.call_function(target, args)

@@ -32,6 +32,7 @@ from .add_alpha_to_mul import add_alpha_to_mul
 from .avg_pool_ceil import avg_pool_ceil
 from .batch_norm_to_conv import batch_norm_to_conv
 from .batch_split import batch_split
+from .broadcast_operand_to_expand import broadcast_operand_to_expand
 from .conv1d_to_conv2d import conv1d_to_conv2d
 from .conv3d_to_conv2d import conv3d_to_conv2d
 from .cosine_similarity_decompose import cosine_similarity_decompose
@@ -60,8 +61,10 @@ from .max_dim_to_amax import max_dim_to_amax
 from .max_pool_padding import max_pool_padding
 from .max_pool_split import max_pool_split
 from .mean1d_to_mean2d import mean1d_to_mean2d
+from .mean_axis_split import mean_axis_split
 from .median_to_topk import median_to_topk
 from .pad_modes_to_cat import pad_modes_to_cat
+from .patch_conv_to_pointwise import patch_conv_to_pointwise
 from .permute_rank4 import permute_rank4
 from .pixel_shuffle_to_permute import pixel_shuffle_to_permute
 from .pool1d_to_pool2d import pool1d_to_pool2d
@@ -218,6 +221,10 @@ PIPELINE: tuple[Step, ...] = check_order((
          "together", before=("permute_rank4",)),
     Step(pixel_shuffle_to_permute, "before permute_rank4, which turns the rank-6 permutation it writes into "
          "transposes the NPU runs", before=("permute_rank4",)),
+    Step(patch_conv_to_pointwise, "after fold_constants, which makes the convolution's weight the constant it "
+         "reshapes; before permute_rank4, which turns the rank-6 permutation of its space-to-depth into transposes "
+         "the NPU runs; Ethos-U only (Neutron runs a tiling convolution's large stride itself)",
+         after=("fold_constants",), before=("permute_rank4",), backends=frozenset({ETHOS_U})),
     Step(align_corners_resize_to_linear, "after fold_constants, which folds a resize of a constant; before "
          "permute_rank4, which rewrites the transposes it writes as permutations the NPU runs; Ethos-U only "
          "(Neutron resizes with align_corners by 2, 4 or 8 itself)", after=("fold_constants",),
@@ -296,6 +303,9 @@ PIPELINE: tuple[Step, ...] = check_order((
     Step(var_decompose, "before batch_split, which gives the means it writes batch 1 on Ethos-U; only where the "
          "target's table runs mean, sub and sum", before=("batch_split",),
          needs_ops=(_edge.mean.dim, _edge.sub.Tensor, _edge.sum.dim_IntList)),
+    Step(mean_axis_split, "after mean1d_to_mean2d, which writes the means over a last dim (a group norm's "
+         "statistics) as the means over H and W it splits; Ethos-U only (Vela's MEAN reduces at most 4096 elements "
+         "along a width axis, Neutron's more)", after=("mean1d_to_mean2d",), backends=frozenset({ETHOS_U})),
     Step(resize_halve_to_pool, "before batch_split, which would otherwise view the resizes it rewrites (an "
          "average pool runs at any batch)", before=("batch_split",)),
     Step(batch_split, "after the rewrites that write the means it views (adaptive_avg_pool1d_to_2d's adaptive "
@@ -305,6 +315,10 @@ PIPELINE: tuple[Step, ...] = check_order((
          backends=frozenset({ETHOS_U})),
     Step(upsample_1x1_to_expand, "before expand_to_cat, which writes the expand it makes as concatenations; Neutron "
          "only (Vela resizes a 1 x 1 image itself)", before=("expand_to_cat",), backends=frozenset({NEUTRON})),
+    Step(broadcast_operand_to_expand, "after div_to_mul, which makes a division by a constant one of the "
+         "multiplications it reads; before expand_to_cat, which writes the expand it makes as concatenations; "
+         "Neutron only (Vela broadcasts both operands itself)", after=("div_to_mul",), before=("expand_to_cat",),
+         backends=frozenset({NEUTRON})),
     Step(expand_to_cat, "after rnn_unroll, which reads the expand of a step input repeated along time (it projects "
          "that input once)", after=("rnn_unroll",)),
     Step(max_pool_padding, "after the steps that name it in their `before`: those that write the pools it rewrites "
