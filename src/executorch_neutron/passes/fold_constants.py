@@ -63,6 +63,11 @@ _META_ONLY = {
 }
 
 
+#: checks export writes on a tensor's metadata (`.to(dtype)` asserts its input's dtype): on a constant they hold
+#: once checked here, and are removed with it
+_ASSERTIONS = {_aten._assert_tensor_metadata.default}
+
+
 class _RunTime(Exception):
     """An input of the node is a run-time value (or a run-time tensor's shape is not static)."""
 
@@ -87,7 +92,7 @@ def _inputs(node: Node, values: dict) -> tuple[tuple, dict] | None:
         return values[n]
 
     def resolve(arg, name):
-        if name in meta_only and isinstance(arg, Node):
+        if name in meta_only and isinstance(arg, Node) and arg not in values:
             return _stand_in(arg)
         return torch.fx.node.map_arg(arg, value)
 
@@ -198,6 +203,12 @@ def fold_constants(gm: GraphModule, keep_parameters: bool = False) -> GraphModul
     for node in list(gm.graph.nodes):
         if node.graph is not gm.graph:  # a getitem erased with its folded list op
             continue
+        if node.op == "call_function" and node.target in _ASSERTIONS:
+            if (inputs := _inputs(node, values)) is not None:
+                node.target(*inputs[0], **inputs[1])  # true of a constant's static metadata, or the model is wrong
+                gm.graph.erase_node(node)
+                changed = True
+            continue
         if _number_call(node):
             if (number := _number(node, values)) is not None:
                 _fold_number(node, number)
@@ -244,7 +255,8 @@ def _buffer(gm: GraphModule, node: Node, value: torch.Tensor) -> Node:
         folded = gm.graph.get_attr(name)
     fake = node.meta["val"]
     mode = getattr(fake, "fake_mode", None)
-    folded.meta["val"] = mode.from_tensor(value) if mode is not None else value
+    # static: a fake of the export's mode would otherwise get symbolic sizes, and its readers no static shape
+    folded.meta["val"] = mode.from_tensor(value, static_shapes=True) if mode is not None else value
     for key in ("nn_module_stack", "stack_trace", "source_fn_stack"):
         if key in node.meta:
             folded.meta[key] = node.meta[key]
