@@ -14,6 +14,11 @@ arithmetic on such numbers; export writes a static shape's sizes as plain ints) 
 (`full((h * w, 1), stride.item())`, as a detector's head builds its stride table from the feature maps' shapes)
 then has only constant inputs and folds in turn.
 
+A folded constant is stored contiguous, whatever strides the ops that computed it left (remove_noops has taken
+out the `contiguous()` calls by then): Swin's relative position bias, `table[index].view(n, n, -1).permute(2, 0,
+1).contiguous().unsqueeze(0)`, folded with the permuted strides, is serialized with dim order (2, 0, 3, 1), and
+ExecuTorch's portable `add` refuses operands of different dim orders (error 0x12, InvalidArgument).
+
 Not folded: with `keep_parameters` (QAT, which trains the parameters after this pass) anything reading a
 parameter; random and in-place ops; buffers the graph mutates; results larger than `FOLD_MAX_ELEMENTS` elements
 (a folded `expand` must not turn into megabytes of constant data).
@@ -154,7 +159,8 @@ def fold_constants(gm: GraphModule, keep_parameters: bool = False) -> GraphModul
             args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: values[n])
             with torch.no_grad():
                 value = node.target(*args, **kwargs)
-        folded = _buffer(gm, node, value.detach().clone())
+        value = value.detach().clone(memory_format=torch.contiguous_format)  # see the module docstring
+        folded = _buffer(gm, node, value)
         node.replace_all_uses_with(folded)
         gm.graph.erase_node(node)
         values[folded] = value
