@@ -234,15 +234,18 @@ def _check_runnable(pte: bytes) -> None:
                             f"(operators_not_to_delegate), and report the model") from None
 
 
-def _warn_host_unrunnable(edge, program) -> None:
+def _warn_host_unrunnable(edge, program) -> bool:
     """Say at compile time what the .pte will fail to run on the host: an operator left on the CPU that ExecuTorch's
     portable kernels (the host runtime's) do not register, and a 3-D convolution left on the CPU (the portable
-    convolution kernel handles 1-D and 2-D only)."""
+    convolution kernel handles 1-D and 2-D only). Returns whether it said anything (the host check is then skipped:
+    the .pte is meant for a runtime with those kernels)."""
     from executorch.extension.pybindings import portable_lib
 
     kernels = set(portable_lib._get_operator_names())
+    warned = False
     for plan in program.executorch_program.execution_plan:
         for op in unregistered_operators(plan, kernels):
+            warned = True
             log.warning("warning: %s, left on the CPU, has no kernel in the host runtime (ExecuTorch's portable "
                         "kernels): `run`, `compare` and `profile` fail on this .pte on the host, and a device "
                         "runtime needs a kernel library that registers it", op_name(op))
@@ -250,9 +253,36 @@ def _warn_host_unrunnable(edge, program) -> None:
         if node.op == "call_function" and "convolution" in str(node.target) and node.args:
             val = getattr(node.args[0], "meta", {}).get("val")
             if isinstance(val, torch.Tensor) and val.dim() == 5:
+                warned = True
                 log.warning("warning: %s is a 3-D convolution (Conv3d) left on the CPU: ExecuTorch's portable "
                             "kernels cannot run it, so this .pte fails on the host runtime; use Conv2d, or a "
                             "runtime with a 3-D convolution kernel", node.name)
+    return warned
+
+
+def _host_check(pte: bytes, inputs: tuple, edge, report) -> None:
+    """Execute the finished program once on the host with the example inputs, in a child process
+    (runtime/isolated.py), and refuse it when that fails or crashes: a .pte that cannot run is never handed out. A
+    device-only payload (microcode, a Vela command stream without its reference) runs as the TFLite its compiler was
+    given (`HOST_REFERENCE_META`)."""
+    from .core.exported import lowered_modules
+    from .core.payload import HOST_REFERENCE_META
+    from .runtime.errors import NeutronRuntimeError
+    from .runtime.isolated import HostRunCrashed, run_isolated
+
+    references = {}
+    for lowered in lowered_modules(edge.exported_program().graph_module).values():
+        meta = getattr(lowered, "meta", {}).get("_delegate_info_meta") or {}
+        if meta.get(HOST_REFERENCE_META):
+            references[bytes(lowered.processed_bytes)] = meta[HOST_REFERENCE_META]
+    names = {p.blob: p.tag for p in report.partitions}
+    try:
+        run_isolated(pte, list(inputs), references=references, names=names)
+    except HostRunCrashed as exc:
+        raise LoweringError(f"{exc}; nothing was written (lower(..., host_check=False) skips this check)") from None
+    except NeutronRuntimeError as exc:
+        raise LoweringError(f"the lowered program fails on the host: {first_line(exc)}; nothing was written (lower("
+                            f"..., host_check=False) skips this check); report the model") from None
 
 
 class _Stages:
@@ -303,6 +333,7 @@ def lower(
     flash_budget: int | str | None = None,
     precision=None,
     quantized_io: bool = False,
+    host_check: bool = True,
     **spec_options,
 ) -> LoweringResult:
     """Quantize `model` for the NPU, partition and lower it, and return the .pte with its report.
@@ -329,6 +360,11 @@ def lower(
     quantized_io: the .pte takes and returns the quantized (int8 / int16) tensors instead of float ones, in the
         layout the float ones have; their scales and zero points are in the .pte (`pte.io_qparams`, `inspect_pte`)
         and in the report (`result.report.quantized_io`). `runtime.run` quantizes float inputs with them.
+    host_check: execute the finished program once on the host with the example inputs, in a child process, before
+        returning it (default): a program that fails or crashes there raises LoweringError, one line naming the
+        partition or kernel and its arguments, and nothing of the lowering stays on disk. A device-only payload runs
+        as the TFLite its compiler was given. Skipped (with a warning already given) where the program uses CPU
+        operators the host runtime has no kernel for. Its seconds are `result.timings["host_check"]`.
 
     The caller's model is never changed: an `nn.Module` is deep-copied and the copy is put in eval mode (dropout
     off, batch-norm statistics frozen) and calibrated. A model whose forward() updates a buffer is refused
@@ -338,13 +374,13 @@ def lower(
     message_only_root_logging()  # before ExecuTorch's own logging.debug() configures the root (core/_quiet.py)
     with _LOWER_LOCK:  # a bad size fails above, before any work
         result = _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_model, progress,
-                        etrecord, spec_options, precision, quantized_io)
+                        etrecord, spec_options, precision, quantized_io, host_check)
     result.check_budget(**budgets)
     return result
 
 
 def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_model, progress, etrecord,
-           spec_options, precision=None, quantized_io=False) -> LoweringResult:
+           spec_options, precision=None, quantized_io=False, host_check=True) -> LoweringResult:
     from executorch.exir import to_edge_transform_and_lower
 
     spec = resolve_spec(target, spec, **spec_options)
@@ -362,7 +398,7 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
     timings: dict[str, float] = {}
     core = pipeline.cortex_m_core
     stages = _Stages(progress, ["quantize"] * quantize_model + ["export", "partition + convert"]
-                     + ["Cortex-M leftovers"] * bool(core) + ["to_executorch"])
+                     + ["Cortex-M leftovers"] * bool(core) + ["to_executorch"] + ["host check"] * host_check)
 
     quantized = None if quantize_model else model  # an already quantized model is its own reference
     if quantize_model:
@@ -405,14 +441,26 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
     program = edge.to_executorch()
     timings["to_executorch"] = time.perf_counter() - t0
     stages.done()
-    stages.close()
 
     _check_runnable(program.buffer)
-    _warn_host_unrunnable(edge, program)
+    unrunnable = _warn_host_unrunnable(edge, program)
     report = DelegationReport.build(exported, edge, partitioner, spec, leftovers)
     report.pte_bytes = len(program.buffer)
     report.memory = memory_section(program.buffer, spec)
+    result = LoweringResult(program.buffer, report, spec, quantized, edge, timings,
+                            program.get_etrecord() if etrecord else None)
+    if host_check and not unrunnable:
+        t0 = time.perf_counter()
+        try:
+            _host_check(program.buffer, inputs, edge, report)
+        except LoweringError:
+            stages.close()
+            result._remove_intermediates()
+            raise
+        timings["host_check"] = time.perf_counter() - t0
+    if host_check:
+        stages.done()
+    stages.close()
     if not report.partitions:
         log.warning("nothing was delegated to the NPU: %s", report.summary_line())
-    return LoweringResult(program.buffer, report, spec, quantized, edge, timings,
-                          program.get_etrecord() if etrecord else None)
+    return result

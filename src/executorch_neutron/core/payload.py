@@ -169,6 +169,12 @@ def _reference_crc(header: Header, tflite: bytes) -> int:
     return zlib.crc32(tflite, zlib.crc32(words, zlib.crc32(header.to_bytes())))
 
 
+#: key, in a lowered module's `_delegate_info_meta`, of the host-reference payload of the TFLite its device compiler
+#: was given, where the blob itself is device-only (microcode, a Vela command stream without an embedded
+#: reference): what lower()'s host check runs for it. Not in the .pte.
+HOST_REFERENCE_META = "host_reference"
+
+
 def pack(payload: Payload) -> bytes:
     """Serialize a payload; sections are zero-padded to 16 bytes. Byte-exact and deterministic."""
     return b"".join(_pad(s) for s in (payload.header.to_bytes(), payload.microcode, payload.weights, payload.kernels))

@@ -20,7 +20,7 @@ from torch.export import ExportedProgram
 
 from ..compile_spec import NeutronCompileSpec
 from ..convert import convert_partition
-from ..core.payload import Header, Payload
+from ..core.payload import HOST_REFERENCE_META, Header, Payload
 from ..core.payload import pack as pack_reference
 from ..core.debug_handles import handle_map
 from ..core.progress import emit
@@ -80,18 +80,20 @@ class EthosUBackend(BackendDetails):
         vela_seconds = time.perf_counter() - t0
         blob = payload.pack(out.raw)
         store = None
+        header = Header(n_args=converted.n_args, input_formats=converted.input_formats,
+                        output_formats=converted.output_formats, input_args=converted.input_args,
+                        output_args=tuple(range(len(converted.output_formats))), version=0)
+        reference = pack_reference(Payload.reference(header, converted.tflite))
         if options.embed_reference:
-            header = Header(n_args=converted.n_args, input_formats=converted.input_formats,
-                            output_formats=converted.output_formats, input_args=converted.input_args,
-                            output_args=tuple(range(len(converted.output_formats))), version=0)
             store = NamedDataStore()
-            reference = pack_reference(Payload.reference(header, converted.tflite))
             store.add_named_data(reference_key(blob, reference), reference)
         # one entry per TFLite operator (what the host runs) plus the profile-dump entry, as for Neutron
         debug_map = handle_map(converted.debug_handles)
         emit("partition", name=name)
         meta = {"vela_flags": flags, "estimate": out.estimate.to_dict(), "embed_reference": options.embed_reference,
                 "vela_seconds": vela_seconds}  # not in the .pte: the report's Python object only
+        if not options.embed_reference:  # what lower()'s host check runs for the device-only payload
+            meta[HOST_REFERENCE_META] = reference
         return PreprocessResult(processed_bytes=blob, debug_handle_map=debug_map,
                                 data_store_output=store.get_named_data_store_output() if store else None,
                                 _delegate_info_meta=meta)

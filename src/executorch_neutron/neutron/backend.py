@@ -19,7 +19,7 @@ from torch.export import ExportedProgram
 from ..core.progress import emit
 from .npu import compile_partition
 from ..core.debug_handles import handle_map
-from ..core.payload import Header
+from ..core.payload import HOST_REFERENCE_META, Header, Payload, pack, unpack
 from ..convert import convert_partition
 
 
@@ -49,6 +49,8 @@ class NeutronBackend(BackendDetails):
         # that await a directory (LoweringResult.save): not in the .pte
         meta = {"tflite": bytes(converted.tflite), "compiled_by": compiled.compiled_by,
                 "converter_files": dict(compiled.files)}
+        if not unpack(compiled.blob).is_reference:  # microcode: lower()'s host check runs the TFLite the SDK was given
+            meta[HOST_REFERENCE_META] = pack(Payload.reference(header, converted.tflite))
         return PreprocessResult(processed_bytes=compiled.blob, debug_handle_map=debug_map,
                                 data_store_output=store.get_named_data_store_output() if store else None,
                                 _delegate_info_meta=meta)

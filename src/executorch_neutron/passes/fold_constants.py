@@ -22,6 +22,11 @@ static shape, Python arithmetic and comparisons on such numbers; export writes a
 folds into that number, written into its readers' arguments: a tensor built from it (`full((h * w, 1),
 stride.item())`, `x.new_full((h * w, 1), stride[i])`) then has only constant inputs and folds in turn.
 
+A folded constant is stored contiguous, whatever strides the ops that computed it left (remove_noops has taken
+out the `contiguous()` calls by then): Swin's relative position bias, `table[index].view(n, n, -1).permute(2, 0,
+1).contiguous().unsqueeze(0)`, folded with the permuted strides, is serialized with dim order (2, 0, 3, 1), and
+ExecuTorch's portable `add` refuses operands of different dim orders (error 0x12, InvalidArgument).
+
 Not folded: anything that reads a run-time tensor's values (an argument outside `_META_ONLY`'s, or a shape that is not
 static); with `keep_parameters` (QAT, which trains the parameters after this pass) anything reading a parameter;
 random, uninitialized (`empty*`) and in-place ops; buffers the graph mutates; results larger than
@@ -225,7 +230,8 @@ def fold_constants(gm: GraphModule, keep_parameters: bool = False) -> GraphModul
             continue
         with torch.no_grad():
             value = node.target(*inputs[0], **inputs[1])
-        folded = _buffer(gm, node, value.detach().clone())
+        value = value.detach().clone(memory_format=torch.contiguous_format)  # see the module docstring
+        folded = _buffer(gm, node, value)
         node.replace_all_uses_with(folded)
         gm.graph.erase_node(node)
         values[folded] = value

@@ -24,7 +24,7 @@ import torch
 
 from ..backends import BACKENDS
 from ..pte import inspect_pte
-from ..runtime import load
+from ..runtime import load, run
 from .trace import chrome_trace, write_chrome_trace
 
 DELEGATE_CALL = "DELEGATE_CALL"
@@ -106,6 +106,7 @@ def profile(
 
     if runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}")
+    run(pte, list(inputs), method)  # once in a child process first: a crash there is one line (HostRunCrashed)
     program = load(pte, etdump=True)
     for _ in range(runs):
         program.execute(list(inputs), method)

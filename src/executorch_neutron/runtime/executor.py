@@ -9,6 +9,11 @@ It honours the payload header exactly as the device runtime does:
 - the TFLite subgraph's inputs/outputs are the payload's inputs/outputs, in order.
 Every size, dtype and byte count is checked before any byte is written; a mismatch raises `ExecutionError`
 with an ExecuTorch error code and a message, never an out-of-bounds access.
+
+Two hooks serve a host run in a worker process (runtime/isolated.py): `REFERENCES` maps the SHA-256 of a delegate
+blob to the host-reference payload to run instead (lower()'s host check of a device-microcode program runs the TFLite
+the SDK was given), and `CALL_LISTENER`, when set, is told about each delegate call (blob digest and arguments)
+before anything of it runs, so that a crash inside LiteRT can be attributed to its partition.
 """
 
 from __future__ import annotations
@@ -88,9 +93,17 @@ class _Program:
     outputs: list[dict]
 
 
-def _host_blob(blob: bytes) -> bytes:
+#: SHA-256 of a delegate blob -> the host-reference payload to run for it (see the module docstring)
+REFERENCES: dict[str, bytes] = {}
+#: called as CALL_LISTENER(blob digest, args) before each delegate call runs (see the module docstring)
+CALL_LISTENER: Callable[[str, Sequence["Arg"]], None] | None = None
+
+
+def _host_blob(blob: bytes, digest: str | None = None) -> bytes:
     """What the host runs for a delegate blob, as its back end says (e.g. a reference stored beside the payload);
     a blob no back end claims, or one its back end cannot run on the host, is refused with the back end's words."""
+    if digest is not None and digest in REFERENCES:
+        return REFERENCES[digest]
     try:
         backend = for_blob(blob)
     except UnknownPayloadError as exc:
@@ -209,21 +222,28 @@ class Executor:
         self._capacity = capacity
         self._by_digest: OrderedDict[str, _Program] = OrderedDict()
         self._by_handle: dict[int, str] = {}
+        self._origin: dict[int, str] = {}  # handle -> SHA-256 of the blob the program gave it
         self._lock = threading.Lock()
 
     def execute(self, handle_id: int, get_blob: Callable[[], bytes], args: Sequence[Arg]) -> None:
         with self._lock:
+            if CALL_LISTENER is not None:
+                if handle_id not in self._origin:
+                    self._origin[handle_id] = hashlib.sha256(get_blob()).hexdigest()
+                CALL_LISTENER(self._origin[handle_id], args)
             program = self._program(handle_id, get_blob)
             run_program(program, args)
 
     def release(self, handle_id: int) -> None:
         with self._lock:
             self._by_handle.pop(handle_id, None)
+            self._origin.pop(handle_id, None)
 
     def _program(self, handle_id: int, get_blob: Callable[[], bytes]) -> _Program:
         digest = self._by_handle.get(handle_id)
         if digest is None or digest not in self._by_digest:
-            blob = _host_blob(get_blob())  # per handle: a payload resolves as its program said
+            raw = get_blob()
+            blob = _host_blob(raw, hashlib.sha256(raw).hexdigest() if REFERENCES else None)  # as its program said
             digest = hashlib.sha256(blob).hexdigest()
             if digest not in self._by_digest:
                 self._by_digest[digest] = _load_program(blob)

@@ -232,9 +232,16 @@ def load(pte: str | Path | bytes, etdump: bool = False) -> HostProgram:
 
 
 def run(pte: str | Path | bytes, inputs: Sequence[torch.Tensor], method: str = "forward",
-        etdump: str | Path | None = None) -> list[torch.Tensor]:
+        etdump: str | Path | None = None, isolated: bool = True) -> list[torch.Tensor]:
     """Execute `method` of a .pte (path or bytes) on the host; returns its outputs. With `etdump`, the run's
-    ExecuTorch profiling events are written to that file (ETDump, for `executorch.devtools.Inspector`)."""
+    ExecuTorch profiling events are written to that file (ETDump, for `executorch.devtools.Inspector`).
+
+    isolated (default): in a child process (runtime/isolated.py), so that a kernel or LiteRT ending its process
+    raises `HostRunCrashed` (one line: where it crashed) instead of ending the caller's; False: in this process."""
+    if isolated:
+        from .isolated import run_isolated
+
+        return run_isolated(pte, inputs, method, etdump)
     program = load(pte, etdump=etdump is not None)
     outputs = program.execute(inputs, method)
     if etdump is not None:
