@@ -1,4 +1,5 @@
-"""F.scaled_dot_product_attention with every kind of mask (passes/sdpa_to_matmul.py) on the NPU of both targets.
+"""F.scaled_dot_product_attention with every kind of mask (passes/sdpa_to_matmul.py), and hand-written attention
+masking its scores before the softmax (passes/masked_softmax.py), on the NPU of both targets.
 
 The rewrite computes SDPA (float, before quantization); lowered, the whole attention is one partition with no CPU
 node on imxrt700 and imx93, and the .pte is within 1 output step of PyTorch's quantized model (one op's bound:
@@ -14,6 +15,7 @@ import torch.nn.functional as F
 from executorch_neutron import lower
 from executorch_neutron.models.zoo import calibration
 from executorch_neutron.passes.fold_constants import fold_constants
+from executorch_neutron.passes.masked_softmax import masked_softmax_decompose
 from executorch_neutron.passes.sdpa_to_matmul import NO_RENORM, RUNTIME_BOOL_MASK, sdpa_to_matmul
 from executorch_neutron.runtime import run
 from harness import pte_steps
@@ -58,6 +60,31 @@ CASES = {
 }
 
 
+class HandWritten(torch.nn.Module):
+    """Attention as eager code writes it: softmax(mask(q @ k^T * scale)) @ v, the mask applied by `masking`."""
+
+    def __init__(self, masking, mask):
+        super().__init__()
+        self.masking = masking
+        self.register_buffer("mask", mask)
+        self.qkv = torch.nn.Linear(16, 3 * HEADS * D)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, HEADS, D).permute(2, 0, 3, 1, 4)
+        scores = self.masking(q @ k.transpose(-2, -1) * D ** -0.5, self.mask)
+        return (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, HEADS * D)
+
+
+HAND_WRITTEN = {
+    "where_minus_inf": lambda: HandWritten(lambda s, m: torch.where(m, s, float("-inf")), _causal(T)),
+    "masked_fill_minus_inf": lambda: HandWritten(lambda s, m: s.masked_fill(~m, float("-inf")), _causal(T)),
+    "where_finfo_min": lambda: HandWritten(lambda s, m: torch.where(m, s, torch.finfo(s.dtype).min), _causal(T)),
+    "where_all_true": lambda: HandWritten(lambda s, m: torch.where(m, s, float("-inf")),
+                                          torch.ones(T, T, dtype=torch.bool)),
+}
+
+
 def _inputs():
     return (torch.randn(1, T, 16),)
 
@@ -74,11 +101,26 @@ def test_rewrite_computes_sdpa(name):
         torch.testing.assert_close(gm(*x), model(*x), atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("target", ["imxrt700", "imx93"])
-@pytest.mark.parametrize("name", CASES)
-def test_sdpa_on_the_npu(name, target):
+@pytest.mark.fast
+@pytest.mark.parametrize("name", HAND_WRITTEN)
+def test_rewrite_computes_the_masked_softmax(name):
     torch.manual_seed(0)
-    model, x = CASES[name]().eval(), _inputs()
+    model, x = HAND_WRITTEN[name]().eval(), _inputs()
+    gm = masked_softmax_decompose(fold_constants(torch.export.export(model, x, strict=False).module()))
+    assert not any(n.target in (torch.ops.aten.where.ScalarOther, torch.ops.aten.masked_fill.Scalar)
+                   for n in gm.graph.nodes), gm.graph
+    with torch.no_grad():
+        torch.testing.assert_close(gm(*x), model(*x), atol=1e-5, rtol=1e-5)
+
+
+ON_THE_NPU = {**CASES, **{f"hand_written_{k}": v for k, v in HAND_WRITTEN.items()}}
+
+
+@pytest.mark.parametrize("target", ["imxrt700", "imx93"])
+@pytest.mark.parametrize("name", ON_THE_NPU)
+def test_attention_on_the_npu(name, target):
+    torch.manual_seed(0)
+    model, x = ON_THE_NPU[name]().eval(), _inputs()
     calib = [x] + calibration(x, 4)
     result = lower(model, x, calib, target=target)
     report = result.report

@@ -12,15 +12,10 @@ encoder without padding) call it. The mask, by kind:
   `arange` and shapes, a constant by now): plain softmax, exactly SDPA.
 - an additive float mask (a constant or computed at run time): added to the scaled scores, an int8 add quantized
   like any other (a constant's -inf entries are handled as a boolean mask's False ones, its finite part added).
-- `is_causal`, or a constant boolean mask with False entries: the masked softmax written exactly. The scores of
-  masked entries are pushed down by a large constant in an add whose output keeps the scores' own quantization
-  (`SHARE_INPUT_QPARAMS`), so they saturate at the int8 minimum instead of widening the range; the softmax of
-  that is multiplied by the 0/1 mask (the masked probabilities become exactly 0, in LiteRT and in PyTorch's
-  quantized model alike, whatever the saturated scores gave) and divided by its row sum, so the kept
-  probabilities are renormalized to sum to 1 exactly as SDPA's: softmax(s + a) * m / sum(softmax(s + a) * m) is
-  softmax over the kept entries for any finite a. Rows with no kept entry give 0, as SDPA does (1 is added to
-  their sum). The division becomes two multiplications by an rsqrt in `div_by_tensor_to_rsqrt`; made only where
-  the table runs sum and rsqrt (`with_renorm`), else SDPA is left alone with that reason.
+- `is_causal`, or a constant boolean mask with False entries: the exact masked softmax of
+  `masked_softmax.masked_softmax` (masked probabilities exactly 0, the kept ones renormalized; rows with no kept
+  entry give 0, as SDPA does), made only where the table runs sum and rsqrt (`with_sum`, `with_rsqrt`), else SDPA
+  is left alone with that reason.
 - a boolean mask computed at run time: left alone, with the reason on the node (`LEFT_FLOAT`), which the
   partitioner gives for its pieces. So are dropout and grouped-query heads (`enable_gqa`).
 
@@ -35,12 +30,11 @@ import torch
 from torch.fx import GraphModule, Node
 
 from ..core.meta_keys import LEFT_FLOAT
-from .fx_utils import SHARE_INPUT_QPARAMS, arg, call, constant, new_parameter, rewrite_calls
+from .fx_utils import arg, call, constant, new_parameter, rewrite_calls
+from .masked_softmax import masked_softmax
 
 aten = torch.ops.aten
 
-#: what a masked score is lowered by before the softmax (its add saturates at the scores' int8 minimum)
-MASK_FILL = -1.0e4
 RUNTIME_BOOL_MASK = ("a boolean attention mask computed at run time: an int8 tensor cannot hold the -inf it "
                      "stands for and no NPU kernel selects per element; pass a constant mask, or an additive float "
                      "mask (0 where attended, a large negative number elsewhere)")
@@ -84,22 +78,6 @@ def _mask_parts(gm: GraphModule, node: Node, shape: tuple[int, int]):
     return additive, keep, None
 
 
-def _masked_softmax(gm: GraphModule, node: Node, scores: Node, keep: torch.Tensor) -> Node:
-    """softmax over the kept entries of `scores` (see the module docstring); `keep` broadcasts to its shape."""
-    keep_f = keep.to(torch.float32)
-    fill = new_parameter(gm, "_sdpa_mask_fill", (1.0 - keep_f) * MASK_FILL, scores)
-    pushed = call(gm, aten.add.Tensor, (scores, fill), node)
-    pushed.meta[SHARE_INPUT_QPARAMS] = True
-    probs = call(gm, aten.softmax.int, (pushed, -1), node)
-    kept = call(gm, aten.mul.Tensor, (probs, new_parameter(gm, "_sdpa_mask_keep", keep_f, scores)), node)
-    total = call(gm, aten.sum.dim_IntList, (kept, [-1], True), node)
-    empty = ~keep.any(dim=-1, keepdim=True)
-    if bool(empty.any()):
-        total = call(gm, aten.add.Tensor, (total, new_parameter(gm, "_sdpa_mask_empty", empty.to(torch.float32),
-                                                                 scores)), node)
-    return call(gm, aten.div.Tensor, (kept, total), node)
-
-
 def _rewrite(gm: GraphModule, node: Node, with_renorm: bool) -> Node | None:
     q, k, v = node.args[:3]
     if arg(node, "dropout_p"):
@@ -127,7 +105,7 @@ def _rewrite(gm: GraphModule, node: Node, with_renorm: bool) -> Node | None:
     if keep is None:
         probs = call(gm, aten.softmax.int, (scores, -1), node)
     else:
-        probs = _masked_softmax(gm, node, scores, keep)
+        probs = masked_softmax(gm, node, scores, keep)
     return call(gm, aten.matmul.default, (probs, v), node)
 
 
