@@ -14,6 +14,7 @@ import torch
 from torch.fx import Graph, Node
 
 from ..core import qdq
+from ..core.meta_keys import LEFT_FLOAT
 from ..ops import registry
 from ..ops.fusion import fused_activation, result_node
 from ..ops.registry import CheckContext
@@ -147,6 +148,9 @@ def _decomposed_reason(node: Node, ctx: CheckContext) -> str | None:
     """Why a float node is float when it is a piece of a user's op outside the table, or of an int16 op the NPU
     runs in int8 only (else None)."""
     origin = source_op(node)
+    left = (node.meta.get("custom") or {}).get(LEFT_FLOAT)
+    if origin is not None and left:
+        return (f"it is part of {origin}, left in float and decomposed into CPU operators: {left}")
     if origin is not None and _left_in_float(origin):
         return (f"it is part of {origin}, which is not in the {ctx.npu} operator table: NeutronQuantizer "
                 "leaves it in float and ExecuTorch decomposed it into CPU operators" + _unmade_rewrite(origin, ctx))
@@ -302,7 +306,9 @@ def _decide_one(node: Node, ctx: CheckContext, lookup=registry.lookup) -> Reject
         int16_why = _int16_origin_reason(node, origin, ctx)
         if int16_why:
             return reject(int16_why)
+        left = (node.meta.get("custom") or {}).get(LEFT_FLOAT)
         why = registry.no_kernel_reason(node, ctx.backend)
+        why = f"{why}; it is left in float: {left}" if why and left else (why or left and f"it is left in float: {left}")
         return reject(f"no {ctx.npu} kernel for this operator" + (f" (part of {origin})" if origin else "")
                       + (f": {why}" if why else "") + _unmade_rewrite(origin, ctx))
     if not _static(node):

@@ -56,6 +56,7 @@ from .layer_norm_decompose import layer_norm_decompose
 from .linear_rank1_to_rank2 import linear_rank1_to_rank2
 from .log1p_to_log import log1p_to_log
 from .log_sigmoid_decompose import log_sigmoid_decompose
+from .masked_softmax import masked_softmax_decompose
 from .matmul_to_bmm import matmul_to_bmm
 from .max_dim_to_amax import max_dim_to_amax
 from .max_pool_padding import max_pool_padding
@@ -214,7 +215,15 @@ PIPELINE: tuple[Step, ...] = check_order((
     Step(split_to_slices, "before permute_rank4, whose reshape collapsing merges the reshape it writes for a "
          "select (attention's q, k, v unbind) with the reshapes around it", before=("permute_rank4",)),
     Step(stack_to_cat, "any: its unsqueezes and concatenation are ops no later step rewrites specially"),
-    Step(sdpa_to_matmul, "before matmul_to_bmm, which rewrites the matmuls it writes", before=("matmul_to_bmm",)),
+    Step(sdpa_to_matmul, "after fold_constants, which makes a mask computed from shapes (transformers' boolean "
+         "mask from arange) a constant it can read; before matmul_to_bmm, which rewrites the matmuls it writes, and "
+         "div_by_tensor_to_rsqrt, which writes the row-sum division of a masked softmax from rsqrt",
+         after=("fold_constants",), before=("matmul_to_bmm", "div_by_tensor_to_rsqrt"),
+         op_flags=(("with_sum", _edge.sum.dim_IntList), ("with_rsqrt", _edge.rsqrt.default))),
+    Step(masked_softmax_decompose, "after fold_constants, which makes a mask computed from shapes a constant it "
+         "can read; before div_by_tensor_to_rsqrt, which writes the row-sum division it makes from rsqrt",
+         after=("fold_constants",), before=("div_by_tensor_to_rsqrt",),
+         op_flags=(("with_sum", _edge.sum.dim_IntList), ("with_rsqrt", _edge.rsqrt.default))),
     Step(matmul_to_bmm, "before sink_batch_reshapes, which moves the reshapes it writes around the bmm",
          before=("sink_batch_reshapes",)),
     Step(sink_batch_reshapes, "before permute_rank4, whose reshape collapsing removes the reshapes it brings "

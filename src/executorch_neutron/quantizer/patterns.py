@@ -221,6 +221,9 @@ def binary(fuse: bool = False, scalar_only_rhs: bool = False) -> Annotator:
             return None
         inputs = {a: ctx.input_spec(a, node) for a in tensors}
         chain = fusion_tail(node, ctx, (fusion.aten_fusable,) if fuse else ())
+        # a rewrite whose result must stay in its first operand's range (a masked score saturating at its minimum)
+        if node.meta.get(SHARE_INPUT_QPARAMS) and isinstance(lhs, Node):
+            return mark_chain(chain, inputs, SharedQuantizationSpec((lhs, node)))
         return mark_chain(chain, inputs, ctx.specs(node).activation)
 
     return annotate
