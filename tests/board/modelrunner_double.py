@@ -274,7 +274,7 @@ def main(argv=None) -> int:
             elif kind == "crc":
                 answer = answer[:-2] + bytes([answer[-2] ^ 0xFF, answer[-1]])
             elif kind == "truncate":
-                answer = answer[:max(3, len(answer) // 2)]
+                answer = answer[:7 + (len(answer) - 7) // 2]  # the header and half the rest
             elif kind == "huge":
                 answer = b"\x55\xaa" + bytes([answer[2]]) + struct.pack("<I", 0xFFFFFFF0) + answer[7:40]
             board.write(answer)

@@ -127,6 +127,13 @@ def test_answer_cut_off_part_way_says_how_much_arrived(line):
         runner.get_info()
 
 
+def test_answer_cut_off_inside_its_header(line):
+    master, runner = line
+    os.write(master, frame(0x81)[:4])
+    with pytest.raises(BoardProtocolError, match=r"answer to LOAD_INPUT stopped after 4 bytes, inside its header"):
+        runner.load_input(b"\x00" * 4)
+
+
 @pytest.mark.parametrize("buffers,bound", [(MODELRUNNER_BUFFERS, r"266,240 bytes, its result buffer"),
                                            ({}, r"65,536 bytes, a bound for a firmware of unknown buffers")])
 def test_impossible_length_is_refused_at_once(line, buffers, bound):

@@ -235,6 +235,11 @@ class ModelRunner:
                 f"the answer to {step} stopped after {pending[2]:,} of {frame_size(pending[1]):,} bytes (nothing more "
                 f"came for {self.timeout:.1f} s): the board reset or hung while answering, or the line lost bytes; "
                 "check the cable and --baud, reset the board and run again")
+        if self._reader.started():
+            raise BoardProtocolError(
+                f"the answer to {step} stopped after {self._reader.started()} bytes, inside its header (nothing more "
+                f"came for {self.timeout:.1f} s): the board reset or hung while answering, or the line lost bytes; "
+                "check the cable and --baud, reset the board and run again")
         text = bytes(self._reader.skipped[skipped:]).decode("ascii", "replace").strip()
         if text:
             raise BoardTimeout(step, waited, self.port, self.baud, self.banner, (

@@ -114,6 +114,10 @@ class FrameReader:
                 raise CrcError(code, received, computed)
             frames.append(Frame(code, body[HEADER.size:]))
 
+    def started(self) -> int:
+        """Bytes of a frame begun (its sync arrived) and not complete yet; 0 between frames."""
+        return len(self._buffer) if len(self._buffer) >= 2 and self._buffer.startswith(SYNC) else 0
+
     def pending(self) -> tuple[int, int, int] | None:
         """(code, announced payload length, bytes of the frame arrived so far) of a frame whose header has arrived
         and whose end has not; None between frames."""
