@@ -9,16 +9,28 @@ input), loads input 0 only, and refuses a model larger than its model buffer (er
 outside its kernel table (error 0x14).
 
     python modelrunner_double.py FD [--model-buffer N] [--kernels FILE] [--silent] [--banner-delay S]
+                                    [--fault KIND[:STEP]]...
 
 FD is the pseudo-terminal's master file descriptor, inherited. `--silent` reads everything and never answers (the
 timeout path). The double prints `ready` on stdout once it can serve, then the boot banner on the line after
-`--banner-delay` seconds (the client opens the port in between and must drain it).
+`--banner-delay` seconds (the client opens the port in between and must drain it). While the port is closed (no
+program holds the terminal's other end) it waits for the next one to open it.
+
+`--fault` injects what a real board and a USB CDC link do, at the answer to STEP (a command name; RUN when left
+out): `crc` (the answer's CRC damaged), `truncate` (the answer stops half-way), `huge` (a header announcing
+0xFFFFFFF0 bytes), `silent` (no answer), `reboot` (the boot banner instead of an answer, the state reset: a hard
+fault or a watchdog), `unplug` (the line closes: the device disappears), `stall` (the double stops reading at that
+command's header: the upload blocks), `wrong-shape` / `extra-output` / `wrong-dtype` (a RESULT that disagrees with
+GET_INFO), and for every answer: `log` (firmware log text before each frame), `slow` (each frame in 7-byte
+pieces, 2 ms apart), `chatter` (log lines every 50 ms from boot on, never quiet). Each command received is printed
+on stdout as `got STEP` (`stalled STEP` for a stall), so that a test can act at a known step.
 """
 
 from __future__ import annotations
 
 import argparse
 import binascii
+import errno
 import os
 import struct
 import sys
@@ -37,20 +49,27 @@ def error(code: int, message: str) -> bytes:
 
 
 class Line:
-    """Frames from the master side of the pseudo-terminal."""
+    """Frames from the master side of the pseudo-terminal. While no program holds the other end, reading fails
+    (EIO): wait for the next one to open it."""
 
     def __init__(self, fd: int):
         self.fd, self.buffer = fd, b""
 
     def _fill(self, n: int) -> None:
         while len(self.buffer) < n:
-            chunk = os.read(self.fd, 65536)
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError as exc:
+                if exc.errno != errno.EIO:
+                    raise EOFError from exc
+                time.sleep(0.02)  # the port is closed: wait for the next program to open it
+                continue
             if not chunk:
                 raise EOFError
             self.buffer += chunk
 
-    def next(self) -> tuple[int, bytes, bool]:
-        """(code, payload, crc ok)."""
+    def next(self, stall=lambda code: False) -> tuple[int, bytes, bool]:
+        """(code, payload, crc ok). stall(code): stop reading once that command's header arrived."""
         while True:
             self._fill(2)
             at = self.buffer.find(b"\x55\xaa")
@@ -60,6 +79,10 @@ class Line:
             self.buffer = self.buffer[-1:]
         self._fill(7)
         code, length = struct.unpack_from("<BI", self.buffer, 2)
+        if stall(code):
+            print(f"stalled {NAMES.get(code, hex(code))}", flush=True)
+            while True:
+                time.sleep(60)
         self._fill(7 + length + 2)
         body, (crc,) = self.buffer[2:7 + length], struct.unpack_from("<H", self.buffer, 7 + length)
         self.buffer = self.buffer[9 + length:]
@@ -143,6 +166,62 @@ class Firmware:
         return handlers[code]() if code in handlers else error(0x02, "unknown cmd")
 
 
+STEPS = {"LOAD_MODEL": 0x01, "LOAD_INPUT": 0x02, "RUN": 0x03, "GET_INFO": 0x04}
+NAMES = {code: name for name, code in STEPS.items()}
+EVERY_ANSWER = ("log", "slow", "chatter")
+AT_A_STEP = ("crc", "truncate", "huge", "silent", "reboot", "unplug", "stall", "wrong-shape", "extra-output",
+             "wrong-dtype")
+
+
+def parse_fault(text: str) -> tuple[str, int | None]:
+    kind, _, step = text.partition(":")
+    if kind not in EVERY_ANSWER + AT_A_STEP:
+        raise argparse.ArgumentTypeError(f"unknown fault {kind!r}")
+    return kind, None if kind in EVERY_ANSWER else STEPS[step or "RUN"]
+
+
+def wrong_result(kind: str, answer: bytes) -> bytes:
+    """A RESULT frame rebuilt so that it disagrees with GET_INFO (parsed here with struct, not the client's code)."""
+    (length,) = struct.unpack_from("<I", answer, 3)
+    payload = answer[7:7 + length]
+    micros, count = struct.unpack_from("<QB", payload)
+    dtype, ndim = payload[9], payload[10]
+    sizes = list(struct.unpack_from(f"<{ndim}i", payload, 11))
+    (nbytes,) = struct.unpack_from("<I", payload, 11 + 4 * ndim)
+    data = payload[15 + 4 * ndim:15 + 4 * ndim + nbytes]
+    rest = payload[15 + 4 * ndim + nbytes:]
+    if kind == "wrong-shape":  # the last dimension halved: a firmware built for another model, a stale result
+        keep = nbytes // sizes[-1] * (sizes[-1] // 2)
+        sizes[-1] //= 2
+        data, nbytes = data[:keep], keep
+    elif kind == "wrong-dtype":  # the same bytes announced as int8
+        dtype = 1 if dtype != 1 else 0
+    out = struct.pack(f"<QBBB{ndim}iI", micros, count + (kind == "extra-output"), dtype, ndim, *sizes, nbytes) + data
+    out += rest + (struct.pack("<BBiI", 1, 1, 4, 4) + b"\x00" * 4 if kind == "extra-output" else b"")
+    return frame(0x83, out)
+
+
+class Board:
+    """The serial side of the double: waits for the port to be opened, writes answers (with the faults asked for)."""
+
+    def __init__(self, fd: int, faults: list[tuple[str, int | None]]):
+        self.fd, self.faults = fd, faults
+        self.every = {kind for kind, step in faults if step is None}
+
+    def fault(self, code: int) -> str | None:
+        return next((kind for kind, step in self.faults if step == code), None)
+
+    def write(self, data: bytes) -> None:
+        if "log" in self.every:
+            data = b"[fw] heap 12345 free\r\n" + data
+        if "slow" not in self.every:
+            os.write(self.fd, data)
+            return
+        for at in range(0, len(data), 7):
+            os.write(self.fd, data[at:at + 7])
+            time.sleep(0.002)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("fd", type=int)
@@ -150,6 +229,7 @@ def main(argv=None) -> int:
     p.add_argument("--kernels", help="the kernel table: one operator name per line (default: every kernel)")
     p.add_argument("--silent", action="store_true")
     p.add_argument("--banner-delay", type=float, default=0.2)
+    p.add_argument("--fault", type=parse_fault, action="append", default=[])
     args = p.parse_args(argv)
     kernels = None
     if args.kernels:
@@ -159,16 +239,45 @@ def main(argv=None) -> int:
 
     bridge.ensure_registered()  # the host library built and loaded before `ready`: answers must not wait for it
 
-    firmware, line = Firmware(args.model_buffer, kernels), Line(args.fd)
+    firmware, line, board = Firmware(args.model_buffer, kernels), Line(args.fd), Board(args.fd, args.fault)
     print("ready", flush=True)
     time.sleep(args.banner_delay)
     os.write(args.fd, BANNER)
+    if "chatter" in board.every:
+        import threading
+
+        def chatter():
+            while True:
+                time.sleep(0.05)
+                os.write(args.fd, b"[fw] still booting\r\n")
+
+        threading.Thread(target=chatter, daemon=True).start()
     try:
         while True:
-            code, payload, crc_ok = line.next()
-            if args.silent:
+            code, payload, crc_ok = line.next(stall=lambda c: board.fault(c) == "stall")
+            print(f"got {NAMES.get(code, hex(code))}", flush=True)
+            kind = board.fault(code)
+            if args.silent or kind == "silent":
                 continue
-            os.write(args.fd, firmware.answer(code, payload) if crc_ok else frame(0xC0, bytes([0x01])))
+            if kind == "unplug":
+                os.close(args.fd)  # the client's end reads no more data: the device is gone
+                time.sleep(60)
+                return 0
+            if kind == "reboot":
+                firmware = Firmware(args.model_buffer, kernels)
+                time.sleep(0.05)
+                os.write(args.fd, b"\x00" + BANNER)
+                continue
+            answer = firmware.answer(code, payload) if crc_ok else frame(0xC0, bytes([0x01]))
+            if kind in ("wrong-shape", "extra-output", "wrong-dtype") and answer[2] == 0x83:
+                answer = wrong_result(kind, answer)
+            elif kind == "crc":
+                answer = answer[:-2] + bytes([answer[-2] ^ 0xFF, answer[-1]])
+            elif kind == "truncate":
+                answer = answer[:7 + (len(answer) - 7) // 2]  # the header and half the rest
+            elif kind == "huge":
+                answer = b"\x55\xaa" + bytes([answer[2]]) + struct.pack("<I", 0xFFFFFFF0) + answer[7:40]
+            board.write(answer)
     except (EOFError, OSError):  # the test closed the terminal
         return 0
 

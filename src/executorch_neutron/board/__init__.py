@@ -4,7 +4,8 @@ protocol, and check before flashing whether a .pte will load there.
     from executorch_neutron.board import run_on_board
     run = run_on_board("model.pte", [x], "/dev/ttyACM0")      # BoardRun: .outputs (as the host run), .times_us
 
-Modules: protocol.py (frames, CRC, payloads), client.py (ModelRunner: one command per method, pyserial),
+Modules: protocol.py (frames, CRC, payloads), client.py (ModelRunner: one command per method, pyserial; every link
+fault its own error), port.py (one program per port: the lock and the holders of a device),
 tensors.py (user tensors <-> the bytes the board takes and returns), session.py (run_on_board: checks, steps,
 one-line errors), runners.py (kernel tables of firmwares, the check), qparams.py and compare.py (board vs host in
 output steps), selective_build.py (the operator list a firmware build selects), cli_support.py (the CLI's part).
@@ -16,8 +17,9 @@ from __future__ import annotations
 import importlib
 
 _LAZY = {
-    "BoardError": ".client", "BoardProtocolError": ".client", "BoardTimeout": ".client",
-    "BoardUnavailable": ".client", "ModelRunner": ".client",
+    "BoardBusy": ".client", "BoardDisconnected": ".client", "BoardError": ".client", "BoardProtocolError": ".client",
+    "BoardRebooted": ".client", "BoardTimeout": ".client", "BoardUnavailable": ".client", "ModelRunner": ".client",
+    "ResultMismatch": ".client",
     "Finding": ".runners", "Runner": ".runners", "RunnerError": ".runners", "check_kernels": ".runners",
     "check_pte": ".runners", "load_runner": ".runners",
     "BoardRun": ".session", "BoardRunError": ".session", "WillNotLoad": ".session", "run_on_board": ".session",

@@ -21,6 +21,9 @@ LOAD_MODEL, LOAD_INPUT, RUN, GET_INFO = 0x01, 0x02, 0x03, 0x04
 COMMAND_NAMES = {LOAD_MODEL: "LOAD_MODEL", LOAD_INPUT: "LOAD_INPUT", RUN: "RUN", GET_INFO: "GET_INFO"}
 # board -> PC
 OK, INFO, RESULT, ERROR = 0x81, 0x82, 0x83, 0xC0
+# ExecuTorch ScalarType codes the INFO and RESULT payloads carry, by name (for messages)
+DTYPE_NAMES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32", 7: "float64",
+               11: "bool", 15: "bfloat16"}
 
 # error code -> (name, what the firmware means by it), from the firmware's protocol.h and engine
 ERROR_CODES = {
@@ -49,6 +52,11 @@ def crc16(data: bytes, crc: int = 0xFFFF) -> int:
         for _ in range(8):
             crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
     return crc
+
+
+def frame_size(payload_length: int) -> int:
+    """Bytes on the line of a frame carrying `payload_length` bytes of payload."""
+    return len(SYNC) + HEADER.size + payload_length + CRC.size
 
 
 def encode_frame(code: int, payload: bytes = b"") -> bytes:
@@ -105,6 +113,18 @@ class FrameReader:
             if received != computed:
                 raise CrcError(code, received, computed)
             frames.append(Frame(code, body[HEADER.size:]))
+
+    def started(self) -> int:
+        """Bytes of a frame begun (its sync arrived) and not complete yet; 0 between frames."""
+        return len(self._buffer) if len(self._buffer) >= 2 and self._buffer.startswith(SYNC) else 0
+
+    def pending(self) -> tuple[int, int, int] | None:
+        """(code, announced payload length, bytes of the frame arrived so far) of a frame whose header has arrived
+        and whose end has not; None between frames."""
+        if len(self._buffer) < 2 + HEADER.size or not self._buffer.startswith(SYNC):
+            return None
+        code, length = HEADER.unpack_from(self._buffer, 2)
+        return code, length, len(self._buffer)
 
 
 # --- INFO and RESULT payloads ------------------------------------------------------------------------------

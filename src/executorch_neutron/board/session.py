@@ -4,8 +4,9 @@ board running NXP's executorch_modelrunner firmware, plus the on-board inference
 Before uploading: every CPU operator of the .pte must be in the runner's kernel table (runners.py) and the .pte
 must fit the firmware's model buffer where the runner knows it; a delegate compiled without the eIQ Neutron SDK
 (a host-reference payload) is warned about. Then: drain the boot banner, LOAD_MODEL, GET_INFO, and per repetition
-LOAD_INPUT + RUN (RUN consumes the input). Every error frame becomes one `BoardRunError` line naming the cause for
-this .pte and what to do. `run_samples_on_board` runs many samples in one session (one upload).
+LOAD_INPUT + RUN (RUN consumes the input); each RESULT is checked against GET_INFO by the client. Every error frame
+becomes one `BoardRunError` line naming the cause for this .pte and what to do; link faults are the client's one-line
+errors (client.py). `run_samples_on_board` runs many samples in one session (one upload).
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ def run_samples_on_board(pte: str | Path | bytes, samples: Sequence[Sequence[tor
         if len(inputs) != 1:
             raise BoardRunError(f"{len(inputs)} inputs given; the program takes one")
     inputs_info, results = None, []
-    with ModelRunner(port, baud, timeout) as board:
+    with ModelRunner(port, baud, timeout, buffers=runner.buffers) as board:
         board.drain_banner()
         try:
             board.load_model(data)
