@@ -18,13 +18,14 @@ from ..models.loading import EXIT_BAD_INPUT, UserError
 from .selective_build import selected_operators_path, write_selected_operators
 
 EXIT_FAIL = 1
-RUNNER_HELP = ("the firmware's kernel table: 'modelrunner' (NXP's executorch_modelrunner, from its "
-               "RegisterKernels.cpp) or a FILE with one operator name per line (aten::add.out; '#' comments)")
+RUNNER_HELP = ("the firmware's kernel table and delegates: 'modelrunner' (NXP's executorch_modelrunner for the "
+               "i.MX RT700: its RegisterKernels.cpp, NeutronBackend) or a FILE with one operator name per line "
+               "(aten::add.out), 'delegate NAME' lines (default NeutronBackend) and '#' comments")
 
 
 def add_compile_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--runner", metavar="NAME|FILE", help="check that every CPU operator of the .pte is in this "
-                   f"kernel table; exit 2 naming each missing one ({RUNNER_HELP})")
+    p.add_argument("--runner", metavar="NAME|FILE", help="check that every CPU operator and delegate of the .pte is "
+                   f"registered by this firmware; exit 2 naming each missing one ({RUNNER_HELP})")
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
@@ -87,7 +88,8 @@ def after_compile(args, pte_path: Path) -> None:
         problems.append(f"{size}: the .pte will fail to load there (error 0x03); shrink the model or enlarge the "
                         "firmware's model buffer")
     if not problems:
-        print(f"runner check: every CPU operator of the .pte is in {runner.name}'s kernel table ({runner.source})"
+        print(f"runner check: every CPU operator of the .pte is in {runner.name}'s kernel table ({runner.source}), "
+              f"its delegates are among those the firmware registers ({', '.join(sorted(runner.delegates))})"
               + (" and the .pte fits its model buffer" if "model" in runner.buffers else ""))
         return
     for problem in problems:
