@@ -130,8 +130,9 @@ def run_on_device(args, inputs: list) -> list | None:
         raise UserError(str(exc), "see docs/guide/board.md", EXIT_BAD_INPUT) from None
     except (BoardRunError, BoardTimeout, BoardProtocolError) as exc:
         raise UserError(str(exc), "see docs/guide/board.md", EXIT_FAIL) from None
-    print(f"board {args.device}: {run.banner or '(no banner)'}")
-    print(run.timing())
+    if run.banner:  # a board prints it at reset only: usually long before the port is opened, and not seen
+        print(f"board {args.device} printed: {run.banner}")
+    print(run.timing() + (" (this PC's times: a virtual board, not a board)" if "virtual board" in run.banner else ""))
     if args.compare_host:
         from ..runtime import run as host_run
         from .compare import compare_with_host
@@ -139,3 +140,51 @@ def run_on_device(args, inputs: list) -> list | None:
         for line in compare_with_host(args.pte, run.outputs, host_run(args.pte, inputs)):
             print(f"vs host: {line}")
     return run.outputs
+
+
+def add_virtual_board_parser(sub) -> None:
+    v = sub.add_parser("virtual-board", help="a SIMULATED board on a pseudo-terminal: speaks NXP's modelrunner "
+                       "protocol and runs uploaded programs with the host runtime (times are this PC's, not a "
+                       "board's), to try `run --device` / `evaluate --device` without a board",
+                       description="Start a virtual board: a simulation of NXP's executorch_modelrunner firmware on a "
+                       "pseudo-terminal (Linux, macOS). It prints the port to pass to --device, then one line per "
+                       "command received (--quiet: none); Ctrl-C (or SIGTERM) stops it.")
+    v.add_argument("--link", metavar="PATH", help="also make PATH a symbolic link to the port (a fixed name for "
+                   "--device; removed when the virtual board stops)")
+    v.add_argument("--kernels", default="modelrunner", metavar="NAME|FILE", help="the firmware build to mimic: "
+                   f"{RUNNER_HELP}; LOAD_MODEL of a .pte calling another CPU operator or delegate answers 0x14")
+    v.add_argument("--model-buffer", metavar="SIZE", help="the firmware's model buffer (default 384KiB, NXP's "
+                   "kPteBufSize): LOAD_MODEL of a larger .pte answers 0x03")
+    v.add_argument("--timing-us", type=int, metavar="N", help="report N microseconds for every RUN (default: this "
+                   "PC's execution time, which is not a board's)")
+
+
+def virtual_board(args) -> int:
+    """`virtual-board`: serve until Ctrl-C (exit 0)."""
+    import os
+
+    from ..core.memory import BudgetError, parse_size
+    from .runners import MODELRUNNER_BUFFERS
+    from .virtual import Firmware, serve
+
+    if not hasattr(os, "openpty"):
+        raise UserError("the virtual board needs a pseudo-terminal, which this platform does not have",
+                        "run it on Linux or macOS (or in WSL)")
+    runner = _runner(args.kernels)
+    try:
+        size = parse_size(args.model_buffer) if args.model_buffer else runner.buffers.get(
+            "model", MODELRUNNER_BUFFERS["model"])
+    except BudgetError as exc:
+        raise UserError(str(exc), "e.g. --model-buffer 384KiB") from None
+    if args.timing_us is not None and args.timing_us < 0:
+        raise UserError(f"--timing-us {args.timing_us}: a time cannot be negative", "e.g. --timing-us 850")
+    link = Path(args.link) if args.link else None
+    if link is not None and (link.exists() or link.is_symlink()) and not (
+            link.is_symlink() and os.readlink(link).startswith("/dev/")):
+        raise UserError(f"--link {link}: that path exists and is not a link to a port", "give a new path")
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    serve(Firmware(runner, size, args.timing_us), link, say, None if args.quiet else say)
+    return 0
