@@ -1,6 +1,6 @@
 """Command line: `executorch-neutron <command>` (also `python -m executorch_neutron`). argparse -> public API.
 
-Commands: demo, compile, run, profile, report, compare, evaluate, virtual-board, targets, ops. Exit codes: 0 success, 1 failure while working,
+Commands: demo, compile, run, profile, report, compare, evaluate, virtual-board, guide, targets, ops. Exit codes: 0 success, 1 failure while working,
 2 bad input (missing file, bad factory path, unknown target, shape mismatch, ...), 3 nothing was delegated,
 130 interrupted (Ctrl-C).
 Errors are one line plus a hint; `--verbose` shows the traceback.
@@ -459,6 +459,20 @@ def _virtual_board(args) -> int:
     return virtual_board(args)
 
 
+def _guide(args) -> int:
+    from importlib.resources import files
+
+    pages = {p.name.removesuffix(".md"): p for p in (files("executorch_neutron") / "guide").iterdir()
+             if p.name.endswith(".md")}
+    if args.page is None:
+        print("pages of the guide (`executorch-neutron guide PAGE`): " + ", ".join(sorted(pages)))
+        return EXIT_OK
+    if args.page not in pages:
+        raise UserError(f"no guide page {args.page!r}", f"the pages: {', '.join(sorted(pages))}")
+    print(pages[args.page].read_text(encoding="utf-8"), end="")
+    return EXIT_OK
+
+
 def _targets(args) -> int:
     import dataclasses
     import json
@@ -638,6 +652,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_pte_inputs(r)
     r.add_argument("--save-outputs", metavar="DIR", help="write output_<i>.npy files here")
     r.add_argument("--etdump", metavar="FILE", help="write the run's ExecuTorch profiling events (ETDump) here")
+    r.add_argument("--random-input", action="store_true", help="random inputs of the program's shapes instead of "
+                   "--input files (warns: the outputs mean nothing)")
     board.add_run_options(r)
     r.set_defaults(func=_run)
 
@@ -684,6 +700,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     board.add_virtual_board_parser(sub)
     sub.choices["virtual-board"].set_defaults(func=_virtual_board)
+
+    g = sub.add_parser("guide", help="print a page of the user guide shipped with the package (e.g. board)")
+    g.add_argument("page", nargs="?", help="the page to print (without it: the pages there are)")
+    g.set_defaults(func=_guide)
 
     t = sub.add_parser("targets", help="the targets, their NPUs and their facts")
     t.add_argument("--json", action="store_true")

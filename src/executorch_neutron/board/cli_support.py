@@ -18,6 +18,7 @@ from ..models.loading import EXIT_BAD_INPUT, UserError
 from .selective_build import selected_operators_path, write_selected_operators
 
 EXIT_FAIL = 1
+GUIDE = "`executorch-neutron guide board` (the board guide, shipped with the package)"
 RUNNER_HELP = ("the firmware's kernel table and delegates: 'modelrunner' (NXP's executorch_modelrunner for the "
                "i.MX RT700: its RegisterKernels.cpp, NeutronBackend) or a FILE with one operator name per line "
                "(aten::add.out), 'delegate NAME' lines (default NeutronBackend) and '#' comments")
@@ -31,8 +32,8 @@ def add_compile_options(p: argparse.ArgumentParser) -> None:
 def add_run_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("on a board (NXP's executorch_modelrunner firmware over a serial port)")
     add_device_options(g, "instead of the host")
-    g.add_argument("--repeat", type=int, default=1, metavar="N",
-                   help="--device: run N times; prints min/median/max on-board time")
+    g.add_argument("--repeat", type=int, metavar="N", help="--device: run N times; prints min/median/max "
+                   "on-board time (p50/p90/max from 10 runs)")
     g.add_argument("--compare-host", action="store_true", help="--device: also run on the host and print the "
                    "largest difference per output, in output quantization steps")
 
@@ -41,15 +42,38 @@ def add_device_options(g, where: str = "as well as on the host") -> None:
     """--device PORT and the flags of its serial session (`run`, `evaluate`)."""
     g.add_argument("--device", metavar="PORT", help=f"run on the board at PORT (/dev/ttyACM0, COM5) {where}; "
                    "needs pyserial (pip install 'executorch-neutron[board]')")
-    g.add_argument("--baud", type=int, default=115200, help="serial baud rate (default 115200, the firmware's)")
-    g.add_argument("--runner", default="modelrunner", metavar="NAME|FILE", help=f"--device: {RUNNER_HELP}; "
-                   "checked before uploading (default modelrunner)")
-    g.add_argument("--timeout", type=float, default=10.0, metavar="S",
+    g.add_argument("--baud", type=int, help="--device: serial baud rate (default 115200, the firmware's)")
+    g.add_argument("--runner", metavar="NAME|FILE", help=f"--device: {RUNNER_HELP}; checked before uploading "
+                   "(default modelrunner)")
+    g.add_argument("--timeout", type=float, metavar="S",
                    help="--device: seconds to wait for each answer, beyond the transfer time (default 10)")
 
 
+DEVICE_DEFAULTS = {"baud": 115200, "runner": "modelrunner", "timeout": 10.0, "repeat": 1, "compare_host": False}
+_FLAGS = {"timeout": "--timeout", "baud": "--baud", "runner": "--runner", "repeat": "--repeat",
+          "compare_host": "--compare-host"}
+
+
+def check_device_flags(args) -> None:
+    """Before any work: the board's flags need --device (without it they would be silently ignored); with it, the
+    ones not given get their defaults."""
+    present = [key for key in _FLAGS if hasattr(args, key)]
+    if not args.device:
+        given = [_FLAGS[key] for key in present if getattr(args, key) not in (None, False)]
+        if given:
+            names = ", ".join(given[:-1]) + (" and " if len(given) > 1 else "") + given[-1]
+            raise UserError(f"{names} {'apply' if len(given) > 1 else 'applies'} to runs on a board, and no --device "
+                            "was given", "add --device PORT, or drop them to run on the host")
+        return
+    for key in present:
+        if getattr(args, key) is None:
+            setattr(args, key, DEVICE_DEFAULTS[key])
+
+
 def device_runner(args):
-    """The --runner kernel table of a command with --device (None without --device); a bad one fails here."""
+    """The --runner kernel table of a command with --device (None without --device); a bad one fails here, and
+    board flags without --device (check_device_flags)."""
+    check_device_flags(args)
     if not args.device:
         return None
     if args.timeout <= 0:
@@ -63,7 +87,7 @@ def _runner(name):
     try:
         return load_runner(name)
     except RunnerError as exc:
-        raise UserError(str(exc), "see docs/guide/board.md for the file format") from None
+        raise UserError(str(exc), f"the file format: {GUIDE}") from None
 
 
 def compile_outputs(args) -> list[tuple[str, Path]]:
@@ -95,16 +119,13 @@ def after_compile(args, pte_path: Path) -> None:
     for problem in problems:
         print(f"runner check: {problem}")
     raise UserError(f"the .pte will not load on {runner.name}: {len(problems)} problem(s) (listed above)",
-                    f"{pte_path} and {ops} were written; see docs/guide/board.md")
+                    f"{pte_path} and {ops} were written; what to do: {GUIDE}")
 
 
 def check_run_flags(args) -> None:
     """Before any work: board-only flags need --device, and --device excludes --etdump."""
+    check_device_flags(args)
     if not args.device:
-        given = [flag for flag, on in (("--repeat", args.repeat != 1), ("--compare-host", args.compare_host)) if on]
-        if given:
-            raise UserError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to runs on a board",
-                            "add --device PORT")
         return
     if args.repeat < 1 or args.timeout <= 0:
         raise UserError(f"--repeat {args.repeat} --timeout {args.timeout}: at least one run and a positive timeout "
@@ -127,9 +148,9 @@ def run_on_device(args, inputs: list) -> list | None:
         run = run_on_board(args.pte, inputs, args.device, baud=args.baud, repeat=args.repeat,
                            runner=_runner(args.runner), timeout=args.timeout)
     except (WillNotLoad, BoardUnavailable, TensorMismatch) as exc:
-        raise UserError(str(exc), "see docs/guide/board.md", EXIT_BAD_INPUT) from None
+        raise UserError(str(exc), f"see {GUIDE}", EXIT_BAD_INPUT) from None
     except (BoardRunError, BoardTimeout, BoardProtocolError) as exc:
-        raise UserError(str(exc), "see docs/guide/board.md", EXIT_FAIL) from None
+        raise UserError(str(exc), f"see {GUIDE}", EXIT_FAIL) from None
     if run.banner:  # a board prints it at reset only: usually long before the port is opened, and not seen
         print(f"board {args.device} printed: {run.banner}")
     print(run.timing() + (" (this PC's times: a virtual board, not a board)" if "virtual board" in run.banner else ""))

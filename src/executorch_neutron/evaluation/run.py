@@ -183,6 +183,7 @@ def _run_rows(model, result, samples, quantize_model: bool, progress) -> dict[st
 
 def _on_board(pte: bytes, samples, port: str, baud: int, runner, timeout: float, progress) -> np.ndarray:
     """Output 0 of every sample run on the board at `port` (one upload); its errors as one-line UserErrors."""
+    from ..board.cli_support import GUIDE
     from ..board.client import BoardProtocolError, BoardTimeout, BoardUnavailable
     from ..board.session import BoardRunError, WillNotLoad, run_samples_on_board
     from ..board.tensors import TensorMismatch
@@ -190,7 +191,7 @@ def _on_board(pte: bytes, samples, port: str, baud: int, runner, timeout: float,
     try:
         runs = run_samples_on_board(pte, samples, port, baud, runner, timeout, progress=progress)
     except (WillNotLoad, BoardUnavailable, TensorMismatch) as exc:
-        raise UserError(first_line(exc), "see docs/guide/board.md", EXIT_BAD_INPUT) from None
+        raise UserError(first_line(exc), f"see {GUIDE}", EXIT_BAD_INPUT) from None
     except (BoardRunError, BoardTimeout, BoardProtocolError) as exc:
-        raise UserError(first_line(exc), "see docs/guide/board.md", EXIT_FAIL) from None
+        raise UserError(first_line(exc), f"see {GUIDE}", EXIT_FAIL) from None
     return np.stack([_output0(r.outputs) for r in runs])
