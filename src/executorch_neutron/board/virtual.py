@@ -168,10 +168,6 @@ def _spec(tensor) -> TensorSpec:
     return TensorSpec(int(tensor.scalar_type), sizes, order, numel * torch_dtype(int(tensor.scalar_type)).itemsize)
 
 
-class _Stop(Exception):
-    """SIGTERM: stop as Ctrl-C does."""
-
-
 def serve(firmware: Firmware, link: str | Path | None = None, say: Callable[[str], None] = print,
           log: Callable[[str], None] | None = print, on_port: Callable[[str], None] | None = None) -> None:
     """Open a pseudo-terminal, say its port (and make `link` a symbolic link to it), and answer the modelrunner
@@ -191,10 +187,9 @@ def serve(firmware: Firmware, link: str | Path | None = None, say: Callable[[str
     loading = threading.Thread(target=_load_runtime, args=(ready,), daemon=True)
     loading.start()
 
-    def stop(signum, frame):
-        raise _Stop
-
-    previous = signal.signal(signal.SIGTERM, stop)
+    stopping = threading.Event()  # Ctrl-C / SIGTERM: finish the command at hand, then stop (no half-written line)
+    signals = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else [])
+    previous = {sig: signal.signal(sig, lambda signum, frame: stopping.set()) for sig in signals}
     say(SIMULATION)
     say(firmware.describe())
     say(f"port: {port}" + (f" (link {link})" if link else "") + f": pass --device {link or port} to "
@@ -203,11 +198,10 @@ def serve(firmware: Firmware, link: str | Path | None = None, say: Callable[[str
         on_port(port)
     board = VirtualFirmware(firmware, lambda: ready.wait())
     try:
-        _loop(master, board, log)
-    except (KeyboardInterrupt, _Stop):
-        pass
+        _loop(master, board, log, stopping)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         os.close(master)
         if link is not None and link.is_symlink() and os.readlink(link) == port:
             link.unlink()
@@ -221,11 +215,11 @@ def _load_runtime(ready: threading.Event) -> None:
     ready.set()
 
 
-def _loop(master: int, board: VirtualFirmware, log) -> None:
-    """Answer frames until stopped. A program opening the port is seen as the end of the master side's EIO (no
-    slave open): the banner is printed then, after pyserial's input flush at open."""
+def _loop(master: int, board: VirtualFirmware, log, stopping: threading.Event) -> None:
+    """Answer frames until `stopping` is set. A program opening the port is seen as the end of the master side's EIO
+    (no slave open): the banner is printed then, after pyserial's input flush at open."""
     reader, connected = protocol.FrameReader(), False
-    while True:
+    while not stopping.is_set():
         readable, _, _ = select.select([master], [], [], 0.05)
         if not readable:
             if not connected:
@@ -240,7 +234,7 @@ def _loop(master: int, board: VirtualFirmware, log) -> None:
             if connected and log:
                 log("port closed")
             reader, connected = protocol.FrameReader(), False
-            time.sleep(0.05)
+            stopping.wait(0.05)
             continue
         connected = True
         for frame in _frames(reader, data):
