@@ -181,3 +181,14 @@ def test_the_guide_session_runs_verbatim(tmp_path):
     assert "vs host: output 0: largest board-host difference 0 output step(s)" in out
     assert re.search(r"virtual board on /dev/\S+ stopped", out) and not (tmp_path / "board").is_symlink()
     assert json.dumps(out).count("LOAD_INPUT") == 10
+
+
+def test_a_numpy_input_is_refused_as_the_host_run_refuses_it(ptes):
+    """Before the change run_on_board raised a raw TypeError/AttributeError from inside the tensor conversion."""
+    from executorch_neutron.board.tensors import TensorMismatch
+    from executorch_neutron.runtime import NeutronRuntimeError
+
+    with pytest.raises(NeutronRuntimeError, match=r"input 0 must be a tensor, got ndarray"):
+        run(ptes["float"], [X.numpy()])
+    with pytest.raises(TensorMismatch, match=r"input 0 must be a tensor, got ndarray: pass torch.from_numpy\(x\)"):
+        run_on_board(ptes["float"], [X.numpy()], "/dev/null-never-opened")

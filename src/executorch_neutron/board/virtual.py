@@ -27,7 +27,7 @@ from typing import Callable
 
 from . import protocol
 from .protocol import TensorSpec, encode_frame
-from .runners import KIB, Runner, check_pte
+from .runners import KIB, Finding, Runner, check_pte
 
 BANNER = ("ExecuTorch Modelrunner Ready (virtual board: a simulation on this PC running executorch-neutron's host "
           "runtime; its times are not a board's)")
@@ -92,7 +92,7 @@ class VirtualFirmware:
             return _error(0x10, f"Program::load failed ({str(exc)[:80]})")
         findings = check_pte(pte, self.firmware.runner)
         if findings:
-            what = [getattr(f, "operator", None) or getattr(f, "backend_id") for f in findings]
+            what = [f.operator if isinstance(f, Finding) else f.backend_id for f in findings]
             return _error(0x14, f"load_method failed: not registered: {', '.join(what)}")
         pool = buffers.get("method_pool")
         planned = sum(int(n) for n in plan.non_const_buffer_sizes[1:])
