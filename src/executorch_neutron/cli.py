@@ -1,6 +1,7 @@
 """Command line: `executorch-neutron <command>` (also `python -m executorch_neutron`). argparse -> public API.
 
-Commands: demo, compile, run, profile, report, compare, evaluate, targets, ops, guide. Exit codes: 0 success, 1 failure while working,
+Commands: demo, compile, run, profile, report, compare, evaluate, virtual-board, guide, targets, ops. Exit codes: 0
+success, 1 failure while working,
 2 bad input (missing file, bad factory path, unknown target, shape mismatch, ...), 3 nothing was delegated,
 130 interrupted (Ctrl-C).
 Errors are one line plus a hint; `--verbose` prints the traceback above them (the exit code stays the same).
@@ -497,6 +498,12 @@ def _evaluate(args) -> int:
     return EXIT_OK
 
 
+def _virtual_board(args) -> int:
+    from .board.cli_support import virtual_board
+
+    return virtual_board(args)
+
+
 def _targets(args) -> int:
     import dataclasses
     import json
@@ -678,6 +685,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_pte_inputs(r)
     r.add_argument("--save-outputs", metavar="DIR", help="write output_<i>.npy files here")
     r.add_argument("--etdump", metavar="FILE", help="write the run's ExecuTorch profiling events (ETDump) here")
+    r.add_argument("--random-input", action="store_true", help="random inputs of the program's shapes instead of "
+                   "--input files (warns: the outputs mean nothing)")
     board.add_run_options(r)
     r.set_defaults(func=_run)
 
@@ -726,6 +735,9 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_device_options(e.add_argument_group("on a board (NXP's executorch_modelrunner firmware over a serial "
                                                   "port)"))
     e.set_defaults(func=_evaluate)
+
+    board.add_virtual_board_parser(sub)
+    sub.choices["virtual-board"].set_defaults(func=_virtual_board)
 
     t = sub.add_parser("targets", help="the targets, their NPUs and their facts")
     t.add_argument("--json", action="store_true", help="print the targets as JSON")

@@ -102,3 +102,41 @@ def test_without_pyserial_says_how_to_install(monkeypatch):
     with pytest.raises(BoardUnavailable, match="pip install 'executorch-neutron\\[board\\]'"):
         ModelRunner("/dev/ttyACM0")
     assert "executorch-neutron[board]" in INSTALL_HINT
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("command, flags, named", [
+    ("run", ["--timeout", "3"], "--timeout applies"),
+    ("run", ["--baud", "9600", "--runner", "mine.txt"], "--baud and --runner apply"),
+    ("run", ["--timeout", "3", "--baud", "9600", "--runner", "x", "--repeat", "2", "--compare-host"],
+     "--timeout, --baud, --runner, --repeat and --compare-host apply"),
+    ("evaluate", ["--runner", "modelrunner"], "--runner applies"),
+    ("evaluate", ["--timeout", "3", "--baud", "9600"], "--timeout and --baud apply"),
+], ids=["run-timeout", "run-baud-runner", "run-all", "evaluate-runner", "evaluate-timeout-baud"])
+def test_board_flags_without_a_device_are_refused(tmp_path, capsys, command, flags, named):
+    """Before the change `run` accepted --timeout, --baud and --runner without --device and ignored them."""
+    from executorch_neutron import cli as cli_module
+
+    (tmp_path / "m.pte").write_bytes(b"never read")
+    np.savez(tmp_path / "d.npz", x=np.zeros((1, 3), np.float32), y=np.zeros(1))
+    args = ["run", str(tmp_path / "m.pte")] if command == "run" else [
+        "evaluate", f"{tmp_path / 'm.py'}:factory", "--data", str(tmp_path / "d.npz")]
+    code = cli_module.main(args + flags)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.splitlines() == [f"error: {named} to runs on a board, and no --device was given",
+                                "hint: add --device PORT, or drop them to run on the host"]
+
+
+@pytest.mark.fast
+def test_the_board_guide_ships_with_the_package(capsys):
+    """Hints point to `executorch-neutron guide board`, which prints the page from the installed package."""
+    from executorch_neutron import cli as cli_module
+    from executorch_neutron.board.cli_support import GUIDE
+
+    assert cli_module.main(["guide", "board"]) == 0
+    assert capsys.readouterr().out == (ROOT / "docs/guide/board.md").read_text()
+    assert "executorch-neutron guide board" in GUIDE
+    assert cli_module.main(["guide", "nope"]) == 2 and "hint: the pages: board" in capsys.readouterr().err
+    sources = "".join(p.read_text() for p in (ROOT / "src/executorch_neutron").rglob("*.py"))
+    assert "docs/guide/board.md" not in sources  # no hint points into the repository

@@ -1,9 +1,10 @@
-"""Runner kernel profiles: the modelrunner table as NXP's RegisterKernels.cpp registers it, custom files, and the
-check naming each CPU operator a runner lacks."""
+"""Runner profiles: the modelrunner table as NXP's RegisterKernels.cpp registers it (and the one delegate its engine
+links, for the chip it is built for), custom files, and the check naming each CPU operator and delegate a runner
+lacks."""
 
 import pytest
 
-from executorch_neutron.board.runners import RunnerError, check_kernels, load_runner, too_big
+from executorch_neutron.board.runners import MissingDelegate, RunnerError, check_kernels, load_runner, too_big
 
 pytestmark = pytest.mark.fast
 
@@ -14,6 +15,7 @@ def test_modelrunner_profile_holds_the_firmware_table():
     assert {"aten::convolution.out", "quantized_decomposed::quantize_per_tensor.out",
             "dim_order_ops::_clone_dim_order.out", "aten::mean.out"} <= runner.kernels
     assert runner.buffers["model"] == 384 * 1024
+    assert runner.delegates == {"NeutronBackend"} and runner.target == "imxrt700"  # an i.MX RT700 firmware
 
 
 def test_check_names_each_missing_operator_and_what_to_do():
@@ -52,3 +54,37 @@ def test_too_big_says_by_how_much():
     runner = load_runner("modelrunner")
     assert too_big(393216, runner) is None
     assert "1,000 more than" in too_big(394216, runner)
+
+
+@pytest.mark.parametrize("text, delegates, target", [
+    ("aten::add.out\n", {"NeutronBackend"}, None),  # no delegate line: NXP's firmware's delegate
+    ("aten::add.out\ndelegate EthosUBackend  # Arm's\n", {"EthosUBackend"}, None),
+    ("delegate NeutronBackend\ndelegate EthosUBackend\ntarget imx93\naten::add.out\n",
+     {"NeutronBackend", "EthosUBackend"}, "imx93"),
+], ids=["default", "ethos-u", "two-and-a-target"])
+def test_runner_file_declares_delegates(tmp_path, text, delegates, target):
+    f = tmp_path / "mine.txt"
+    f.write_text(text)
+    runner = load_runner(f)
+    assert runner.kernels == {"aten::add.out"} and runner.delegates == delegates and runner.target == target
+
+
+def test_runner_file_with_two_targets_is_refused(tmp_path):
+    f = tmp_path / "mine.txt"
+    f.write_text("aten::add.out\ntarget imxrt700\ntarget imx93\n")
+    with pytest.raises(RunnerError, match="names 2 targets"):
+        load_runner(f)
+
+
+@pytest.mark.parametrize("runner_file, says", [
+    (None, ["EthosUBackend (1 partition) is not registered by modelrunner's firmware, which registers NeutronBackend",
+            "error 0x14", "lower for --target imxrt700"]),
+    ("aten::add.out\n", ["lower for a target of NeutronBackend (", "imxrt700", "add a line `delegate EthosUBackend`"]),
+], ids=["profile", "file"])
+def test_missing_delegate_names_it_and_the_target(tmp_path, runner_file, says):
+    runner = load_runner("modelrunner")
+    if runner_file:
+        (tmp_path / "mine.txt").write_text(runner_file)
+        runner = load_runner(tmp_path / "mine.txt")
+    line = str(MissingDelegate("EthosUBackend", 1, runner))
+    assert all(part in line for part in says), line

@@ -1,11 +1,21 @@
-"""The quantization parameters a .pte holds for its outputs: the scale and zero point of the
-`quantized_decomposed::dequantize_per_tensor.out` kernel call that writes each method output (None for an output
-no such call writes). `run --device --compare-host` counts board-vs-host differences in these steps.
+"""The quantization parameters a .pte holds for its inputs and outputs, for the board run and its comparison:
+`quantized_io` (a quantized-I/O .pte: its inputs' and outputs' qparams, read by `pte.io_qparams`, the reader the
+host run uses) and `output_qparams` (a float-I/O .pte: the scale and zero point of the
+`quantized_decomposed::dequantize_per_tensor.out` kernel call that writes each method output, None for an output no
+such call writes). `run --device --compare-host` counts board-vs-host differences in these steps.
 """
 
 from __future__ import annotations
 
 _DEQUANTIZE = "quantized_decomposed::dequantize_per_tensor"
+
+
+def quantized_io(pte: bytes, method: int = 0) -> list:
+    """The `pte.IOQParams` of method `method`'s quantized inputs and outputs (empty: its I/O is float)."""
+    from ..pte import io_qparams, read_pte
+
+    pte_file = read_pte(bytes(pte))
+    return io_qparams(pte_file.constants()).get(pte_file.program.execution_plan[method].name, [])
 
 
 def output_qparams(pte: bytes, method: int = 0) -> list[tuple[float, int] | None]:

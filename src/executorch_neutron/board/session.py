@@ -3,15 +3,18 @@ board running NXP's executorch_modelrunner firmware, plus the on-board inference
 
 Before uploading: every CPU operator of the .pte must be in the runner's kernel table (runners.py) and the .pte
 must fit the firmware's model buffer where the runner knows it; a delegate compiled without the eIQ Neutron SDK
-(a host-reference payload) is warned about. Then: drain the boot banner, LOAD_MODEL, GET_INFO, and per repetition
-LOAD_INPUT + RUN (RUN consumes the input); each RESULT is checked against GET_INFO by the client. Every error frame
-becomes one `BoardRunError` line naming the cause for this .pte and what to do; link faults are the client's one-line
-errors (client.py). `run_samples_on_board` runs many samples in one session (one upload).
+(a host-reference payload) is warned about; a non-tensor input is refused, as the host run refuses it. Float inputs of
+a quantized-I/O .pte are quantized with the qparams it holds and its outputs dequantized, as the host run does
+(`runtime.host.quantize_inputs`, the same reader and functions). Then: drain the boot banner, LOAD_MODEL, GET_INFO,
+and per repetition LOAD_INPUT + RUN (RUN consumes the input); each RESULT is checked against GET_INFO by the client.
+Every error frame becomes one `BoardRunError` line naming the cause for this .pte and what to do; link faults are the
+client's one-line errors (client.py). `run_samples_on_board` runs many samples in one session (one upload).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +22,12 @@ from typing import Sequence
 
 import torch
 
+from ..runtime.host import dequantize_outputs, quantize_inputs
 from .client import BoardError, BoardProtocolError, ModelRunner
 from .protocol import TensorSpec
 from .runners import KIB, Runner, check_pte, load_runner, too_big
-from .tensors import from_board, to_board
+from .qparams import quantized_io
+from .tensors import check_tensors, from_board, to_board
 
 log = logging.getLogger("executorch_neutron")
 
@@ -44,11 +49,15 @@ class BoardRun:
     banner: str
 
     def timing(self) -> str:
-        t = self.times_us
+        t = sorted(self.times_us)
         if len(t) == 1:
             return f"on-board time: {t[0]} us"
-        return (f"on-board time over {len(t)} runs: min {min(t)} us, median {statistics.median(t):g} us, "
-                f"max {max(t)} us")
+        if len(t) < 10:
+            return (f"on-board time over {len(t)} runs: min {t[0]} us, median {statistics.median(t):g} us, "
+                    f"max {t[-1]} us")
+        p90 = t[math.ceil(0.9 * len(t)) - 1]  # nearest rank
+        return (f"on-board time over {len(t)} runs: p50 {statistics.median(t):g} us, p90 {p90} us, max {t[-1]} us "
+                f"(min {t[0]} us)")
 
 
 def preflight(pte: bytes, runner: Runner) -> None:
@@ -141,8 +150,11 @@ def run_samples_on_board(pte: str | Path | bytes, samples: Sequence[Sequence[tor
     runner = runner if isinstance(runner, Runner) else load_runner(runner)
     preflight(data, runner)
     for inputs in samples:
+        check_tensors(inputs)
         if len(inputs) != 1:
             raise BoardRunError(f"{len(inputs)} inputs given; the program takes one")
+    qparams = quantized_io(data)  # float inputs of a quantized-I/O .pte: float outputs, as the host run gives
+    samples = [quantize_inputs(inputs, qparams) for inputs in samples]
     inputs_info, results = None, []
     with ModelRunner(port, baud, timeout, buffers=runner.buffers) as board:
         board.drain_banner()
@@ -152,14 +164,18 @@ def run_samples_on_board(pte: str | Path | bytes, samples: Sequence[Sequence[tor
             if len(inputs_info) != 1:
                 raise BoardProtocolError(f"the board reports {len(inputs_info)} inputs for a program of one: is it "
                                          "running the executorch_modelrunner firmware?")
-            for inputs in progress(samples, desc="on the board", unit="sample") if progress else samples:
-                results.append(_run_sample(board, to_board(inputs[0], inputs_info[0], 0), repeat))
+            for inputs, from_float in progress(samples, desc="on the board", unit="sample") if progress else samples:
+                results.append((*_run_sample(board, to_board(inputs[0], inputs_info[0], 0), repeat), from_float))
         except BoardError as exc:
             raise BoardRunError(_explain(exc, data, runner, inputs_info)) from None
     banner = board.banner.decode("ascii", "replace").strip()
-    return [BoardRun([from_board(spec, blob, outputs_info[i] if i < len(outputs_info) else None, i)
-                      for i, (spec, blob) in enumerate(raw)], times, inputs_info, outputs_info, banner)
-            for times, raw in results]
+    runs = []
+    for times, raw, from_float in results:
+        outputs = [from_board(spec, blob, outputs_info[i] if i < len(outputs_info) else None, i)
+                   for i, (spec, blob) in enumerate(raw)]
+        runs.append(BoardRun(dequantize_outputs(outputs, qparams) if from_float else outputs, times, inputs_info,
+                             outputs_info, banner))
+    return runs
 
 
 def _run_sample(board: ModelRunner, payload: bytes, repeat: int) -> tuple[list[int], list]:

@@ -2,10 +2,10 @@
 (the program's dtype, shape and dim order, as GET_INFO reports them), and RESULT bytes -> the tensor the host run
 returns (the program's dtype, logical shape; a channels-last output keeps its channels-last memory, as on the host).
 
-The .pte files this package writes take and return float tensors (quantize/dequantize are kernels inside the
-program), so a float input is sent as float32. An integer program input (a program exported with quantized I/O)
-is sent as given when its values are integers in the dtype's range: such a .pte holds no quantization parameters
-for its inputs, so the values must already be quantized; none are invented here.
+A float program input is sent as float32. A quantized program input (a .pte compiled with --quantized-io) reaches
+`to_board` already quantized: `session.py` quantizes a float tensor given for it with the qparams the .pte holds (the
+host run's reader and functions), and dequantizes the outputs then. Any other integer input is sent as given when
+its values are integers in the dtype's range.
 """
 
 from __future__ import annotations
@@ -28,6 +28,14 @@ def _dtype(spec: TensorSpec, what: str) -> torch.dtype:
     return dtype
 
 
+def check_tensors(inputs) -> None:
+    """Refuse a non-tensor input, as the host run does (before anything is sent)."""
+    for i, x in enumerate(inputs):
+        if not isinstance(x, torch.Tensor):
+            raise TensorMismatch(f"input {i} must be a tensor, got {type(x).__name__}"
+                                 + (": pass torch.from_numpy(x)" if type(x).__module__ == "numpy" else ""))
+
+
 def to_board(x: torch.Tensor, spec: TensorSpec, index: int) -> bytes:
     """The LOAD_INPUT bytes of input `index` given as `x` (logical shape, any dtype)."""
     dtype = _dtype(spec, f"input {index}")
@@ -39,9 +47,9 @@ def to_board(x: torch.Tensor, spec: TensorSpec, index: int) -> bytes:
         if torch.is_floating_point(x) and not bool((x == x.round()).all()) or \
                 x.numel() and (float(x.min()) < info.min or float(x.max()) > info.max):
             raise TensorMismatch(
-                f"input {index} of the program is {dtype} (quantized I/O) but the values given are not {dtype} "
-                "values; the .pte holds no quantization parameters for its inputs: pass the already quantized "
-                f"tensor ({dtype} values in [{info.min}, {info.max}])")
+                f"input {index} of the program takes {dtype} values in [{info.min}, {info.max}] and the values given "
+                f"are not; the .pte holds no quantization parameters for input {index} (a float tensor is quantized "
+                f"only for a .pte compiled with --quantized-io): pass {dtype} values")
     order = spec.dim_order or tuple(range(x.dim()))
     data = x.to(dtype).permute(*order).contiguous().numpy().tobytes()
     if len(data) != spec.nbytes:

@@ -110,6 +110,11 @@ class HostProgram:
                 raise _fail(f"load method {name!r}", exc) from exc
         return self._methods[name]
 
+    def load_method(self, method: str = "forward") -> None:
+        """Load `method` now: its load errors (a missing kernel, an unregistered delegate) are raised here instead
+        of at the first execute."""
+        self._method(method)
+
     def quantized_io(self, method: str = "forward") -> list[IOQParams]:
         """The qparams of `method`'s quantized inputs and outputs (empty: its I/O is not quantized)."""
         return list(self._io_qparams.get(method, []))
@@ -117,22 +122,11 @@ class HostProgram:
     def quantize_inputs(self, inputs: Sequence[torch.Tensor], method: str = "forward") -> tuple[list, bool]:
         """(`inputs` with every float tensor given for a quantized input quantized with that input's qparams,
         whether any was)."""
-        inputs, any_float = list(inputs), False
-        for q in self.quantized_io(method):
-            x = inputs[q.index] if q.side == "input" and q.index < len(inputs) else None
-            if isinstance(x, torch.Tensor) and x.is_floating_point():
-                inputs[q.index], any_float = quantize(x, q), True
-                log.info("input %d is float: quantized to %s with the program's scale %.6g and zero point %d",
-                         q.index, q.dtype, q.scale, q.zero_point)
-        return inputs, any_float
+        return quantize_inputs(inputs, self.quantized_io(method))
 
     def dequantize_outputs(self, outputs: Sequence[torch.Tensor], method: str = "forward") -> list[torch.Tensor]:
         """`outputs` with every quantized output dequantized with its qparams."""
-        outputs = list(outputs)
-        for q in self.quantized_io(method):
-            if q.side == "output" and q.index < len(outputs):
-                outputs[q.index] = dequantize(outputs[q.index], q)
-        return outputs
+        return dequantize_outputs(outputs, self.quantized_io(method))
 
     def execute(self, inputs: Sequence[torch.Tensor], method: str = "forward") -> list[torch.Tensor]:
         """Run `method`; a quantized-I/O program given float inputs returns float outputs (module docstring)."""
@@ -154,6 +148,28 @@ class HostProgram:
             log.info("outputs dequantized with the program's qparams (float inputs were given)")
             return self.dequantize_outputs(outputs, method)
         return list(outputs)
+
+
+def quantize_inputs(inputs: Sequence, qparams: Sequence[IOQParams]) -> tuple[list, bool]:
+    """(`inputs` with every float tensor given for a quantized input quantized with that input's qparams (`qparams`:
+    a method's `pte.io_qparams`), whether any was): for the host run and a board run alike."""
+    inputs, any_float = list(inputs), False
+    for q in qparams:
+        x = inputs[q.index] if q.side == "input" and q.index < len(inputs) else None
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            inputs[q.index], any_float = quantize(x, q), True
+            log.info("input %d is float: quantized to %s with the program's scale %.6g and zero point %d",
+                     q.index, q.dtype, q.scale, q.zero_point)
+    return inputs, any_float
+
+
+def dequantize_outputs(outputs: Sequence[torch.Tensor], qparams: Sequence[IOQParams]) -> list[torch.Tensor]:
+    """`outputs` with every quantized output dequantized with its qparams (a method's `pte.io_qparams`)."""
+    outputs = list(outputs)
+    for q in qparams:
+        if q.side == "output" and q.index < len(outputs):
+            outputs[q.index] = dequantize(outputs[q.index], q)
+    return outputs
 
 
 def quantize(x: torch.Tensor, q: IOQParams) -> torch.Tensor:
