@@ -1,7 +1,7 @@
 """TEST DOUBLE of NXP's executorch_modelrunner firmware: a process that speaks the board's serial protocol on a
 pseudo-terminal and executes the uploaded .pte with our host runtime (`executorch_neutron.runtime`).
 
-It is written from the documented protocol (../shared/FACTS.md, "NXP's board runner"), independently of
+It is written from the documented protocol (docs/guide/sources.md, "NXP's board runner"), independently of
 `executorch_neutron.board`: frames with struct and `binascii.crc_hqx` (CRC-CCITT with init 0xFFFF is
 CRC-16/CCITT-FALSE), the operator table and dim orders read with ExecuTorch's own deserializer. Like the firmware it
 answers every command with one frame, keeps the states no model -> model loaded -> input ready (RUN consumes the

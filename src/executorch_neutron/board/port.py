@@ -10,7 +10,7 @@ other's frames.
   private and not seen). Elsewhere nothing is looked up.
 - After opening, the client also asks the serial driver for exclusive use (pyserial's `exclusive=True`, and TIOCEXCL
   where the platform has it: later opens by other programs fail). What cannot be detected where is said in
-  docs/guide/board.md ("One program per port").
+  the board guide (`executorch-neutron guide board`, "one program per port").
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 NXP's `executorch_modelrunner` firmware (MCUXpresso SDK, MIMXRT700-EVK) and a PC exchange frames
 `0x55 0xAA CODE LEN(u32 LE) PAYLOAD CRC16(u16 LE)`; the CRC is CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF, no
 final xor) over CODE, LEN and PAYLOAD. The board answers each command with exactly one frame, and prints a text
-banner at boot on the same line: `FrameReader` skips any bytes before a 0x55 0xAA. Layouts: ../shared/FACTS.md,
+banner at boot on the same line: `FrameReader` skips any bytes before a 0x55 0xAA. Layouts: docs/guide/sources.md,
 "NXP's board runner". Pure Python, no serial port and no torch: the client and the test double share it.
 """
 
