@@ -1,13 +1,14 @@
 """ATen pass: a reduction to a 0-d scalar (`x.sum()`, `x.mean()`, `torch.amax(x)`, `x.max()`, `x.amin(dim=(0, 1))`
-of a rank-2 x, ...) -> the same reduction over those dims with keepdim, then a reshape to the scalar.
+of a rank-2 x, ...) -> the same reduction over those dims with keepdim, then a reshape to [1], carried as [1] through
+the elementwise ops that read it and reshaped to the scalar () only where something else reads it.
 
 A 0-d tensor cannot be a partition's boundary (partition/support.py), so the reduction would stay on the CPU;
 NXP's release delegates sum, mean, amax and amin with a scalar result. With keepdim the reduction runs on the NPU
-with a (1, ..., 1) output. The scalar is then carried as shape [1] (the reshape is to [1]) through the elementwise
-ops that read it (`torch.norm(x)`'s sum of squares, its rsqrt and products, then `x * norm + 1`): [1] broadcasts
-onto any shape of rank >= 1 exactly as () does, so a reader with a larger operand gives the same shape and values,
-and a reader of scalars only gives [1] instead of (), carried on in turn; only before a reader of another kind (or
-the model's output) is it reshaped to () (a view: no computation, left on the CPU). Runs before quantization
+with a (1, ..., 1) output. The scalar is then carried as shape [1] through the elementwise ops that read it
+(`torch.norm(x)`'s sum of squares, its rsqrt and products, then `x * norm + 1`): [1] broadcasts onto any shape of
+rank >= 1 exactly as () does, so a reader with a larger operand gives the same shape and values, and a reader of
+scalars only gives [1] instead of (), carried on in turn; only before a reader of another kind (or the model's
+output) is it reshaped to () (a view: no computation, left on the CPU). Runs before quantization
 (NeutronQuantizer.transform_for_annotation); the reshapes are annotated like any other view.
 """
 
