@@ -55,7 +55,7 @@ def test_progress_follows_stages_calibration_and_partitions():
     result = lower(model, x, calib, progress=_Bar, operators_not_to_delegate=("aten.tanh.default",))
     assert len(result.report.partitions) == 2
     stages = next(b for b in _Bar.log if b.unit == "stage")
-    assert stages.total == 4 and stages.n == 4  # quantize, export, partition + convert, to_executorch
+    assert stages.total == 5 and stages.n == 5  # quantize, export, partition + convert, to_executorch, host check
     calibration = next(b for b in _Bar.log if b.unit == "batch")
     assert calibration.n == len(calib)
     parts = next(b for b in _Bar.log if b.unit == "partition")

@@ -71,7 +71,7 @@ def test_channels_last_program_input_passes_straight_through(stand_in_ptes, monk
     original = executor.run_program
     monkeypatch.setattr(executor, "run_program", lambda p, args: (seen.append(args[0].dim_order), original(p, args)))
     pte, inputs, expected = _case(stand_in_ptes, "channels_last_input")
-    torch.testing.assert_close(run(pte, inputs)[0], expected[0])
+    torch.testing.assert_close(run(pte, inputs, isolated=False)[0], expected[0])  # in this process: `seen` is here
     assert seen == [(0, 2, 3, 1)]
 
 

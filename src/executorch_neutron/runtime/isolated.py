@@ -149,7 +149,11 @@ def _child(conn: Connection, request) -> None:
     """In the forked child: run the request, send the reply, leave without the caller's exit handlers."""
     code = 0
     try:
+        import faulthandler
+
         import torch
+
+        faulthandler.disable()  # the caller reports the crash in one line; no traceback dump from the child
 
         from . import executor
         from .host import run
