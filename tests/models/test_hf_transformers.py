@@ -23,12 +23,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import transformers
 
-transformers = pytest.importorskip("transformers")
-
-from executorch_neutron import lower  # noqa: E402
-from executorch_neutron.numerics import sqnr  # noqa: E402
-from executorch_neutron.runtime import run  # noqa: E402
+from executorch_neutron import lower
+from executorch_neutron.numerics import sqnr
+from executorch_neutron.runtime import run
 
 SAMPLES = 4  # calibration samples (besides the example input), also the samples the SQNR is measured on
 
