@@ -11,14 +11,18 @@ with masked entries where the table has no sum / rsqrt, stay on the CPU with the
 import pytest
 import torch
 import torch.nn.functional as F
+from harness import pte_steps
 
 from executorch_neutron import lower
 from executorch_neutron.models.zoo import calibration
 from executorch_neutron.passes.fold_constants import fold_constants
 from executorch_neutron.passes.masked_softmax import masked_softmax_decompose
-from executorch_neutron.passes.sdpa_to_matmul import NO_RENORM, RUNTIME_BOOL_MASK, sdpa_to_matmul
+from executorch_neutron.passes.sdpa_to_matmul import (
+    NO_RENORM,
+    RUNTIME_BOOL_MASK,
+    sdpa_to_matmul,
+)
 from executorch_neutron.runtime import run
-from harness import pte_steps
 
 T, HEADS, D = 12, 2, 8  # tokens, heads, head size (distinct so a wrong transpose cannot pass)
 

@@ -44,7 +44,6 @@ NO_RENORM = ("a causal or constant boolean mask with masked entries is written a
 
 def _leave(node: Node, why: str) -> None:
     node.meta["custom"] = {**(node.meta.get("custom") or {}), LEFT_FLOAT: f"scaled_dot_product_attention with {why}"}
-    return None
 
 
 def _mask_parts(gm: GraphModule, node: Node, shape: tuple[int, int]):
