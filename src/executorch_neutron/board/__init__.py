@@ -7,7 +7,8 @@ protocol, and check before flashing whether a .pte will load there.
 Modules: protocol.py (frames, CRC, payloads), client.py (ModelRunner: one command per method, pyserial),
 tensors.py (user tensors <-> the bytes the board takes and returns), session.py (run_on_board: checks, steps,
 one-line errors), runners.py (kernel tables of firmwares, the check), qparams.py and compare.py (board vs host in
-output steps), selective_build.py (the operator list a firmware build selects), cli_support.py (the CLI's part).
+output steps), selective_build.py (the operator list a firmware build selects), virtual.py (a simulated
+firmware on a pseudo-terminal: `executorch-neutron virtual-board`), cli_support.py (the CLI's part).
 Names are imported on first use, so that `board.protocol` and `board.runners` load without torch.
 """
 
@@ -18,7 +19,7 @@ import importlib
 _LAZY = {
     "BoardError": ".client", "BoardProtocolError": ".client", "BoardTimeout": ".client",
     "BoardUnavailable": ".client", "ModelRunner": ".client",
-    "Finding": ".runners", "Runner": ".runners", "RunnerError": ".runners", "check_kernels": ".runners",
+    "Finding": ".runners", "MissingDelegate": ".runners", "Runner": ".runners", "RunnerError": ".runners", "check_kernels": ".runners",
     "check_pte": ".runners", "load_runner": ".runners",
     "BoardRun": ".session", "BoardRunError": ".session", "WillNotLoad": ".session", "run_on_board": ".session",
     "run_samples_on_board": ".session",

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import protocol
+from ..core.atomic import sigint_held
 from .protocol import TensorSpec, encode_frame
 from .runners import KIB, Finding, Runner, check_pte
 
@@ -65,11 +66,10 @@ def _describe(specs: list[TensorSpec]) -> str:
 
 
 class VirtualFirmware:
-    """The firmware's command handler: `answer(code, payload)` -> (the answer frame, one line saying what it did).
-    `runtime` is called once, before the first program is loaded (loading the host runtime takes seconds)."""
+    """The firmware's command handler: `answer(code, payload)` -> (the answer frame, one line saying what it did)."""
 
-    def __init__(self, firmware: Firmware, runtime: Callable[[], None] = lambda: None):
-        self.firmware, self._runtime = firmware, runtime
+    def __init__(self, firmware: Firmware):
+        self.firmware = firmware
         self.program = self.inputs = self.outputs = self.input = None
 
     def answer(self, code: int, payload: bytes) -> tuple[bytes, str]:
@@ -98,7 +98,6 @@ class VirtualFirmware:
         planned = sum(int(n) for n in plan.non_const_buffer_sizes[1:])
         if pool is not None and planned > pool:
             return _error(0x13, f"planned buffers {planned} bytes > pool {pool}")
-        self._runtime()
         from ..runtime import NeutronRuntimeError, load
 
         try:
@@ -183,9 +182,6 @@ def serve(firmware: Firmware, link: str | Path | None = None, say: Callable[[str
         if link.is_symlink() and str(os.readlink(link)).startswith("/dev/"):
             link.unlink()  # a link a stopped virtual board left behind
         os.symlink(port, link)
-    ready = threading.Event()
-    loading = threading.Thread(target=_load_runtime, args=(ready,), daemon=True)
-    loading.start()
 
     stopping = threading.Event()  # Ctrl-C / SIGTERM: finish the command at hand, then stop (no half-written line)
     signals = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else [])
@@ -196,8 +192,14 @@ def serve(firmware: Firmware, link: str | Path | None = None, say: Callable[[str
         "`executorch-neutron run` or `evaluate`; Ctrl-C stops the virtual board")
     if on_port:
         on_port(port)
-    board = VirtualFirmware(firmware, lambda: ready.wait())
+    board = VirtualFirmware(firmware)
     try:
+        # the host runtime loads in seconds; a program that opens the port meanwhile has its bytes kept by the
+        # pseudo-terminal and answered next (imports stay in this thread: two threads importing torch and this
+        # package at once can deadlock on the import locks)
+        with sigint_held():
+            _load_runtime()
+        say("ready")
         _loop(master, board, log, stopping)
     finally:
         for sig, handler in previous.items():
@@ -208,11 +210,11 @@ def serve(firmware: Firmware, link: str | Path | None = None, say: Callable[[str
         say(f"virtual board on {port} stopped")
 
 
-def _load_runtime(ready: threading.Event) -> None:
+def _load_runtime() -> None:
+    from ..pte import read_pte  # noqa: F401 - ExecuTorch's deserializer, which LOAD_MODEL uses
     from ..runtime import bridge
 
     bridge.ensure_registered()  # the host library built and loaded before the first LOAD_MODEL needs it
-    ready.set()
 
 
 def _loop(master: int, board: VirtualFirmware, log, stopping: threading.Event) -> None:
