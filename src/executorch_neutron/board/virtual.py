@@ -19,7 +19,6 @@ import errno
 import os
 import select
 import signal
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,9 +182,11 @@ def serve(firmware: Firmware, link: str | Path | None = None, say: Callable[[str
             link.unlink()  # a link a stopped virtual board left behind
         os.symlink(port, link)
 
-    stopping = threading.Event()  # Ctrl-C / SIGTERM: finish the command at hand, then stop (no half-written line)
+    # Ctrl-C / SIGTERM: finish the command at hand, then stop (no half-written line). A plain list, not a
+    # threading.Event: a handler taking the Event's lock while the interrupted loop holds it would deadlock.
+    stopping: list[int] = []
     signals = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else [])
-    previous = {sig: signal.signal(sig, lambda signum, frame: stopping.set()) for sig in signals}
+    previous = {sig: signal.signal(sig, lambda signum, frame: stopping.append(signum)) for sig in signals}
     say(SIMULATION)
     say(firmware.describe())
     say(f"port: {port}" + (f" (link {link})" if link else "") + f": pass --device {link or port} to "
@@ -217,11 +218,11 @@ def _load_runtime() -> None:
     bridge.ensure_registered()  # the host library built and loaded before the first LOAD_MODEL needs it
 
 
-def _loop(master: int, board: VirtualFirmware, log, stopping: threading.Event) -> None:
-    """Answer frames until `stopping` is set. A program opening the port is seen as the end of the master side's EIO
-    (no slave open): the banner is printed then, after pyserial's input flush at open."""
+def _loop(master: int, board: VirtualFirmware, log, stopping: list) -> None:
+    """Answer frames until `stopping` holds a signal. A program opening the port is seen as the end of the master
+    side's EIO (no slave open): the banner is printed then, after pyserial's input flush at open."""
     reader, connected = protocol.FrameReader(), False
-    while not stopping.is_set():
+    while not stopping:
         readable, _, _ = select.select([master], [], [], 0.05)
         if not readable:
             if not connected:
@@ -236,7 +237,7 @@ def _loop(master: int, board: VirtualFirmware, log, stopping: threading.Event) -
             if connected and log:
                 log("port closed")
             reader, connected = protocol.FrameReader(), False
-            stopping.wait(0.05)
+            time.sleep(0.05)
             continue
         connected = True
         for frame in _frames(reader, data):
