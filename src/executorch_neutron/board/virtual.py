@@ -187,6 +187,7 @@ def serve(firmware: Firmware, link: str | Path | None = None, say: Callable[[str
     stopping: list[int] = []
     signals = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else [])
     previous = {sig: signal.signal(sig, lambda signum, frame: stopping.append(signum)) for sig in signals}
+    handler = signal.getsignal(signal.SIGTERM)
     say(SIMULATION)
     say(firmware.describe())
     say(f"port: {port}" + (f" (link {link})" if link else "") + f": pass --device {link or port} to "
@@ -201,7 +202,9 @@ def serve(firmware: Firmware, link: str | Path | None = None, say: Callable[[str
         with sigint_held():
             _load_runtime()
         say("ready")
-        _loop(master, board, log, stopping)
+        for sig in signals:
+            signal.signal(sig, handler)
+        _loop(master, board, log, stopping, lambda: [signal.signal(sig, handler) for sig in signals])
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -218,7 +221,7 @@ def _load_runtime() -> None:
     bridge.ensure_registered()  # the host library built and loaded before the first LOAD_MODEL needs it
 
 
-def _loop(master: int, board: VirtualFirmware, log, stopping: list) -> None:
+def _loop(master: int, board: VirtualFirmware, log, stopping: list, rearm: Callable[[], object]) -> None:
     """Answer frames until `stopping` holds a signal. A program opening the port is seen as the end of the master
     side's EIO (no slave open): the banner is printed then, after pyserial's input flush at open."""
     reader, connected = protocol.FrameReader(), False
@@ -248,6 +251,7 @@ def _loop(master: int, board: VirtualFirmware, log, stopping: list) -> None:
                 name += f" {len(frame.payload):,} bytes" if frame.payload else ""
                 answer, line = board.answer(frame.code, frame.payload)
             _write(master, answer)
+            rearm()  # the libraries a program loads (the host runtime's, LiteRT) may replace the signal handlers
             if log:
                 log(f"{name} -> {line}")
 
