@@ -167,7 +167,7 @@ def _spec(tensor) -> TensorSpec:
 
 
 def serve(firmware: Firmware, link: str | Path | None = None, say: Callable[[str], None] = print,
-          log: Callable[[str], None] | None = print, on_port: Callable[[str], None] | None = None) -> None:
+          log: Callable[[str], None] | None = print) -> None:
     """Open a pseudo-terminal, say its port (and make `link` a symbolic link to it), and answer the modelrunner
     protocol on it until Ctrl-C or SIGTERM. `log` gets one line per command (None: quiet)."""
     import tty
@@ -192,8 +192,6 @@ def serve(firmware: Firmware, link: str | Path | None = None, say: Callable[[str
     say(firmware.describe())
     say(f"port: {port}" + (f" (link {link})" if link else "") + f": pass --device {link or port} to "
         "`executorch-neutron run` or `evaluate`; Ctrl-C stops the virtual board")
-    if on_port:
-        on_port(port)
     board = VirtualFirmware(firmware)
     try:
         # the host runtime loads in seconds; a program that opens the port meanwhile has its bytes kept by the
@@ -206,8 +204,8 @@ def serve(firmware: Firmware, link: str | Path | None = None, say: Callable[[str
             signal.signal(sig, handler)
         _loop(master, board, log, stopping, lambda: [signal.signal(sig, handler) for sig in signals])
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for sig, before in previous.items():
+            signal.signal(sig, before)
         os.close(master)
         if link is not None and link.is_symlink() and os.readlink(link) == port:
             link.unlink()
