@@ -48,7 +48,7 @@ def virtual_board(where: Path, *options: str):
     lines = []
     for line in proc.stdout:
         lines.append(line.rstrip("\n"))
-        if line.startswith("port: "):
+        if line == "ready":  # the host runtime is loaded: a program opening the port now sees the banner
             break
     reader = threading.Thread(target=lambda: lines.extend(line.rstrip("\n") for line in proc.stdout), daemon=True)
     reader.start()  # the lines it prints while serving (one per command)

@@ -8,7 +8,8 @@ Modules: protocol.py (frames, CRC, payloads), client.py (ModelRunner: one comman
 fault its own error), port.py (one program per port: the lock and the holders of a device),
 tensors.py (user tensors <-> the bytes the board takes and returns), session.py (run_on_board: checks, steps,
 one-line errors), runners.py (kernel tables of firmwares, the check), qparams.py and compare.py (board vs host in
-output steps), selective_build.py (the operator list a firmware build selects), cli_support.py (the CLI's part).
+output steps), selective_build.py (the operator list a firmware build selects), virtual.py (a simulated
+firmware on a pseudo-terminal: `executorch-neutron virtual-board`), cli_support.py (the CLI's part).
 Names are imported on first use, so that `board.protocol` and `board.runners` load without torch.
 """
 
@@ -20,7 +21,8 @@ _LAZY = {
     "BoardBusy": ".client", "BoardDisconnected": ".client", "BoardError": ".client", "BoardProtocolError": ".client",
     "BoardRebooted": ".client", "BoardTimeout": ".client", "BoardUnavailable": ".client", "ModelRunner": ".client",
     "ResultMismatch": ".client",
-    "Finding": ".runners", "Runner": ".runners", "RunnerError": ".runners", "check_kernels": ".runners",
+    "Finding": ".runners", "MissingDelegate": ".runners", "Runner": ".runners", "RunnerError": ".runners",
+    "check_kernels": ".runners",
     "check_pte": ".runners", "load_runner": ".runners",
     "BoardRun": ".session", "BoardRunError": ".session", "WillNotLoad": ".session", "run_on_board": ".session",
     "run_samples_on_board": ".session",

@@ -19,13 +19,13 @@ import errno
 import os
 import select
 import signal
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from . import protocol
+from ..core.atomic import sigint_held
 from .protocol import TensorSpec, encode_frame
 from .runners import KIB, Finding, Runner, check_pte
 
@@ -65,11 +65,10 @@ def _describe(specs: list[TensorSpec]) -> str:
 
 
 class VirtualFirmware:
-    """The firmware's command handler: `answer(code, payload)` -> (the answer frame, one line saying what it did).
-    `runtime` is called once, before the first program is loaded (loading the host runtime takes seconds)."""
+    """The firmware's command handler: `answer(code, payload)` -> (the answer frame, one line saying what it did)."""
 
-    def __init__(self, firmware: Firmware, runtime: Callable[[], None] = lambda: None):
-        self.firmware, self._runtime = firmware, runtime
+    def __init__(self, firmware: Firmware):
+        self.firmware = firmware
         self.program = self.inputs = self.outputs = self.input = None
 
     def answer(self, code: int, payload: bytes) -> tuple[bytes, str]:
@@ -98,7 +97,6 @@ class VirtualFirmware:
         planned = sum(int(n) for n in plan.non_const_buffer_sizes[1:])
         if pool is not None and planned > pool:
             return _error(0x13, f"planned buffers {planned} bytes > pool {pool}")
-        self._runtime()
         from ..runtime import NeutronRuntimeError, load
 
         try:
@@ -169,7 +167,7 @@ def _spec(tensor) -> TensorSpec:
 
 
 def serve(firmware: Firmware, link: str | Path | None = None, say: Callable[[str], None] = print,
-          log: Callable[[str], None] | None = print, on_port: Callable[[str], None] | None = None) -> None:
+          log: Callable[[str], None] | None = print) -> None:
     """Open a pseudo-terminal, say its port (and make `link` a symbolic link to it), and answer the modelrunner
     protocol on it until Ctrl-C or SIGTERM. `log` gets one line per command (None: quiet)."""
     import tty
@@ -183,43 +181,49 @@ def serve(firmware: Firmware, link: str | Path | None = None, say: Callable[[str
         if link.is_symlink() and str(os.readlink(link)).startswith("/dev/"):
             link.unlink()  # a link a stopped virtual board left behind
         os.symlink(port, link)
-    ready = threading.Event()
-    loading = threading.Thread(target=_load_runtime, args=(ready,), daemon=True)
-    loading.start()
 
-    stopping = threading.Event()  # Ctrl-C / SIGTERM: finish the command at hand, then stop (no half-written line)
+    # Ctrl-C / SIGTERM: finish the command at hand, then stop (no half-written line). A plain list, not a
+    # threading.Event: a handler taking the Event's lock while the interrupted loop holds it would deadlock.
+    stopping: list[int] = []
     signals = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else [])
-    previous = {sig: signal.signal(sig, lambda signum, frame: stopping.set()) for sig in signals}
+    previous = {sig: signal.signal(sig, lambda signum, frame: stopping.append(signum)) for sig in signals}
+    handler = signal.getsignal(signal.SIGTERM)
     say(SIMULATION)
     say(firmware.describe())
     say(f"port: {port}" + (f" (link {link})" if link else "") + f": pass --device {link or port} to "
         "`executorch-neutron run` or `evaluate`; Ctrl-C stops the virtual board")
-    if on_port:
-        on_port(port)
-    board = VirtualFirmware(firmware, lambda: ready.wait())
+    board = VirtualFirmware(firmware)
     try:
-        _loop(master, board, log, stopping)
-    finally:
-        for sig, handler in previous.items():
+        # the host runtime loads in seconds; a program that opens the port meanwhile has its bytes kept by the
+        # pseudo-terminal and answered next (imports stay in this thread: two threads importing torch and this
+        # package at once can deadlock on the import locks)
+        with sigint_held():
+            _load_runtime()
+        say("ready")
+        for sig in signals:
             signal.signal(sig, handler)
+        _loop(master, board, log, stopping, lambda: [signal.signal(sig, handler) for sig in signals])
+    finally:
+        for sig, before in previous.items():
+            signal.signal(sig, before)
         os.close(master)
         if link is not None and link.is_symlink() and os.readlink(link) == port:
             link.unlink()
         say(f"virtual board on {port} stopped")
 
 
-def _load_runtime(ready: threading.Event) -> None:
+def _load_runtime() -> None:
+    from ..pte import read_pte  # noqa: F401 - ExecuTorch's deserializer, which LOAD_MODEL uses
     from ..runtime import bridge
 
     bridge.ensure_registered()  # the host library built and loaded before the first LOAD_MODEL needs it
-    ready.set()
 
 
-def _loop(master: int, board: VirtualFirmware, log, stopping: threading.Event) -> None:
-    """Answer frames until `stopping` is set. A program opening the port is seen as the end of the master side's EIO
-    (no slave open): the banner is printed then, after pyserial's input flush at open."""
+def _loop(master: int, board: VirtualFirmware, log, stopping: list, rearm: Callable[[], object]) -> None:
+    """Answer frames until `stopping` holds a signal. A program opening the port is seen as the end of the master
+    side's EIO (no slave open): the banner is printed then, after pyserial's input flush at open."""
     reader, connected = protocol.FrameReader(), False
-    while not stopping.is_set():
+    while not stopping:
         readable, _, _ = select.select([master], [], [], 0.05)
         if not readable:
             if not connected:
@@ -234,7 +238,7 @@ def _loop(master: int, board: VirtualFirmware, log, stopping: threading.Event) -
             if connected and log:
                 log("port closed")
             reader, connected = protocol.FrameReader(), False
-            stopping.wait(0.05)
+            time.sleep(0.05)
             continue
         connected = True
         for frame in _frames(reader, data):
@@ -245,6 +249,7 @@ def _loop(master: int, board: VirtualFirmware, log, stopping: threading.Event) -
                 name += f" {len(frame.payload):,} bytes" if frame.payload else ""
                 answer, line = board.answer(frame.code, frame.payload)
             _write(master, answer)
+            rearm()  # the libraries a program loads (the host runtime's, LiteRT) may replace the signal handlers
             if log:
                 log(f"{name} -> {line}")
 
