@@ -74,12 +74,26 @@ def run_isolated(pte: str | Path | bytes, inputs: Sequence, method: str = "forwa
                     log.handle(record)
             if kind == "ok":
                 return rest[0]
-            raise NeutronRuntimeError(rest[0])
+            raise _same_error(*rest[:-1])
     finally:
         conn.close()
         _, status = os.waitpid(pid, 0)
     code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     raise HostRunCrashed(_crash_line(code, last, data, names, method))
+
+
+def _same_error(message: str, module: str = "", name: str = "") -> NeutronRuntimeError:
+    """The child's NeutronRuntimeError as the caller would have got it in process (InvalidProgram, MissingKernel,
+    ...: the CLI's hints and callers' except clauses match on the class); else a NeutronRuntimeError."""
+    import importlib
+
+    try:
+        cls = getattr(importlib.import_module(module), name) if module else NeutronRuntimeError
+        if isinstance(cls, type) and issubclass(cls, NeutronRuntimeError):
+            return cls(message)
+    except (ImportError, AttributeError, TypeError):
+        pass
+    return NeutronRuntimeError(message)
 
 
 def _send(conn: Connection, message) -> None:
@@ -169,8 +183,8 @@ def _child(conn: Connection, request) -> None:
         executor.REFERENCES.update(refs)
         try:
             reply = ("ok", run(pte, inputs, method, etdump=etdump, isolated=False), forward.records)
-        except NeutronRuntimeError as exc:
-            reply = ("error", str(exc), forward.records)
+        except NeutronRuntimeError as exc:  # its class travels by name: the caller gets the same kind of error
+            reply = ("error", str(exc), type(exc).__module__, type(exc).__qualname__, forward.records)
         except Exception as exc:  # noqa: BLE001 - any failure is the caller's error
             reply = ("error", f"host run failed: {type(exc).__name__}: {exc}", forward.records)
         _send(conn, reply)
