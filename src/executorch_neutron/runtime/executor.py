@@ -32,6 +32,7 @@ from ..core.payload import Header, PayloadError, unpack
 from ..backends import UnknownPayloadError, for_blob
 from ..tflite.layout import NCHW_TO_NHWC, NHWC_TO_NCHW, from_channels_last, to_channels_last
 from .dtypes import NUMPY_DTYPES
+from .long_softmax import host_form
 
 # ExecuTorch error codes (runtime/core/error.h)
 INTERNAL, NOT_SUPPORTED, INVALID_ARGUMENT, INVALID_PROGRAM, DELEGATE_INCOMPATIBLE = 0x01, 0x10, 0x12, 0x23, 0x30
@@ -131,7 +132,8 @@ def _load_program(blob: bytes, preserve_all_tensors: bool = False) -> _Program:
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     try:
-        interpreter = Interpreter(model_content=tflite, experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+        interpreter = Interpreter(model_content=host_form(tflite),
+                                  experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
                                   experimental_preserve_all_tensors=preserve_all_tensors)
         interpreter.allocate_tensors()
         inputs, outputs = interpreter.get_input_details(), interpreter.get_output_details()
