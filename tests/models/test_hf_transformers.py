@@ -112,15 +112,8 @@ CPU_NODES = {("bert", "imxrt700"): _EMBEDDING, ("bert", "imx93"): _EMBEDDING,
              ("vit", "imx93"): _PATCH_STRIDE, ("deit", "imx93"): _PATCH_STRIDE}
 
 
-#: families whose lowering is not whole yet, and why (measured)
-NOT_WHOLE = {"swin": "Swin's patch merging reads x[:, 0::2, 0::2, :] and three more step-2 slices: slices with step 1 "
-                     "only (a strided slice is not converted), 8 slice_copy on the CPU between 2 partitions "
-                     "(attention itself is on the NPU)"}
-
-
 @pytest.mark.parametrize("target", ["imxrt700", "imx93"])
-@pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.xfail(reason=NOT_WHOLE[f], strict=False))
-                                    if f in NOT_WHOLE else f for f in FAMILIES])
+@pytest.mark.parametrize("family", FAMILIES)
 def test_family_lowers_whole(family, target):
     torch.manual_seed(0)
     model, sample = FAMILIES[family]()

@@ -78,6 +78,7 @@ from .resize_halve_to_pool import resize_halve_to_pool
 from .rnn_unroll import rnn_unroll
 from .round_decimals_decompose import round_decimals_decompose
 from .sdpa_to_matmul import sdpa_to_matmul
+from .strided_slice_to_reshape import strided_slice_to_reshape
 from .silu_to_sigmoid_mul import silu_to_sigmoid_mul
 from .sink_batch_reshapes import sink_batch_reshapes
 from .sink_squeeze import sink_squeeze
@@ -210,6 +211,9 @@ PIPELINE: tuple[Step, ...] = check_order((
     Step(gather_to_slices, "after fold_constants, which makes a constant index a get_attr; before "
          "max_pool_padding, which reads a pool's input through the slices and concatenation it writes",
          after=("fold_constants",), before=("max_pool_padding",)),
+    Step(strided_slice_to_reshape, "after fold_constants, which folds a strided slice of a constant outright; "
+         "before permute_rank4, whose reshape collapsing merges the reshapes it writes with those around them",
+         after=("fold_constants",), before=("permute_rank4",)),
     Step(rnn_unroll, "after fold_constants: a zero initial state is a constant by then, and the terms it "
          "multiplies are dropped", after=("fold_constants",), op_flags=(("with_sub", _edge.sub.Tensor),)),
     Step(split_to_slices, "before permute_rank4, whose reshape collapsing merges the reshape it writes for a "
