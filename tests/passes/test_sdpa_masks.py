@@ -1,5 +1,5 @@
 """F.scaled_dot_product_attention with every kind of mask (passes/sdpa_to_matmul.py), and hand-written attention
-masking its scores before the softmax (passes/masked_softmax.py), on the NPU of both targets.
+masking its scores before the softmax (passes/masked_softmax_decompose.py), on the NPU of both targets.
 
 The rewrite computes SDPA (float, before quantization); lowered, the whole attention is one partition with no CPU
 node on imxrt700 and imx93, and the .pte is within 1 output step of PyTorch's quantized model (one op's bound:
@@ -16,7 +16,7 @@ from harness import pte_steps
 from executorch_neutron import lower
 from executorch_neutron.models.zoo import calibration
 from executorch_neutron.passes.fold_constants import fold_constants
-from executorch_neutron.passes.masked_softmax import masked_softmax_decompose
+from executorch_neutron.passes.masked_softmax_decompose import masked_softmax_decompose
 from executorch_neutron.passes.sdpa_to_matmul import (
     NO_RENORM,
     RUNTIME_BOOL_MASK,

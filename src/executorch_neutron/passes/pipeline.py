@@ -56,7 +56,7 @@ from .layer_norm_decompose import layer_norm_decompose
 from .linear_rank1_to_rank2 import linear_rank1_to_rank2
 from .log1p_to_log import log1p_to_log
 from .log_sigmoid_decompose import log_sigmoid_decompose
-from .masked_softmax import masked_softmax_decompose
+from .masked_softmax_decompose import masked_softmax_decompose
 from .matmul_to_bmm import matmul_to_bmm
 from .max_dim_to_amax import max_dim_to_amax
 from .max_pool_padding import max_pool_padding

@@ -31,7 +31,7 @@ from torch.fx import GraphModule, Node
 
 from ..core.meta_keys import LEFT_FLOAT
 from .fx_utils import arg, call, constant, new_parameter, rewrite_calls
-from .masked_softmax import masked_softmax
+from .masked_softmax_decompose import masked_softmax
 
 aten = torch.ops.aten
 
