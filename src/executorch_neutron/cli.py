@@ -128,7 +128,8 @@ def _lower(args):
 
         return search_for_cli(args, model, inputs, calib, target, bars, _spec_options(args)), model, inputs, calib
     result = lower(model, inputs, calib, target=target, quantize_model=quantize, progress=bars,
-                   etrecord=bool(getattr(args, "etrecord", None)), **precision, **_spec_options(args))
+                   etrecord=bool(getattr(args, "etrecord", None)), host_check=not getattr(args, "no_host_check", False),
+                   **precision, **_spec_options(args))
     return result, model, inputs, calib
 
 
@@ -668,6 +669,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", type=Path, required=True, help="the .pte to write")
     c.add_argument("--report", metavar="FILE", help="save the report: .md, .html, .json (schema: report/schema.json)")
     c.add_argument("--allow-cpu-only", action="store_true", help="exit 0 even when nothing was delegated")
+    c.add_argument("--no-host-check", action="store_true", help="do not run the finished program once on the host "
+                   "before writing it (the check refuses a .pte that fails or crashes there; it takes about a second)")
     c.add_argument("--etrecord", metavar="FILE", help="also write ExecuTorch's ETRecord (for `profile`/Inspector)")
     c.add_argument("--model-explorer", metavar="DIR", help="also write each partition's TFLite and Model Explorer "
                    "node data (as `report --model-explorer`)")

@@ -279,10 +279,14 @@ def _host_check(pte: bytes, inputs: tuple, edge, report) -> None:
     try:
         run_isolated(pte, list(inputs), references=references, names=names)
     except HostRunCrashed as exc:
-        raise LoweringError(f"{exc}; nothing was written (lower(..., host_check=False) skips this check)") from None
+        raise LoweringError(f"{exc}; nothing was written ({_SKIP})") from None
     except NeutronRuntimeError as exc:
-        raise LoweringError(f"the lowered program fails on the host: {first_line(exc)}; nothing was written (lower("
-                            f"..., host_check=False) skips this check); report the model") from None
+        raise LoweringError(f"the lowered program fails on the host: {first_line(exc)}; nothing was written "
+                            f"({_SKIP}); report the model") from None
+
+
+_SKIP = "lower(..., host_check=False) or `compile --no-host-check` skips this check"
+
 
 
 class _Stages:

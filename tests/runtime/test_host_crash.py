@@ -116,3 +116,29 @@ def test_compare_says_one_line(lowered, monkeypatch):
     _abort_in_litert(monkeypatch)
     with pytest.raises(HostRunCrashed, match="crashed \\(SIGABRT\\)"):
         compare(result=lowered, samples=[X])
+
+
+CONV_RELU_FILE = '''
+import torch
+from torch import nn
+
+
+def factory():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU()).eval(), (torch.randn(1, 3, 8, 6),)
+'''
+
+
+def test_compile_refuses_a_crashing_program_unless_no_host_check(monkeypatch, tmp_path, capsys):
+    """`compile` turns the check's crash into one error line naming --no-host-check and writes nothing; with
+    --no-host-check it writes the .pte (the crash goes unnoticed: what the flag is for)."""
+    (tmp_path / "m.py").write_text(CONV_RELU_FILE)
+    pte = tmp_path / "m.pte"
+    _abort_in_litert(monkeypatch)
+    assert main(["compile", f"{tmp_path}/m.py:factory", "-o", str(pte), "--random-calibration"]) != 0
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "crashed (SIGABRT)" in errors[0] and "--no-host-check" in errors[0], errors
+    assert not pte.exists()
+    assert main(["compile", f"{tmp_path}/m.py:factory", "-o", str(pte), "--random-calibration",
+                 "--no-host-check"]) == 0
+    assert pte.is_file()
