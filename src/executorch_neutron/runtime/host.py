@@ -18,8 +18,10 @@ threads doing so at once leave a dangling buffer that crashes the process at exi
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Sequence
 
@@ -64,11 +66,8 @@ class HostProgram:
         runtime = _runtime()
         if not isinstance(pte, (bytes, bytearray, memoryview)) and not Path(pte).is_file():
             raise NeutronRuntimeError(f"no .pte file at {pte}")
-        from executorch.extension.pybindings import portable_lib
-
         # what would abort the process inside ExecuTorch, or fail there with an error code only, is refused here
-        pte_file = check_program(pte, backends=set(portable_lib._get_registered_backend_names()),
-                                 kernels=set(portable_lib._get_operator_names()))
+        pte_file = checked(pte)
         self._dim_orders = {plan.name: [tuple(getattr(plan.values[i].val, "dim_order", None) or ()) for i in plan.inputs]
                             for plan in pte_file.program.execution_plan}
         for backend in BACKENDS.values():  # e.g. the back ends that run a reference TFLite record it here
@@ -240,6 +239,24 @@ def _warn_non_finite(inputs: list) -> None:
             kinds = " and ".join(k for k, bad in (("NaN", torch.isnan(x).any()), ("Inf", torch.isinf(x).any())) if bad)
             log.warning("warning: input %d holds %s values; the outputs are not meaningful (int8 quantization maps "
                         "them to arbitrary values)", i, kinds)
+
+
+def checked(pte: str | Path | bytes):
+    """`validate.check_program` of a .pte against this runtime's backends and kernels, remembered for the last few
+    programs by content (the isolated run checks in the caller, so its forked children find the answer)."""
+    from executorch.extension.pybindings import portable_lib
+
+    data = pte if isinstance(pte, (bytes, bytearray, memoryview)) else Path(pte).read_bytes()
+    key = hashlib.sha256(data).digest()
+    if key not in _CHECKED:
+        _CHECKED[key] = check_program(bytes(data), backends=set(portable_lib._get_registered_backend_names()),
+                                      kernels=set(portable_lib._get_operator_names()))
+        while len(_CHECKED) > 8:
+            _CHECKED.popitem(last=False)
+    return _CHECKED[key]
+
+
+_CHECKED: OrderedDict = OrderedDict()  # sha256 of a .pte -> its PteFile (checked)
 
 
 def load(pte: str | Path | bytes, etdump: bool = False) -> HostProgram:

@@ -5,7 +5,10 @@ no message), and so may an ExecuTorch kernel's argument check: run in the caller
 Python session, a notebook or a test run down with it. `run_isolated` forks the caller (Linux: the child shares the
 torch, ExecuTorch and host back-end library already loaded, copy-on-write, so a run costs a fork and milliseconds,
 where starting a fresh Python that imports torch and ExecuTorch costs seconds), runs the program in the child and
-returns its outputs, or raises:
+returns its outputs, or raises. The program's checks (runtime/validate.py, Python only) run in the caller and are
+remembered there by content, and LiteRT's module is imported there, so a child inherits both; a child that has
+replied is reaped later, not waited for (its exit takes down its copy of the caller's memory). It returns the
+outputs, or raises:
 
 - `NeutronRuntimeError` with the runtime's own message when the run fails;
 - `HostRunCrashed`, one line, when the child died: the signal, and where it was, the delegate call it was in
@@ -49,9 +52,18 @@ def run_isolated(pte: str | Path | bytes, inputs: Sequence, method: str = "forwa
     data = pte if isinstance(pte, (bytes, bytearray, memoryview)) else _read(pte)
     refs = {hashlib.sha256(blob).hexdigest(): ref for blob, ref in (references or {}).items()}
     request = ("run", bytes(data), list(inputs), method, None if etdump is None else str(etdump), refs)
-    from .host import _BINDINGS, _runtime
+    from ai_edge_litert import interpreter  # noqa: F401 - imported once, here: every child shares it
+
+    from .host import _BINDINGS, _runtime, checked
 
     _runtime()  # loaded (and the host back end registered) once, here: every child shares it
+    try:  # the program's checks (Python only, no crash) here, remembered: the child finds them done
+        checked(data)
+    except NeutronRuntimeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - as the child would report it
+        raise NeutronRuntimeError(f"host run failed: {type(exc).__name__}: {exc}") from None
+    _reap()
     read_end, write_end = os.pipe()
     with _BINDINGS:  # no other thread of ours is inside ExecuTorch while the process is copied
         pid = os.fork()
@@ -59,7 +71,7 @@ def run_isolated(pte: str | Path | bytes, inputs: Sequence, method: str = "forwa
             os.close(read_end)
             _child(Connection(write_end), request)  # never returns
     os.close(write_end)
-    conn, last = Connection(read_end), None
+    conn, last, replied = Connection(read_end), None, False
     try:
         while True:
             try:
@@ -72,14 +84,32 @@ def run_isolated(pte: str | Path | bytes, inputs: Sequence, method: str = "forwa
             for record in rest[-1]:
                 if log.isEnabledFor(record.levelno):
                     log.handle(record)
+            replied = True
             if kind == "ok":
                 return rest[0]
             raise _same_error(*rest[:-1])
     finally:
         conn.close()
-        _, status = os.waitpid(pid, 0)
+        if replied:  # it leaves on its own: reaped later (its exit takes down a copy of this process's memory)
+            _EXITING.append(pid)
+        else:
+            _, status = os.waitpid(pid, 0)
     code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     raise HostRunCrashed(_crash_line(code, last, data, names, method))
+
+
+_EXITING: list[int] = []  # children that replied and are leaving
+
+
+def _reap() -> None:
+    """Collect the children that replied and have exited since (no zombies pile up)."""
+    for pid in list(_EXITING):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            _EXITING.remove(pid)
 
 
 def _same_error(message: str, module: str = "", name: str = "") -> NeutronRuntimeError:
