@@ -92,7 +92,7 @@ def _fit(reports: dict, published: dict, base) -> tuple[float, float]:
         t = _with(base, (math.exp(p[0]), math.exp(p[1])))
         return sum(math.log(published[k] / _measured_part(r, t)) ** 2 for k, r in reports.items())
 
-    start = [math.log(getattr(base, name)) for name in FITTED]
+    start = [math.log(2.0), math.log(1000.0)]  # the same start on every generation: the fit does not read target.py
     best = minimize(loss, start, method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-12})
     return math.exp(best.x[0]), math.exp(best.x[1])
 
@@ -109,10 +109,13 @@ def generation(gen: str, layers: int) -> None:
     fitted = _fit(reports, published, base)
     dw, fixed = fitted
     stored = tuple(getattr(base, f) for f in FITTED)
-    same = all(abs(a / b - 1) < 0.01 for a, b in zip(fitted, stored))
+    # the loss is flat along some directions (on N3 the cost per kernel moves by tens of cycles for a change in the
+    # fifth digit): target.py's figures agree with the fit when they give the same estimates
+    apart = max(abs(_measured_part(r, base) / _measured_part(r, _with(base, fitted)) - 1) for r in reports.values())
     print(f"{gen} ({cal.chip}, target {name}): fit on its {len(published)} published figures: depthwise {dw:.3f} MACs "
-          f"per cycle and unit, {fixed:.0f} cycles per kernel; target.py has {stored[0]:.3f} and {stored[1]:.0f}"
-          + ("" if same else f" (differs: update target.py's {gen}_* figures)"))
+          f"per cycle and unit, {fixed:.0f} cycles per kernel; target.py has {stored[0]:.3f} and {stored[1]:.0f}, "
+          f"whose estimates are within {100 * apart:.1f}% of the fit's"
+          + ("" if apart < 0.005 else f" (differs: update target.py's {gen}_* figures)"))
     print("")
     print(f"| model ({cal.chip}) | published | estimate (NPU + CPU operators) | published / estimate | "
           "leave-one-out estimate | published / leave-one-out | report total (+ float I/O conversion on the CPU) |")

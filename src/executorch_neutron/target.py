@@ -116,7 +116,7 @@ class NeutronTarget:
 #: 6.310 ms, the anomaly-detection autoencoder 0.797 ms (eIQ model zoo, TFLite Micro). The leave-one-out error of
 #: each fit is `estimate.CALIBRATIONS[generation].expected_error`.
 N3_DEPTHWISE_MACS_PER_UNIT = 2.41
-N3_LAYER_CYCLES = 486
+N3_LAYER_CYCLES = 483
 N1_DEPTHWISE_MACS_PER_UNIT = 2.47
 N1_LAYER_CYCLES = 5160
 _FITTED_ON = "fitted on: NXP's i.MX RT700 figures for CifarNet, DS-CNN-S and MobileNetV1 0.25 128 (benchmarks/neutron_estimate.py)"
