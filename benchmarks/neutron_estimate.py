@@ -2,19 +2,26 @@
 
     .venv/bin/python benchmarks/neutron_estimate.py [--targets imxrt700 mcxn94x imx95] [--layers 5] [--write-docs]
 
-1. The published models as their sources define them (zoo.nxp_cifarnet: ExecuTorch's examples/nxp CifarNet;
-   zoo.ds_cnn_s: MLPerf Tiny's DS-CNN-S; zoo.mobilenet_v1_025_128; random weights, synthetic calibration) lowered
-   for imxrt700, against NXP's published i.MX RT700 latencies (docs/guide/sources.md; 324 MHz): CifarNet 848 us (ExecuTorch
-   .pte), DS-CNN-S 576-595 us (its midpoint, 585.5 us), MobileNetV1 0.25 128x128 2,759 us (TFLite Micro). The
-   boards' runs take int8 inputs, so the compared figure is the NPU's time plus the CPU operators' (none here),
-   without the float -> int8 conversion at the .pte's inputs that the report's total includes.
-2. The fit: the estimate's two free figures per Neutron generation (`depthwise_macs_per_pipe`, `layer_cycles`)
-   by least squares on log(published / estimate) over the three figures (Nelder-Mead on their logs), and the
-   leave-one-out error (each model predicted by a fit on the other two): the expected error the report quotes
-   (`estimate.EXPECTED_ERROR`). target.py's figures are checked against the fit.
-3. The same estimate for `mcxn94x` (N1-16, 150 MHz) against NXP's anomaly-detection figure (0.797 ms, zoo.
-   anomaly_autoencoder), and the bundled examples per target with their dominant layers.
-Prints figures, never asserts.
+1. Per Neutron generation with published figures (`estimate.CALIBRATIONS`, docs/guide/sources.md), the published
+   models lowered for a target of that generation, against NXP's latencies:
+   - N3, i.MX RT700 (`imxrt700`, 324 MHz): the models as their sources define them (zoo.nxp_cifarnet: ExecuTorch's
+     examples/nxp CifarNet; zoo.ds_cnn_s: MLPerf Tiny's DS-CNN-S; zoo.mobilenet_v1_025_128; random weights,
+     synthetic calibration): CifarNet 848 us (ExecuTorch .pte), DS-CNN-S 576-595 us (its midpoint, 585.5 us),
+     MobileNetV1 0.25 128x128 2,759 us (TFLite Micro);
+   - N1, MCX N947 (`mcxn94x`, 150 MHz, lowered with int8 inputs and outputs as the published runs): the MLPerf Tiny
+     models the executorch wheel ships (`executorch.examples.models.mlperf_tiny`, as benchmarks/_real_models.py
+     builds them): DS-CNN 3.329 ms, MobileNetV1 0.25 96x96 6.384 ms, ResNet-8 6.310 ms, the anomaly-detection
+     autoencoder 0.797 ms (NXP's eIQ model zoo, TFLite Micro).
+   The boards' runs take int8 inputs, so the compared figure is the NPU's time plus the CPU operators' (none here),
+   without the float -> int8 conversion at a float .pte's inputs that the report's total includes.
+2. The fit, per generation: the estimate's two free figures (`depthwise_macs_per_unit`, `layer_cycles`) by least
+   squares on log(published / estimate) over that generation's figures (Nelder-Mead on their logs), and the
+   leave-one-out error (each model predicted by a fit on the others of its generation): the expected error the
+   report states for the NPU part on that generation's targets (`Calibration.expected_error`). target.py's fitted
+   figures and the stated errors are checked against the fit. For N1, the largest leave-one-out error at other
+   weight rates than the one derived from the flash's wait states (4 B/cycle).
+3. The bundled examples per target, and each target's figures with their sources.
+Prints figures, never asserts. The estimate needs no host run: lower()'s host check is off.
 """
 
 from __future__ import annotations
@@ -29,24 +36,36 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-#: NXP's published i.MX RT700 latencies (seconds) and where they come from
-PUBLISHED = {
-    "nxp_cifarnet": (848e-6, "CifarNet, ExecuTorch .pte (executorch_modelrunner)"),
-    "ds_cnn_s": (585.5e-6, "DS-CNN-S, TFLite Micro (tflm_kws: 576-595 us)"),
-    "mobilenet_v1_025_128": (2759e-6, "MobileNetV1 0.25 128x128, TFLite Micro (tflm_label_image)"),
-}
-PUBLISHED_AD_SECONDS = 0.797e-3  # NXP: MLPerf Tiny anomaly detection on the MCX N94x NPU
+#: the target each generation's published models are lowered for, and whether with int8 inputs and outputs
+GENERATION_TARGETS = {"N3": ("imxrt700", False), "N1": ("mcxn94x", True)}
 EXAMPLES = ("cifarnet", "ds_cnn", "vww_mobilenet", "anomaly_autoencoder")
 TARGETS = ("imxrt700", "mcxn94x", "imx95")
+FITTED = ("depthwise_macs_per_unit", "layer_cycles")
+N1_WEIGHT_RATES = (2, 3, 4, 5, 6, 8)  # B/cycle from flash tried beside the derived one
 _IO = ("quantize_per_tensor", "dequantize_per_tensor")
 
 
-def _lower(name: str, target: str):
-    from executorch_neutron import lower, zoo
+def _model(key: str):
+    """(model, example inputs, calibration samples) of a published model's key (`Calibration.published`) or a bundled
+    example's name."""
+    from executorch_neutron.models import zoo
     from executorch_neutron.models.loading import load_model
 
+    if key.startswith("mlperf_tiny."):
+        import _real_models
+
+        model, inputs, calibration, _ = _real_models.MODELS[key]()
+        return model, inputs, calibration
+    name = key.removeprefix("zoo.")
     model, inputs = zoo.MODELS[name]() if name in zoo.MODELS else load_model(f"{ROOT}/examples/{name}.py:factory")[:2]
-    return lower(model, inputs, [inputs] + zoo.calibration(inputs, 4), target=target).report
+    return model, inputs, [inputs] + zoo.calibration(inputs, 4)
+
+
+def _lower(key: str, target: str, quantized_io: bool = False):
+    from executorch_neutron import lower
+
+    model, inputs, calibration = _model(key)
+    return lower(model, inputs, calibration, target=target, quantized_io=quantized_io, host_check=False).report
 
 
 def _measured_part(report, target) -> float:
@@ -60,49 +79,79 @@ def _measured_part(report, target) -> float:
     return npu + cpu_estimate(work, target)["cpu_seconds"]
 
 
-def _fit(reports: dict, base) -> tuple[float, float]:
-    """(depthwise MACs per pipe, cycles per kernel) minimising the sum of squared log(published / estimate)."""
+def _with(base, fitted: tuple[float, float]):
+    return dataclasses.replace(base, **dict(zip(FITTED, fitted)))
+
+
+def _fit(reports: dict, published: dict, base) -> tuple[float, float]:
+    """(depthwise MACs per unit and cycle, cycles per kernel) minimising the sum of squared log(published /
+    estimate) over `reports`."""
     from scipy.optimize import minimize
 
     def loss(p):
-        t = dataclasses.replace(base, depthwise_macs_per_pipe=math.exp(p[0]), layer_cycles=math.exp(p[1]))
-        return sum(math.log(PUBLISHED[n][0] / _measured_part(r, t)) ** 2 for n, r in reports.items())
+        t = _with(base, (math.exp(p[0]), math.exp(p[1])))
+        return sum(math.log(published[k] / _measured_part(r, t)) ** 2 for k, r in reports.items())
 
-    best = minimize(loss, [math.log(0.3), math.log(500)], method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-12})
+    start = [math.log(2.0), math.log(1000.0)]  # the same start on every generation: the fit does not read target.py
+    best = minimize(loss, start, method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-12})
     return math.exp(best.x[0]), math.exp(best.x[1])
 
 
-def published(layers: int) -> None:
+def generation(gen: str, layers: int) -> None:
     from executorch_neutron.neutron import estimate
     from executorch_neutron.target import get_target
 
-    base = get_target("imxrt700")
-    reports = {name: _lower(name, "imxrt700") for name in PUBLISHED}
-    dw, fixed = _fit(reports, base)
-    print(f"Fit on the three published figures: depthwise {dw:.3f} MACs per pipe and cycle "
-          f"({dw * base.num_pipes:.2f} MACs/cycle on imxrt700's {base.num_pipes} pipes), {fixed:.0f} cycles per "
-          f"kernel; target.py has {base.depthwise_macs_per_pipe:.3f} and {base.layer_cycles:.0f}"
-          + ("" if abs(dw / base.depthwise_macs_per_pipe - 1) < 0.01 and abs(fixed / base.layer_cycles - 1) < 0.01
-             else " (differs: update target.py's N3_* figures)"))
+    cal = estimate.CALIBRATIONS[gen]
+    name, quantized_io = GENERATION_TARGETS[gen]
+    base = get_target(name)
+    published = {key: seconds for key, _, seconds, _ in cal.published}
+    reports = {key: _lower(key, name, quantized_io) for key in published}
+    fitted = _fit(reports, published, base)
+    dw, fixed = fitted
+    stored = tuple(getattr(base, f) for f in FITTED)
+    # the loss is flat along some directions (on N3 the cost per kernel moves by tens of cycles for a change in the
+    # fifth digit): target.py's figures agree with the fit when they give the same estimates
+    apart = max(abs(_measured_part(r, base) / _measured_part(r, _with(base, fitted)) - 1) for r in reports.values())
+    print(f"{gen} ({cal.chip}, target {name}): fit on its {len(published)} published figures: depthwise {dw:.3f} MACs "
+          f"per cycle and unit, {fixed:.0f} cycles per kernel; target.py has {stored[0]:.3f} and {stored[1]:.0f}, "
+          f"whose estimates are within {100 * apart:.1f}% of the fit's"
+          + ("" if apart < 0.005 else f" (differs: update target.py's {gen}_* figures)"))
     print("")
-    print("| model (i.MX RT700, 324 MHz) | published | estimate (NPU + CPU operators) | published / estimate | "
-          "leave-one-out estimate | published / leave-one-out | report total (+ float I/O conversion on the M33) |")
+    print(f"| model ({cal.chip}) | published | estimate (NPU + CPU operators) | published / estimate | "
+          "leave-one-out estimate | published / leave-one-out | report total (+ float I/O conversion on the CPU) |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    worst = 0.0
-    for name, report in reports.items():
-        seconds, what = PUBLISHED[name]
-        ours = _measured_part(report, base)
-        dw_o, fixed_o = _fit({n: r for n, r in reports.items() if n != name}, base)
-        loo = _measured_part(report, dataclasses.replace(base, depthwise_macs_per_pipe=dw_o, layer_cycles=fixed_o))
-        worst = max(worst, abs(seconds / loo - 1))
+    loo = _leave_one_out(reports, published, base)
+    for key, what, seconds, shown in cal.published:
+        report = reports[key]
+        ours = _measured_part(report, _with(base, fitted))
         total = report.estimate["inference_seconds"]
-        print(f"| {what} | {1e6 * seconds:,.0f} us | {1e6 * ours:,.0f} us | {seconds / ours:.2f} | {1e6 * loo:,.0f} us | "
-              f"{seconds / loo:.2f} | {1e6 * total:,.0f} us |", flush=True)
+        print(f"| {what} (`{key}`) | {shown} | {1e6 * ours:,.0f} us | {seconds / ours:.2f} | {1e6 * loo[key]:,.0f} us | "
+              f"{seconds / loo[key]:.2f} | {1e6 * total:,.0f} us |", flush=True)
+    worst = max(abs(published[k] / loo[k] - 1) for k in loo)
     print("")
-    print(f"Expected error (the largest leave-one-out |published / estimate - 1|): {100 * worst:.0f}%; "
-          f"estimate.EXPECTED_ERROR = {100 * estimate.EXPECTED_ERROR:.0f}%")
-    for name, report in reports.items():
-        _dominant(name, "imxrt700", report, layers)
+    stated = math.ceil(round(100 * worst, 6)) / 100
+    print(f"{gen} expected error (the largest leave-one-out |published / estimate - 1|): {100 * worst:.1f}%, "
+          f"+-{100 * stated:.0f}% rounded up; estimate.CALIBRATIONS[{gen!r}].expected_error = "
+          f"{100 * cal.expected_error:.0f}%" + ("" if abs(stated - cal.expected_error) < 1e-9 else " (differs: update it)"))
+    if gen == "N1":
+        print("")
+        print(f"{gen} at other flash rates than the derived 4 B/cycle: the largest leave-one-out error (the two figures "
+              "refitted) per weight rate: " + "; ".join(
+                  f"{rate} B/cycle {100 * _worst(reports, published, dataclasses.replace(base, weight_bytes_per_cycle=rate)):.0f}%"
+                  for rate in N1_WEIGHT_RATES))
+    for key, report in reports.items():
+        _dominant(key, name, report, layers)
+
+
+def _leave_one_out(reports: dict, published: dict, base) -> dict:
+    """Each model's estimate (seconds) by a fit on the others."""
+    return {key: _measured_part(report, _with(base, _fit({k: r for k, r in reports.items() if k != key}, published, base)))
+            for key, report in reports.items()}
+
+
+def _worst(reports: dict, published: dict, base) -> float:
+    """The largest leave-one-out |published / estimate - 1| at `base`'s figures."""
+    return max(abs(published[k] / s - 1) for k, s in _leave_one_out(reports, published, base).items())
 
 
 def _dominant(name: str, target: str, report, layers: int) -> None:
@@ -120,7 +169,8 @@ def _dominant(name: str, target: str, report, layers: int) -> None:
 
 def main(argv=None) -> int:
     import _docs
-    from executorch_neutron.report.render import estimate_figures
+    from executorch_neutron.neutron import estimate
+    from executorch_neutron.target import get_target
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--targets", nargs="+", default=list(TARGETS))
@@ -129,32 +179,29 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     logging.getLogger("executorch_neutron").setLevel(logging.ERROR)
 
-    figures, ad = {}, None
     with _docs.figures(args, "benchmarks/neutron_estimate.py", "neutron_estimate", "Neutron per-layer estimate"):
-        published(args.layers)
-        print("")
+        for gen in estimate.CALIBRATIONS:
+            generation(gen, args.layers)
+            print("")
         print("| example | target | partitions | MACs | NPU cycles | NPU time | CPU time | total | "
               "data-bound share of the NPU cycles |")
         print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
         for name in EXAMPLES:
             for target in args.targets:
                 report = _lower(name, target)
-                figures[target] = estimate_figures(report)
                 est = report.estimate
                 layers = [la for p in report.partitions for la in p.estimate["layers"]]
                 data = sum(la["cycles"] for la in layers if la["bound"] == "data")
                 print(f"| {name} | {target} | {len(report.partitions)} | {est['macs']:,} | {est['cycles']:,} | "
                       f"{1e3 * est['npu_seconds']:.3f} ms | {1e3 * est['cpu_seconds']:.3f} ms | "
                       f"{1e3 * est['inference_seconds']:.3f} ms | {100 * data / max(est['cycles'], 1):.0f}% |", flush=True)
-                if name == "anomaly_autoencoder" and target == "mcxn94x":
-                    ad = est["npu_seconds"]
         print("")
-        for target, lines in figures.items():
-            print(f"{target}: " + "; ".join(lines))
-        if ad is not None:
-            print(f"MLPerf Tiny anomaly-detection autoencoder on mcxn94x: NPU estimate {1e3 * ad:.3f} ms, NXP's "
-                  f"published NPU time {1e3 * PUBLISHED_AD_SECONDS:.3f} ms: published / estimate = "
-                  f"{PUBLISHED_AD_SECONDS / ad:.2f}")
+        for target in args.targets:
+            t = get_target(target)
+            cal = estimate.calibration(t)
+            error = (f"expected error of the NPU part +-{100 * cal.expected_error:.0f}% ({t.generation} fit)" if cal
+                     else f"no measured figure for its generation ({t.generation}): no expected error")
+            print(f"{target} ({error}): " + "; ".join(t.estimate_figures()))
     return 0
 
 

@@ -46,7 +46,9 @@ class NeutronTarget:
     activation_bytes_per_cycle: float = 0.0  # NPU <-> the memory holding activations (SRAM / TCM)
     weight_bytes_per_cycle: float = 0.0  # NPU <- the memory holding weights (`weight_memory`)
     weight_memory: str = ""
-    depthwise_macs_per_pipe: float = 0.0  # a depthwise convolution's MACs per pipe and cycle (a pipe's MACs idle)
+    # a depthwise convolution's MACs per cycle on each unit: it does not spread over the pipes (the N3-64's 8 pipes
+    # and the N1-16's 2 give the same fitted rate per unit, 4x apart per pipe: benchmarks/neutron_estimate.py)
+    depthwise_macs_per_unit: float = 0.0
     layer_cycles: float = 0.0  # the fixed cost of each NPU kernel (launch, configuration, pipeline fill)
     # the CPU part of a .pte (quantize / dequantize at its inputs and outputs, operators left on the CPU)
     cpu_clock_hz: float = 0.0
@@ -74,7 +76,13 @@ class NeutronTarget:
 
     @property
     def depthwise_macs_per_cycle(self) -> float:
-        return self.num_units * self.num_pipes * self.depthwise_macs_per_pipe
+        return self.num_units * self.depthwise_macs_per_unit
+
+    @property
+    def generation(self) -> str:
+        """The NPU generation the estimate's fitted figures and its expected error belong to (`estimate.CALIBRATIONS`):
+        the Neutron-C's hardware version (N1, N3); Neutron-S for a subsystem (own controller, TCM, data mover)."""
+        return "Neutron-S" if self.subsystem else self.hw_version
 
     def estimate_figures(self) -> list[str]:
         """The figures of the estimate, each with its value and its source (`estimate_sources`)."""
@@ -101,12 +109,25 @@ class NeutronTarget:
                 + (f"; leftovers as int8 {self.cortex_m} kernels (ExecuTorch Cortex-M backend)" if self.cortex_m else ""))
 
 
-#: Fitted by benchmarks/neutron_estimate.py (least squares on the log of published / estimate) on NXP's published
-#: i.MX RT700 (Neutron N3-64, 324 MHz) latencies: CifarNet 848 us (ExecuTorch .pte), DS-CNN-S 585 us (576-595 us,
-#: TFLite Micro), MobileNetV1 0.25 128x128 2,759 us (TFLite Micro). Per Neutron generation, not per model.
-N3_DEPTHWISE_MACS_PER_PIPE = 0.301
-N3_LAYER_CYCLES = 480
+#: Fitted by benchmarks/neutron_estimate.py (least squares on the log of published / estimate), per Neutron generation,
+#: not per model: N3 on NXP's published i.MX RT700 (Neutron N3-64, 324 MHz) latencies, CifarNet 848 us (ExecuTorch
+#: .pte), DS-CNN-S 585 us (576-595 us, TFLite Micro), MobileNetV1 0.25 128x128 2,759 us (TFLite Micro); N1 on NXP's
+#: MCX N947 (Neutron N1-16, 150 MHz) MLPerf Tiny latencies, DS-CNN 3.329 ms, MobileNetV1 0.25 96x96 6.384 ms, ResNet-8
+#: 6.310 ms, the anomaly-detection autoencoder 0.797 ms (eIQ model zoo, TFLite Micro). The leave-one-out error of
+#: each fit is `estimate.CALIBRATIONS[generation].expected_error`.
+N3_DEPTHWISE_MACS_PER_UNIT = 2.41
+N3_LAYER_CYCLES = 483
+N1_DEPTHWISE_MACS_PER_UNIT = 2.47
+N1_LAYER_CYCLES = 5160
 _FITTED_ON = "fitted on: NXP's i.MX RT700 figures for CifarNet, DS-CNN-S and MobileNetV1 0.25 128 (benchmarks/neutron_estimate.py)"
+_FITTED_ON_N1 = ("fitted on: NXP's MCX N947 figures for MLPerf Tiny's DS-CNN, MobileNetV1 0.25 96, ResNet-8 and "
+                 "anomaly-detection autoencoder (benchmarks/neutron_estimate.py)")
+#: derived: NXP's clock setups for the MCX N94x at 150 MHz (MCUXpresso SDK, Zephyr's frdm_mcxn947 board) program 3
+#: flash wait states (FMU FCTRL RWSC = 3): one read every 4 cycles; assumed 16 bytes (128 bits) per read
+MCXN_FLASH_BYTES_PER_CYCLE = 4
+_MCXN_FLASH_SOURCE = ("derived: NXP's 150 MHz clock setups program 3 flash wait states (FMU FCTRL RWSC = 3), one read "
+                      "every 4 cycles; 16 bytes (128 bits) per read assumed; the N1 fit's leave-one-out error is least "
+                      "near it (benchmarks/neutron_estimate.py)")
 #: derived: NXP's MCX N94x figure, MLPerf Tiny anomaly detection (264,192 MACs) in 5.605 ms on its Cortex-M33 at
 #: 150 MHz (int8 TFLite Micro): 5.605e-3 * 150e6 / 264,192 = 3.2 cycles per MAC
 M33_CYCLES_PER_MAC = 3.2
@@ -137,7 +158,7 @@ TARGETS: dict[str, NeutronTarget] = {
                 "num_units=1 is inferred from the N3-64 name (8 pipes x 8 MACs)",
             ),
             npu_clock_hz=324e6, activation_bytes_per_cycle=16, weight_bytes_per_cycle=16, weight_memory="SRAM",
-            depthwise_macs_per_pipe=N3_DEPTHWISE_MACS_PER_PIPE, layer_cycles=N3_LAYER_CYCLES,
+            depthwise_macs_per_unit=N3_DEPTHWISE_MACS_PER_UNIT, layer_cycles=N3_LAYER_CYCLES,
             cpu_clock_hz=324e6, cpu_cycles_per_mac=M33_CYCLES_PER_MAC, cpu_cycles_per_element=M33_CYCLES_PER_ELEMENT,
             estimate_sources=(
                 ("MACs/cycle", "NXP's simulator config for the target: 8 pipelines x 8 MACs"),
@@ -167,16 +188,18 @@ TARGETS: dict[str, NeutronTarget] = {
                 "16 MACs/cycle, about 4.8 GOPS; the 2 pipes x 8 MACs split and the 512 KB SRAM are inferred",
                 "not supported by the converter in upstream ExecuTorch: preview target",
             ),
-            npu_clock_hz=150e6, activation_bytes_per_cycle=8, weight_bytes_per_cycle=4, weight_memory="flash",
-            depthwise_macs_per_pipe=N3_DEPTHWISE_MACS_PER_PIPE, layer_cycles=N3_LAYER_CYCLES,
+            npu_clock_hz=150e6, activation_bytes_per_cycle=8, weight_bytes_per_cycle=MCXN_FLASH_BYTES_PER_CYCLE,
+            weight_memory="flash", depthwise_macs_per_unit=N1_DEPTHWISE_MACS_PER_UNIT, layer_cycles=N1_LAYER_CYCLES,
             cpu_clock_hz=150e6, cpu_cycles_per_mac=M33_CYCLES_PER_MAC, cpu_cycles_per_element=M33_CYCLES_PER_ELEMENT,
             estimate_sources=(
                 ("MACs/cycle", "NXP: 16 MACs/cycle, about 4.8 GOPS"),
                 ("clock", "NXP: 150 MHz; 16 MACs x 2 ops x 150 MHz = 4.8 GOPS"),
                 ("activations", "assumed: one 64-bit SRAM port; no public figure"),
-                ("weights", "assumed: one 32-bit bus beat per cycle from on-chip flash; no public figure"),
-                ("depthwise", "assumed: the N3 figure per pipe (" + _FITTED_ON + "); no N1 figure is published"),
-                ("per kernel", "assumed: the N3 figure (" + _FITTED_ON + "); no N1 figure is published"),
+                ("weights", _MCXN_FLASH_SOURCE),
+                ("depthwise", _FITTED_ON_N1),
+                ("per kernel", _FITTED_ON_N1 + "; about 10x the N3 figure: what a kernel costs on the N1 beyond its "
+                               "MACs and bytes (launch and configuration by the Cortex-M33, first flash reads), not "
+                               "measured apart"),
                 ("CPU", f"NXP: the Cortex-M33 at 150 MHz; per MAC {_M33_MAC_SOURCE}; per element {_M33_ELEMENT_SOURCE}"),
             ),
         ),
@@ -199,15 +222,15 @@ TARGETS: dict[str, NeutronTarget] = {
                 "not supported by the converter in upstream ExecuTorch: preview target",
             ),
             npu_clock_hz=1e9, activation_bytes_per_cycle=32, weight_bytes_per_cycle=8, weight_memory="DDR",
-            depthwise_macs_per_pipe=N3_DEPTHWISE_MACS_PER_PIPE, layer_cycles=N3_LAYER_CYCLES,
+            depthwise_macs_per_unit=N3_DEPTHWISE_MACS_PER_UNIT, layer_cycles=N3_LAYER_CYCLES,
             cpu_clock_hz=1.8e9, cpu_cycles_per_mac=1.0, cpu_cycles_per_element=5,
             estimate_sources=(
                 ("MACs/cycle", "derived: 2 TOPS / (2 ops x 1 GHz); the 4 units x 16 pipes x 16 MACs split is inferred"),
                 ("clock", "NXP: about 1 GHz"),
                 ("activations", "assumed: the NPU's TCM; no public figure"),
                 ("weights", "assumed: DDR through the data mover; no public figure"),
-                ("depthwise", "assumed: the N3 figure per pipe (" + _FITTED_ON + ")"),
-                ("per kernel", "assumed: the N3 figure (" + _FITTED_ON + ")"),
+                ("depthwise", "assumed: the N3 figure per unit (" + _FITTED_ON + "); nothing measured on a Neutron-S"),
+                ("per kernel", "assumed: the N3 figure (" + _FITTED_ON + "); nothing measured on a Neutron-S"),
                 ("CPU", "assumed: a Cortex-A55 at 1.8 GHz, 1 cycle per MAC (NEON), 5 cycles per element; no public "
                         "figure for ExecuTorch's kernels on it"),
             ),

@@ -7,7 +7,8 @@ target's figures (`NeutronTarget`; `estimate_sources` says which are published, 
         conv, pointwise (1x1), fully connected: output positions x round_up(out channels, pipes) x kernel taps
             x round_up(in channels, MACs per pipe), on units x pipes x MACs per pipe (a 3-channel input fills
             3 of a pipe's 8 MACs)
-        depthwise: output elements x kernel taps, on units x pipes x `depthwise_macs_per_pipe` (fitted)
+        depthwise: output elements x kernel taps, on units x `depthwise_macs_per_unit` (fitted; it does not spread
+            over the pipes: the N3-64's 8 pipes and the N1-16's 2 give the same rate per unit)
         pooling: input elements; elementwise and data movement (add, transpose, pad, softmax, ...): output
             elements; both on units x pipes x MACs per pipe
     data cycles    = activation bytes read and written / activation bytes per cycle
@@ -18,10 +19,14 @@ target's figures (`NeutronTarget`; `estimate_sources` says which are published, 
 A partition's cycles are the sum of its operators'; the NPU's, the sum of its partitions'; NPU time = cycles / NPU
 clock. The CPU part (core/cpu_estimate.py, shared by the back ends): per top-level CPU node (quantize / dequantize at the model's inputs and
 outputs, operators the NPU does not run), max(MACs x CPU cycles per MAC, output elements x CPU cycles per element)
-at the CPU clock. The total is the sum of both (the NPU and the CPU take turns). The two fitted figures come from
-NXP's published i.MX RT700 latencies (benchmarks/neutron_estimate.py fits them and reports the leave-one-out error,
-`EXPECTED_ERROR`). Where NXP's converter reports its own figures (the SDK is installed and the backend stores them
-under `CONVERTER_KEY` in the lowered module's metadata), `from_converter` takes those instead.
+at the CPU clock. The total is the sum of both (the NPU and the CPU take turns). The two fitted figures (the depthwise
+rate, the cost per kernel) are fitted per Neutron generation on NXP's published latencies of that generation
+(`CALIBRATIONS`: N3 on the i.MX RT700, N1 on the MCX N947); the other figures are published, derived or assumed, per
+target. benchmarks/neutron_estimate.py fits them and reports each generation's leave-one-out error, the expected
+error the report states for the NPU part on that generation's targets (`Calibration.expected_error`); a generation
+without published figures (Neutron-S: imx95) has none. Where NXP's converter reports its own figures (the SDK is
+installed and the backend stores them under `CONVERTER_KEY` in the lowered module's metadata), `from_converter`
+takes those instead.
 """
 
 from __future__ import annotations
@@ -41,9 +46,40 @@ FORMULA = ("per TFLite operator: cycles = max(compute, data) + a fixed cost per 
            "(weights, biases) / weight bytes per cycle; RESHAPE 0; NPU time = the partitions' cycles / NPU clock; "
            "CPU time (quantize / dequantize at the I/O, CPU operators) = max(MACs x cycles per MAC, elements x "
            "cycles per element) / CPU clock; total = NPU + CPU")
-#: leave-one-out error of the fit on the published figures (benchmarks/neutron_estimate.py prints it): the largest
-#: |published / estimate - 1| when each published model is predicted by a fit on the others
-EXPECTED_ERROR = 0.11
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What the estimate of one Neutron generation is held against: NXP's published latencies on one chip (int8
+    inputs and outputs, the whole network on the NPU), which the generation's two fitted figures come from, and the
+    expected error of the NPU part: the largest leave-one-out |published / estimate - 1| of that fit (each figure
+    predicted by a fit on the others), rounded up to a whole percent. benchmarks/neutron_estimate.py fits, prints
+    and checks these figures."""
+
+    generation: str  # NeutronTarget.generation
+    chip: str
+    source: str
+    # (the model the benchmark lowers, the model as NXP names it, seconds compared, the figure as NXP states it)
+    published: tuple[tuple[str, str, float, str], ...]
+    expected_error: float
+
+
+CALIBRATIONS: dict[str, Calibration] = {c.generation: c for c in (
+    Calibration("N3", "i.MX RT700 (Neutron N3-64, 324 MHz)", "MCUXpresso SDK example readmes", (
+        ("zoo.nxp_cifarnet", "CifarNet (ExecuTorch .pte)", 848e-6, "848 us"),
+        ("zoo.ds_cnn_s", "DS-CNN-S keyword spotting", 585.5e-6, "576-595 us"),
+        ("zoo.mobilenet_v1_025_128", "MobileNetV1 0.25 128x128", 2759e-6, "2,759 us")), 0.11),
+    Calibration("N1", "MCX N947 (Neutron N1-16, 150 MHz)", "NXP's eIQ model zoo, MLPerf Tiny on TFLite Micro", (
+        ("mlperf_tiny.DSCNNKWS", "DS-CNN keyword spotting", 3.329e-3, "3.329 ms"),
+        ("mlperf_tiny.MobileNetV1025", "MobileNetV1 0.25 96x96 visual wake words", 6.384e-3, "6.384 ms"),
+        ("mlperf_tiny.ResNet8", "ResNet-8 CIFAR-10", 6.310e-3, "6.310 ms"),
+        ("mlperf_tiny.DeepAutoEncoder", "anomaly-detection autoencoder", 0.797e-3, "0.797 ms")), 0.13),
+)}
+
+
+def calibration(target) -> Calibration | None:
+    """The published figures and expected error of the target's generation; None where nothing was measured."""
+    return CALIBRATIONS.get(getattr(target, "generation", ""))
 #: the key of `_delegate_info_meta` under which a backend stores the converter's own per-layer figures
 CONVERTER_KEY = "converter_estimate"
 _FREE = {"RESHAPE"}

@@ -32,15 +32,32 @@ DEVICE_ONLY = ("this .pte holds Neutron microcode for the device; lower without 
 ESTIMATE_NOTE = ("Neutron estimate: a model of this package, not NXP's and not a measurement (NXP publishes no "
                  "cost model; with the eIQ Neutron SDK installed, the converter's own figures replace it)")
 
-#: the estimate held against NXP's published figures (benchmarks/neutron_estimate.py prints them; a test recomputes
-#: the expected error from estimate.py's EXPECTED_ERROR and the ratios from a fresh estimate)
-CALIBRATION_NOTE = ("held against NXP's published i.MX RT700 latencies (CifarNet 848 us, DS-CNN-S 576-595 us, "
-                    "MobileNetV1 0.25 128x128 2,759 us; its two fitted figures, depthwise MACs per cycle and "
-                    "the cost per kernel, come from them): expected error +-11% (the largest leave-one-out "
-                    "error of that fit) on the total of such NPU-bound models, per-layer shares unmeasured; the "
-                    "CPU part rests on assumed per-MAC and per-element costs and is not covered by it; on the MCX N94x (N1-16, figures not "
-                    "fitted) MLPerf Tiny's anomaly-detection autoencoder takes 0.797 ms where this estimate gives "
-                    "0.486 ms (published / estimate = 1.64): read N1 figures as optimistic")
+#: what the stated error covers and what it does not (every Neutron target's note says it)
+_COVERS = ("the NPU part: its compute and its own transfers (weights from {weights}, activations), of models "
+           "the NPU runs whole, as the boards timed them with int8 inputs and outputs")
+_NOT_COVERED = ("not covered: the CPU part (quantize / dequantize of float inputs and outputs, operators left on "
+                "the CPU: assumed per-MAC and per-element costs, no measured figure) and per-layer shares (not "
+                "measured)")
+
+
+def calibration_note(target) -> str:
+    """How the estimate was held against NXP's published figures on the target's generation (estimate.CALIBRATIONS):
+    the expected error per part, or that nothing was measured on it (a test recomputes the figures)."""
+    found = estimate.calibration(target)
+    covers = _COVERS.format(weights=target.weight_memory or "memory")
+    if found is None:
+        return (f"no measured figure for its generation ({target.generation}): nothing published was timed on a "
+                f"{target.generation} NPU, so no expected error is stated; its fitted figures are another "
+                f"generation's (see the figures' sources); {_NOT_COVERED}")
+    figures = ", ".join(f"{what} {shown}" for _, what, _, shown in found.published)
+    return (f"held against NXP's published {found.chip} latencies ({found.source}: {figures}; the "
+            f"{found.generation} fit of the depthwise rate and the cost per kernel comes from them): expected error "
+            f"+-{_percent(found.expected_error)} (the largest leave-one-out error of that fit) on {covers}; "
+            f"{_NOT_COVERED}")
+
+
+def _percent(error: float) -> str:
+    return f"{100 * error:.0f}%"
 
 
 def view(blob: bytes, meta: dict | None = None, reference: bytes | None = None) -> dict:
@@ -119,14 +136,18 @@ def estimate_total(estimates: list[dict], cpu_work: list[tuple[str, int, int]], 
 
 
 def estimate_notes(target, total: dict) -> list[str]:
-    """What the estimate is, the target's figures it used with their sources, how it was held against NXP's, and
-    a warning where the CPU part (assumed costs, not covered by the expected error) is most of the total."""
+    """What the estimate is, the target's figures it used with their sources, how it was held against NXP's on the
+    target's generation (its expected error per part), and a warning where the CPU part (assumed costs, not covered
+    by the expected error) is most of the total."""
     notes = [f"{ESTIMATE_NOTE}: {total['formula']}", "figures: " + "; ".join(target.estimate_figures()),
-             CALIBRATION_NOTE]
+             calibration_note(target)]
     cpu, whole = total.get("cpu_seconds", 0.0), total.get("inference_seconds", 0.0)
     if whole and cpu >= 0.5 * whole:
+        found = estimate.calibration(target)
+        claim = (f"the NPU part's +-{_percent(found.expected_error)} does not hold for this total" if found else
+                 "no expected error holds for this total")
         notes.append(f"the CPU part is {1e3 * cpu:.3f} of {1e3 * whole:.3f} ms ({100 * cpu / whole:.0f}%) here: it "
-                     f"rests on assumed costs per CPU operator, so the +-11% does not hold for this total")
+                     f"rests on assumed costs per CPU operator, so {claim}")
     return notes
 
 
