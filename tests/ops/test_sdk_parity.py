@@ -210,7 +210,8 @@ REFUSED = {
                     "1, 2, 4 or 8"),
     "bilinear_align_corners_h1": (lambda: nn.Upsample(size=(2, 7), mode="bilinear", align_corners=True),
                                   randn((1, 8, 1, 4)), "aten.upsample_bilinear2d.vec", "input of size 1"),
-    "slice_step2": (f(lambda s, a: a[:, :, ::2]), randn((1, 8, 6, 4)), "aten.slice_copy.Tensor", "step 2"),
+    # rows 1 and 5 of 6: no window of groups of 4 holds both (passes/strided_slice_to_reshape.py leaves it)
+    "slice_step4": (f(lambda s, a: a[:, :, 1::4]), randn((1, 8, 6, 4)), "aten.slice_copy.Tensor", "step 4"),
 }
 
 
