@@ -243,6 +243,9 @@ def to_text(report) -> str:
             for n in nodes:
                 r = n.rejection
                 lines.append(f"    {r.node}: {report.float_reason(r)}" + (f" (hint: {r.hint})" if r.hint else ""))
+    if report.folded:
+        lines += ["", f"Folded at lowering (computed once on constants, stored in the .pte, not run on the CPU): "
+                      f"{', '.join(report.folded)}"]
     notes = report.estimate_notes
     return "\n".join(lines + ([""] + notes if notes else []))
 
