@@ -1,11 +1,12 @@
-"""The time estimate of a .pte read from the file alone (`executorch-neutron report X.pte`), as compile's report
+"""The time estimate of a .pte read from the file alone (the `report X.pte` command), as compile's report
 gives it from the lowering: each delegate's estimate by its back end from the partition's TFLite in the .pte
 (`Backend.pte_tflite`, `Backend.pte_estimate`), the CPU part from the .pte's kernel calls (`macs.pte_cpu_work`, the
 list `macs.cpu_work` reads from the lowered graph), the total and its notes by the back end's `estimate_total` and
 `estimate_notes`, worded by the report's own lines (render.py).
 
-A delegate whose payload is device code without the TFLite it was compiled from (Neutron microcode; a Vela command
-stream lowered without its reference) has no estimate here: the estimate is not available, and says why.
+A delegate whose payload is device code without the TFLite it was compiled from (a device compiler's output, or a
+command stream lowered without its host reference) has no estimate here: the estimate is not available, and says
+why.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def estimate_pte(pte) -> PteEstimate:
             kind = row.view(blob)["kind"]
             missing.append(f"delegate {index}'s payload ({kind}) is device code without the partition's TFLite, "
                            f"which the estimate is made from; compile's report gives it, or lower with the "
-                           f"TFLite kept in the .pte (a host-reference payload, or an Ethos-U reference)")
+                           f"TFLite kept in the .pte (its host reference)")
             continue
         try:
             found = row.pte_estimate(tflite, pte_file.compile_spec(delegate))
