@@ -7,7 +7,7 @@ first 32 held-out samples and evaluated on the held-out set (`evaluate`, the .pt
 - all-int8: the default lowering;
 - A16W8: int16 activations, int8 weights (`quantizer_for(target, activations="int16")`), on targets whose NPU has
   them (`target.activation_dtypes`: the Ethos-U targets), else n/a;
-- auto: `auto_precision` at the model's SQNR target (int16 layers where the target has them, else float on the CPU);
+- auto: `auto_precision` at the model's SQNR target (int8 -> int16 where the target has it -> float on the CPU);
 - float: the PyTorch model itself (on the CPU; no NPU figures).
 Columns: the task metric (RMSE, top-1), the SQNR of the .pte against the float model on the held-out set, the back
 end's estimate (Vela's cycles on the Ethos-U targets, the Neutron estimate's on imxrt700), the estimated time (NPU
@@ -161,7 +161,8 @@ def measure(name: str, targets: list[str]) -> None:
         print()
         print(f"search on {target}: all-int8 {_db(auto.steps[0].sqnr_db)} dB; one layer promoted alone: "
               + ", ".join(f"{k} {_db(v)}" for k, v in sorted(auto.sensitivity.items(), key=lambda kv: -kv[1]))
-              + " dB; steps: " + (", ".join(f"{s.action} {s.layer} {_db(_either(s.sqnr_db, s.pte_sqnr_db))}"
+              + " dB; steps: " + (", ".join(f"{s.action} {s.layer} to {s.precision} "
+                                             f"{_db(_either(s.sqnr_db, s.pte_sqnr_db))}"
                                              for s in auto.steps[1:]) or "none")
               + f"; the chosen .pte {_db(auto.sqnr_db)} dB on the calibration samples\n")
 

@@ -54,7 +54,7 @@ def test_assembly_per_target(case):
     pipeline = assemble(resolve_spec(target))
     assert type(pipeline.quantizer).__name__ == ("NeutronCortexMQuantizer" if cortex_m else "NeutronQuantizer")
     assert pipeline.partitioner.compile_spec.target == target
-    assert bool(pipeline.cortex_m_core) is cortex_m and bool(pipeline.edge_transforms()) is cortex_m
+    assert bool(pipeline.cortex_m_core) is cortex_m and len(pipeline.edge_transforms()) == 1 + cortex_m  # + fold
     assert (pipeline.edge_compile_config is not None) is cortex_m
 
 

@@ -25,7 +25,8 @@ from executorch_neutron.pte import inspect_pte, read_pte
 from executorch_neutron.quantizer.precision import KEPT_FLOAT_REASON
 from executorch_neutron.report import load_schema
 from executorch_neutron.runtime import run
-from harness import assert_within_steps, model_output_qparams, quantize_np
+from executorch_neutron.target import get_target
+from harness import assert_within_steps, io_quant, model_output_qparams, quantize_np, run_tflite
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ("imxrt700", "imx93")
@@ -155,7 +156,7 @@ def test_quantized_io_refuses_a_float_input_in_one_line():
 
 def test_unknown_module_is_a_lowering_error_listing_the_modules():
     model, calib = _model_and_data()
-    with pytest.raises(LoweringError, match=r"no module 'haed'; its modules are: body, body.0, body.1, head"):
+    with pytest.raises(LoweringError, match=r"no module 'haed' .*; its modules are: body, body.0, body.1, head"):
         lower(model, calib[0], calib, precision="haed=float")
 
 
@@ -223,3 +224,87 @@ def test_precision_with_a_quantizer_of_ones_own_or_a_quantized_model_is_refused(
         lower(model, calib[0], quantize_model=False, precision="head=float")
     with pytest.raises(LoweringError, match="int16 activations are not supported on imxrt700"):
         lower(model, calib[0], calib, precision="default=int16")
+
+
+class LinearHead(torch.nn.Module):
+    """A small CNN whose last layer is an nn.Linear named `head` ([10, 1024] weight): kept float, ExecuTorch writes
+    it as addmm(bias, x, permute_copy(weight)) (mm without a bias)."""
+
+    def __init__(self, bias: bool = True):
+        super().__init__()
+        self.features = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(),
+                                            torch.nn.MaxPool2d(2), torch.nn.Conv2d(16, 16, 3, padding=1),
+                                            torch.nn.ReLU(), torch.nn.MaxPool2d(2))
+        self.head = torch.nn.Linear(1024, 10, bias=bias)
+
+    def forward(self, x):
+        return self.head(self.features(x).flatten(1))
+
+
+_TRANSPOSES = ("aten::permute_copy", "aten::t_copy", "aten::transpose_copy")
+
+
+def _transposed_constants(pte: bytes) -> list[str]:
+    """The CPU kernel calls of the .pte that transpose a constant tensor (one stored in the program's constant
+    buffer: data_buffer_idx > 0), read with the package's one .pte reader."""
+    found = []
+    for plan in read_pte(pte).program.execution_plan:
+        for chain in plan.chains:
+            for instr in chain.instructions:
+                args = instr.instr_args
+                if type(args).__name__ != "KernelCall" or plan.operators[args.op_index].name not in _TRANSPOSES:
+                    continue
+                value = plan.values[args.args[0]].val
+                if getattr(value, "data_buffer_idx", 0) > 0:
+                    found.append(plan.operators[args.op_index].name)
+    return found
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["addmm", "mm"])
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_float_linear_stores_its_weight_transposed(target, bias):
+    """A linear kept float transposes no constant on the CPU at each inference: the transpose is folded at lowering
+    (the .pte stores the weight transposed), so planned memory holds no [1024, 10] copy of it and the CPU estimate
+    no 10,240-element permute; the outputs are PyTorch's quantized model's."""
+    torch.manual_seed(0)
+    model = LinearHead(bias).eval()
+    gen = torch.Generator().manual_seed(1)
+    calib = [(torch.randn(1, 3, 32, 32, generator=gen),) for _ in range(4)]
+    r = lower(model, calib[0], calib, target=target, precision="head=float")
+    assert _transposed_constants(r.pte) == [], "a constant weight is transposed on the CPU at every inference"
+    weight_bytes = model.head.weight.numel() * 4
+    planned = sum(inspect_pte(r.pte).methods[0].planned_buffers)
+    assert planned < weight_bytes, f"planned memory {planned} B holds a transposed copy of the {weight_bytes} B weight"
+    info, estimate = get_target(target), r.report.estimate
+    permute_seconds = model.head.weight.numel() * info.cpu_cycles_per_element / info.cpu_clock_hz
+    assert estimate["cpu_seconds"] < permute_seconds, "the CPU estimate still costs the weight's transpose"
+    assert [rej.op for rej in r.report.rejections] == ["aten.addmm.default" if bias else "aten.mm.default"]
+    assert "permute_copy" in str(r.report) and "Folded at lowering" in str(r.report)
+    # outputs: the NPU partition's TFLite run by LiteRT, then PyTorch's float linear, computes the .pte's output
+    # up to float rounding (a folded transpose is exact); PyTorch's quantized model within one input step of the
+    # linear: a one-step difference of each input may move an output by scale * sum |w| of its row
+    (partition,) = r.report.partitions
+    assert partition.input_formats == (0,) and partition.output_formats == (0,)  # tensors as ExecuTorch stores them
+    (in_q,), (out_q,) = io_quant(partition.tflite)
+    bound = out_q[0] * model.head.weight.abs().sum(1).max().item()
+    for (x,) in calib:
+        (features,) = run_tflite(partition.tflite, [quantize_np(x.numpy(), *in_q)])
+        features = torch.from_numpy((features.astype(np.float32) - out_q[1]) * out_q[0])
+        out = run(r.pte, [x])[0]
+        with torch.no_grad():
+            torch.testing.assert_close(out, model.head(features), rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(out, r.quantized_model(x), atol=bound, rtol=0)
+
+
+def test_the_fold_is_deterministic_and_the_recipe_folds_the_same():
+    from executorch.export import export
+
+    from executorch_neutron.recipes import get_imx93_recipe
+
+    torch.manual_seed(0)
+    model = LinearHead().eval()
+    calib = [(torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(1)),)]
+    first = lower(model, calib[0], calib, target="imx93", precision="head=float")
+    assert lower(model, calib[0], calib, target="imx93", precision="head=float").pte == first.pte
+    recipe = get_imx93_recipe(calibration_inputs=calib, precision="head=float")
+    assert export(model, [calib[0]], export_recipe=recipe).get_pte_buffer() == first.pte

@@ -424,7 +424,11 @@ def _report(args) -> int:
         except BudgetError as exc:
             print(exc.section if not args.json else json.dumps({"memory": exc.section.to_dict()}, indent=2))
             raise
-    print(json.dumps({**summary.to_dict(), "memory": memory.to_dict()}, indent=2) if args.json else f"{summary}\n{memory}")
+    from .report.pte_estimate import estimate_pte
+
+    estimate = estimate_pte(args.pte)
+    print(json.dumps({**summary.to_dict(), "memory": memory.to_dict(), "estimate": estimate.to_dict()}, indent=2)
+          if args.json else f"{summary}\n{memory}\n{estimate}")
     if args.model_explorer:
         _model_explorer(args.pte, args.model_explorer, file=sys.stderr if args.json else sys.stdout)
     return EXIT_OK
@@ -704,9 +708,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "given, else beside the .pte: MODEL.trace.json)")
     f.set_defaults(func=_profile)
 
-    s = sub.add_parser("report", help="what is inside a .pte: methods, CPU kernels, delegates and payloads")
+    s = sub.add_parser("report", help="what is inside a .pte: methods, CPU kernels, delegates and payloads, the "
+                       "memory it needs and its time estimate")
     s.add_argument("pte", type=Path, help="the .pte to look inside")
-    s.add_argument("--json", action="store_true", help="print the summary and the memory section as JSON "
+    s.add_argument("--json", action="store_true", help="print the summary, the memory section and the estimate as JSON "
                    "(schema: report/schema.json in the package)")
     for kind in ("sram", "flash"):
         s.add_argument(f"--{kind}-budget", metavar="SIZE", help=f"hold the program's "

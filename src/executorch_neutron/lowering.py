@@ -440,6 +440,7 @@ def _lower(model, inputs, calibration_inputs, target, spec, quantizer, quantize_
         edge, leftovers = pipeline.lower_leftovers(edge)
         timings["cortex_m"] = time.perf_counter() - t0
         stages.done()
+    edge = pipeline.fold_step(edge)  # the CPU's computations on constants, evaluated once here
 
     t0 = time.perf_counter()
     program = edge.to_executorch()

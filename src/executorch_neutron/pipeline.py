@@ -1,4 +1,4 @@
-"""The one assembly of the lowering pipeline: quantize -> partition -> (Cortex-M leftovers) -> to_executorch.
+"""The one assembly of the lowering pipeline: quantize -> partition -> (Cortex-M leftovers) -> fold -> to_executorch.
 
 `lower()` (and so the CLI, `compare()` and the examples) and the ExecuTorch export recipes (`recipes.py`) take
 their stages from here: one rule for `spec` vs `target` (`resolve_spec`), then `assemble(spec)` gives the
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from .backends import partitioner_for
 from .compile_spec import NeutronCompileSpec
+from .core.cpu_constants import FoldCpuConstants
 from .cortex_m.stage import (
     cortex_m_core,
     edge_compile_config,
@@ -86,16 +87,22 @@ class Pipeline:
         """After partitioning, before the Cortex-M step: the quantized I/O step when asked for, else `edge`."""
         return edge.transform(quantize_io_passes(edge)) if self.quantized_io else edge
 
-    def edge_transforms(self) -> list | None:
-        """The quantized I/O step and the Cortex-M step as a recipe's edge-manager transforms (each returns the
-        passes ExecuTorch then applies; None when there is neither)."""
+    def fold_step(self, edge):
+        """Last, after the Cortex-M step: the CPU's computations on constants folded (`core/cpu_constants.py`: a
+        float linear's weight transpose is stored transposed instead of computed at every inference)."""
+        return edge.transform([FoldCpuConstants()])
+
+    def edge_transforms(self) -> list:
+        """The quantized I/O step, the Cortex-M step and the constant fold as a recipe's edge-manager transforms
+        (each returns the passes ExecuTorch then applies), in `lower()`'s order."""
         steps = [quantize_io_passes] if self.quantized_io else []
         if self.cortex_m_core:
             def cortex_m_leftovers(edge):
                 return prepare_leftovers(edge, self.spec, self._cpu_nodes())[0]
 
             steps.append(cortex_m_leftovers)
-        return steps or None
+        steps.append(lambda edge: [FoldCpuConstants()])
+        return steps
 
 
 def assemble(spec: NeutronCompileSpec, quantizer=None, quantized_io: bool = False,

@@ -35,6 +35,9 @@ class Backend:
     #: total estimate (the same keys, plus "npu_seconds" / "cpu_seconds" where the back end estimates the CPU part)
     estimate_total: Callable | None = None
     estimate_notes: Callable | None = None  # (target, total estimate) -> the sentences printed under the estimate
+    #: (partition TFLite read from a .pte, its compile spec) -> that partition's estimate, as `partition_estimate`
+    #: gave it at lowering (`report X.pte` estimates from the file alone)
+    pte_estimate: Callable | None = None
     #: lowered-module metadata -> the back end's section of a partition in the report ({key: JSON value})
     section: Callable | None = None
     #: (blob, compile spec, partition TFLite or None, partition name) -> the memory its payload needs on the device

@@ -45,6 +45,26 @@ def partition_estimate(tflite: bytes | None, meta: dict, target) -> dict | None:
     return {"by": "Vela's estimate", **meta["estimate"]} if meta.get("estimate") else None
 
 
+def pte_estimate(tflite: bytes, spec) -> dict:
+    """Vela's estimate of a partition from its reference TFLite in a .pte (`report X.pte`): compiled again with the
+    delegate's flags, as the lowering compiled it."""
+    options = EthosUOptions.of(spec)
+    return {"by": "Vela's estimate", **_compiled(tflite, options.vela_flags, options.core_clock_hz).estimate.to_dict()}
+
+
+_COMPILED: dict = {}
+
+
+def _compiled(tflite: bytes, flags, core_clock_hz: float):
+    """Vela's output for a partition TFLite (one compile per TFLite, flags and clock in a process: `report` asks it for
+    the estimate, the memory section and Model Explorer's overlay)."""
+    key = (hashlib.sha256(tflite).hexdigest(), tuple(flags), core_clock_hz)
+    if key not in _COMPILED:
+        _COMPILED.clear()  # keep one: a report reads one .pte
+        _COMPILED[key] = compile_tflite(tflite, flags, "partition", core_clock_hz)
+    return _COMPILED[key]
+
+
 def estimate_total(estimates: list[dict], cpu_work, target) -> dict:
     """Vela's estimates summed over the partitions (SRAM: the largest partition's, they run one at a time); Vela
     estimates the NPU only: where the target names its CPU's figures, the CPU part (core/cpu_estimate.py) is added."""
@@ -95,7 +115,7 @@ def pte_tflite(blob: bytes, pte) -> bytes | None:
 def layer_estimate(tflite: bytes, spec) -> tuple[list[dict], str]:
     """Vela's per-layer estimate of a partition TFLite, compiled again with the spec's flags."""
     options = EthosUOptions.of(spec)
-    estimate = compile_tflite(tflite, options.vela_flags, "partition", options.core_clock_hz).estimate
+    estimate = _compiled(tflite, options.vela_flags, options.core_clock_hz).estimate
     return [vars(layer) for layer in estimate.layers], "cycles (Vela's estimate)"
 
 
@@ -151,7 +171,7 @@ def memory(blob: bytes, spec, tflite: bytes | None, name: str) -> list[Block]:
     mode = _flag(options.vela_flags, "memory-mode")
     sram_used = None
     if tflite is not None:
-        sram_used = compile_tflite(tflite, options.vela_flags, name, options.core_clock_hz).estimate.sram_bytes
+        sram_used = _compiled(tflite, options.vela_flags, options.core_clock_hz).estimate.sram_bytes
     arena_in_sram = place["arena"] == SRAM
     source = "the payload's scratch_size block (Vela's raw output); allocated per call from the temp allocator"
     if sram_used is None:
@@ -187,5 +207,5 @@ def supported_ops() -> list[str]:
 ROW = Backend(ETHOS_U, BACKEND_ID, EthosUPartitioner, view, host_payload, claims, host_blob, on_load,
               device_only=DEVICE_ONLY, title="Ethos-U NPU (Vela)", limits=lambda profile: "Vela's limits",
               pte_tflite=pte_tflite, layer_estimate=layer_estimate, partition_estimate=partition_estimate,
-              estimate_total=estimate_total, estimate_notes=estimate_notes, section=section, memory=memory,
-              placement=placement, supported_ops=supported_ops)
+              estimate_total=estimate_total, estimate_notes=estimate_notes, pte_estimate=pte_estimate,
+              section=section, memory=memory, placement=placement, supported_ops=supported_ops)

@@ -9,20 +9,28 @@ The search, on the calibration samples (at most `max_samples` of them):
    quantizer annotates, or the node itself when it belongs to no module; an operator that only moves data or
    clamps (view, permute, ReLU, max pooling...) goes with the layer it follows. A layer is promoted by a node rule
    per node (`set_node_name`), so that promoting a module never promotes the modules inside it.
-2. Sensitivity: each layer alone is promoted (int16 activations where the target lists "int16" in
-   `activation_dtypes`, else float on the CPU) and PyTorch's quantized model (`convert_pt2e`) is run: its output
-   SQNR against the float model (what it gains over all-int8) ranks the layer. Cheap: no lowering.
-3. Greedy: layers are promoted in order of sensitivity until the quantized model reaches the target, then each
-   promoted layer that the target does not need is dropped again (least sensitive first).
+2. The ladder: int8 -> int16 -> float on a target whose NPU computes int16 activations ("int16" in
+   `activation_dtypes`: int16 activations, int8 weights, still on the NPU), int8 -> float elsewhere (float: on the
+   CPU). Each rung in turn, while the target is missed:
+   a. Sensitivity: each layer not yet on the rung is raised to it alone, on top of the configuration so far, and
+      PyTorch's quantized model (`convert_pt2e`) is run: its output SQNR against the float model ranks the layer.
+      Cheap: no lowering.
+   b. Greedy: layers are raised to the rung in order of sensitivity until the quantized model reaches the target.
+   Int8 weights bound what int16 activations reach (per-channel int8 weights with float activations bound a model
+   too): a target above all-int16 goes on to float, where a float layer runs on the CPU (the Cortex-A55 of the
+   i.MX 93).
+3. Once the target is reached, each raised layer the target does not need goes down one rung again (least
+   sensitive first).
 4. Verification: the chosen configuration is lowered and its .pte run on the host (`numerics.compare`: the SQNR
-   of the .pte against the float model, the worst output); while it misses the target, the next layer is promoted.
-   If every layer promoted still misses it, a one-line warning says so and the best configuration found is returned.
-   Where promoting means float on the CPU, at least one layer stays int8 (the NPU keeps work) unless
+   of the .pte against the float model, the worst output); while it misses the target, the next layer is raised.
+   If every layer raised still misses it, a one-line warning says so and the best configuration found is returned.
+   At least one layer stays on the NPU (int8 or int16: no more than all layers but one are float) unless
    `allow_cpu_only=True`: a target only the all-float model reaches gets a warning with that program's cost.
 
-The cost of the choice against all-int8 is its back end's estimate (`report.estimate`: Vela's cycles on Ethos-U, the
-Neutron estimate on Neutron), the memory section's totals and the nodes left on the CPU. `compile --accuracy-target
-SQNR_DB` runs it (`search_for_cli`).
+The cost of each rung's configuration (all-int8, where the int16 rung ended, the chosen one) is its back end's
+estimate (`report.estimate`: Vela's cycles on Ethos-U with the CPU part, the Neutron estimate on Neutron), the
+memory section's totals and the nodes left on the CPU, each from its lowering. `compile --accuracy-target SQNR_DB`
+runs it (`search_for_cli`).
 """
 
 from __future__ import annotations
@@ -68,11 +76,13 @@ class Layer:
 
 @dataclass
 class Step:
-    action: str  # "all-int8", "promote" or "drop"
+    action: str  # "all-int8", "promote" (one rung up) or "drop" (one rung down)
     layer: str | None
     promoted: tuple[str, ...]  # the layers promoted after this step
     sqnr_db: float | None  # PyTorch's quantized model vs float (the search's figure)
     pte_sqnr_db: float | None = None  # the lowered .pte on the host vs float (when this configuration was lowered)
+    precision: str | None = None  # where the step put the layer: "int16", "float" ("int8": dropped to int8)
+    rules: dict[str, str] = field(default_factory=dict)  # every promoted layer's precision after this step
 
 
 @dataclass
@@ -96,10 +106,22 @@ class Cost:
 
 
 @dataclass
+class Rung:
+    """Where the search left one rung of the ladder it went beyond (the int16 rung when it went on to float): that
+    configuration lowered, with its .pte's SQNR and cost."""
+
+    precision: str
+    rules: dict[str, str]
+    sqnr_db: float  # its .pte on the host vs float
+    cost: Cost
+    lowering: LoweringResult | None = field(default=None, repr=False)
+
+
+@dataclass
 class AutoPrecisionResult:
     target: str
     sqnr_target_db: float
-    promote_to: str  # "int16" or "float"
+    promote_to: str  # the highest precision the chosen configuration uses ("int16" or "float"; the ladder's first)
     samples: int
     layers: list[Layer]
     sensitivity: dict[str, float]  # layer -> SQNR (dB) of the quantized model with that layer alone promoted
@@ -113,6 +135,11 @@ class AutoPrecisionResult:
     message: str | None = None  # why the target was not reached
     lowering: LoweringResult | None = field(default=None, repr=False)  # the chosen configuration's lowering
     baseline_lowering: LoweringResult | None = field(default=None, repr=False)  # the all-int8 lowering
+    ladder: tuple[str, ...] = ("float",)  # the precisions a layer climbs through after int8
+    #: per rung the search entered: layer -> SQNR (dB) of the quantized model with that layer alone raised to the
+    #: rung on top of the configuration so far (`sensitivity` is the first rung's)
+    rung_sensitivity: dict[str, dict[str, float]] = field(default_factory=dict)
+    rungs: list[Rung] = field(default_factory=list)  # the rungs the search went beyond, lowered with their cost
 
     def save(self, path):
         """Write the chosen configuration's .pte (as `LoweringResult.save`)."""
@@ -123,18 +150,30 @@ class AutoPrecisionResult:
             return str(v) if isinstance(v, float) and math.isinf(v) else v
 
         return {"target": self.target, "sqnr_target_db": self.sqnr_target_db, "promote_to": self.promote_to,
+                "ladder": ["int8", *self.ladder],
                 "samples": self.samples, "reached": self.reached, "message": self.message,
                 "sqnr_db": num(self.sqnr_db), "baseline_sqnr_db": num(self.baseline_sqnr_db), "rules": self.rules,
                 "layers": [{"name": la.name, "nodes": list(la.nodes), "ops": list(la.ops),
-                            "sensitivity_sqnr_db": num(self.sensitivity.get(la.name))} for la in self.layers],
-                "steps": [{"action": s.action, "layer": s.layer, "promoted": list(s.promoted),
-                           "sqnr_db": num(s.sqnr_db), "pte_sqnr_db": num(s.pte_sqnr_db)} for s in self.steps],
+                            "sensitivity_sqnr_db": num(self.sensitivity.get(la.name)),
+                            "rung_sensitivity_sqnr_db": {rung: num(found.get(la.name))
+                                                         for rung, found in self.rung_sensitivity.items()}}
+                           for la in self.layers],
+                "steps": [{"action": s.action, "layer": s.layer, "precision": s.precision, "promoted": list(s.promoted),
+                           "rules": dict(s.rules), "sqnr_db": num(s.sqnr_db), "pte_sqnr_db": num(s.pte_sqnr_db)}
+                          for s in self.steps],
+                "rungs": [{"precision": r.precision, "rules": r.rules, "sqnr_db": num(r.sqnr_db), "cost": vars(r.cost)}
+                          for r in self.rungs],
                 "cost": {"all-int8": vars(self.baseline), "chosen": vars(self.cost)}}
 
     def cost_table(self) -> str:
+        """The cost of each step of the ladder: all-int8, where each rung the search went beyond ended, the
+        chosen configuration."""
         rows = [("configuration", ".pte SQNR", self.baseline.estimate_by or "estimate", "time", "CPU nodes",
                  *(f"{p} bytes" for p in self.cost.memory), ".pte bytes")]
-        for name, sq, c in (("all-int8", self.baseline_sqnr_db, self.baseline), ("chosen", self.sqnr_db, self.cost)):
+        configurations = [("all-int8", self.baseline_sqnr_db, self.baseline)]
+        configurations += [(f"{r.precision} rung ({len(r.rules)} layer(s))", r.sqnr_db, r.cost) for r in self.rungs]
+        configurations.append(("chosen", self.sqnr_db, self.cost))
+        for name, sq, c in configurations:
             rows.append((name, _db(sq), "n/a" if c.cycles is None else f"{c.cycles:,} cycles",
                          "n/a" if c.inference_seconds is None else f"{c.inference_seconds * 1e6:.1f} us",
                          str(c.cpu_nodes), *(f"{c.memory.get(p, 0):,}" for p in self.cost.memory),
@@ -145,14 +184,18 @@ class AutoPrecisionResult:
 
     def __str__(self) -> str:
         head = (f"automatic mixed precision on {self.target}: target {self.sqnr_target_db:g} dB SQNR vs float on "
-                f"{self.samples} sample(s); promoting to {self.promote_to}")
-        lines = [head, "sensitivity (quantized PyTorch, one layer promoted alone; all-int8 "
-                 f"{_db(self.steps[0].sqnr_db)}):"]
-        for la in sorted(self.layers, key=lambda la: -_rank(self.sensitivity.get(la.name))):
-            lines.append(f"  {la.name:<24} {_db(self.sensitivity.get(la.name)):>9}  ({', '.join(la.ops)})")
+                f"{self.samples} sample(s); ladder {' -> '.join(('int8', *self.ladder))}")
+        lines = [head]
+        for i, (rung, found) in enumerate(self.rung_sensitivity.items()):
+            base = (f"all-int8 {_db(self.steps[0].sqnr_db)}" if i == 0 else
+                    "on top of the layers raised so far")
+            lines.append(f"sensitivity to {rung} (quantized PyTorch, one layer raised alone; {base}):")
+            for la in sorted((la for la in self.layers if la.name in found), key=lambda la: -_rank(found[la.name])):
+                lines.append(f"  {la.name:<24} {_db(found[la.name]):>9}  ({', '.join(la.ops)})")
         lines.append("search:")
         for s in self.steps:
-            what = s.action if s.layer is None else f"{s.action} {s.layer}"
+            what = s.action if s.layer is None else f"{s.action} {s.layer}" + (f" to {s.precision}" if s.precision
+                                                                                else "")
             pte = f", .pte {_db(s.pte_sqnr_db)}" if s.pte_sqnr_db is not None else ""
             lines.append(f"  {what:<32} quantized PyTorch {_db(s.sqnr_db)}{pte}")
         chosen = ", ".join(f"{k}={v}" for k, v in self.rules.items()) or "none (all-int8 reaches the target)"
@@ -241,27 +284,27 @@ def _layers_of(gm: GraphModule) -> list[Layer]:
 
 
 class _Search:
-    """One search: the model, its samples and float outputs, and the quantizer of a configuration."""
+    """One search: the model, its samples and float outputs, and the quantizer of a configuration (layer -> its
+    precision; a layer not in it stays int8)."""
 
-    def __init__(self, model, inputs, calibration, spec, promote_to):
-        self.model, self.inputs, self.calibration = model, inputs, calibration
-        self.spec, self.promote_to = spec, promote_to
+    def __init__(self, model, inputs, calibration, spec):
+        self.model, self.inputs, self.calibration, self.spec = model, inputs, calibration, spec
 
-    def quantizer(self, promoted: Iterable[Layer]):
+    def quantizer(self, config: dict):
         q = quantizer_for(self.spec.target, constraints=self.spec.constraints)
         rules = getattr(q, "neutron", q)  # NeutronCortexMQuantizer: its Neutron quantizer holds the rules
-        for layer in promoted:
+        for layer, precision in config.items():
             for node in layer.nodes:
-                rules.set_node_name(node, self.promote_to)
+                rules.set_node_name(node, precision)
         return q
 
-    def quantized_sqnr(self, promoted, samples, floats) -> float:
-        quantized = quantize(self.model, self.inputs, self.calibration, self.quantizer(promoted))
+    def quantized_sqnr(self, config: dict, samples, floats) -> float:
+        quantized = quantize(self.model, self.inputs, self.calibration, self.quantizer(config))
         return worst_sqnr(floats, _outputs(quantized, samples))
 
-    def lower(self, promoted, samples) -> tuple[LoweringResult, float]:
+    def lower(self, config: dict, samples) -> tuple[LoweringResult, float]:
         """The lowering of a configuration and its .pte's SQNR vs float on the host (`numerics.compare`)."""
-        result = lower(self.model, self.inputs, self.calibration, spec=self.spec, quantizer=self.quantizer(promoted))
+        result = lower(self.model, self.inputs, self.calibration, spec=self.spec, quantizer=self.quantizer(config))
         cmp = compare(self.model, result=result, samples=samples)
         values = [o.sqnr_db for o in cmp.outputs if o.sqnr_db is not None]
         return result, min(values) if values else math.inf
@@ -271,7 +314,8 @@ def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable,
                    sqnr_db: float, samples: Iterable | None = None, max_samples: int = 32,
                    candidates: Iterable[str] | None = None, progress: Callable | None = None,
                    allow_cpu_only: bool = False, **lower_options) -> AutoPrecisionResult:
-    """Promote the most sensitive layers until the lowered model reaches `sqnr_db` (dB, vs the float model).
+    """Raise the most sensitive layers, int8 -> int16 (where the target's NPU computes it) -> float, until the lowered
+    model reaches `sqnr_db` (dB, vs the float model).
 
     model, inputs, calibration_inputs, target, lower_options: as for `lower()` (spec=..., intermediates_dir=...,
         sram_budget=..., held against the chosen configuration; not quantizer or quantize_model: the search builds
@@ -280,9 +324,9 @@ def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable,
     candidates: the layers the search may promote (names as `find_layers` gives them: "fc1", "backbone.conv2");
         default every layer.
     progress: a tqdm-like factory: a bar over the layers measured and one over the search's steps.
-    allow_cpu_only: where layers are promoted to float (CPU), the search keeps at least one layer int8 so that the
-        NPU keeps work, unless this is True; a target only the all-float model reaches is then reported (with what
-        the all-float program costs) and the best configuration that keeps NPU work is returned.
+    allow_cpu_only: the search keeps at least one layer on the NPU (int8 or int16) unless this is True; a target
+        only the all-float model reaches is then reported (with what the all-float program costs) and the best
+        configuration that keeps NPU work is returned.
     """
     for option in ("quantizer", "quantize_model"):
         if option in lower_options:
@@ -302,64 +346,91 @@ def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable,
     if isinstance(model, torch.nn.Module) and not isinstance(model, torch.fx.GraphModule):
         model = copy.deepcopy(model).eval()
     target_info = spec.target_info
-    promote_to = "int16" if "int16" in getattr(target_info, "activation_dtypes", ("int8",)) else "float"
-    search = _Search(model, inputs, calibration, spec, promote_to)
+    ladder = ("int16", "float") if "int16" in getattr(target_info, "activation_dtypes", ("int8",)) else ("float",)
+    levels = ("int8", *ladder)
+    search = _Search(model, inputs, calibration, spec)
     floats = _outputs(model, samples)
-    layers = _allowed(find_layers(model, inputs, search.quantizer(())), candidates)
+    found_layers = find_layers(model, inputs, search.quantizer({}))
+    layers = _allowed(found_layers, candidates)
+    keep_npu = not allow_cpu_only
+    # the most layers a configuration may keep float: all but one, unless another layer is no candidate
+    max_float = len(layers) - (keep_npu and len(layers) == len(found_layers))
 
-    base = search.quantized_sqnr((), samples, floats)
-    sensitivity = {}
-    for layer in _bar(progress, layers, "layer sensitivity", "layer"):
-        sensitivity[layer.name] = search.quantized_sqnr((layer,), samples, floats)
-    order = sorted(layers, key=lambda la: -_rank(sensitivity[la.name]))
+    def floated(config) -> int:
+        return sum(p == "float" for p in config.values())
+
+    base = search.quantized_sqnr({}, samples, floats)
     steps = [Step("all-int8", None, (), base)]
-    promoted: list[Layer] = []
+    config: dict[Layer, str] = {}
     current = base
-    bar = progress(total=len(order), desc="promoting", unit="layer") if progress else None
-    keep_npu = promote_to == "float" and not allow_cpu_only
-    limit = len(order) - 1 if keep_npu else len(order)  # the most layers a configuration may promote
-    for layer in order:  # greedy, on PyTorch's quantized model
-        if current >= sqnr_db or len(promoted) >= limit:
+    sensitivity: dict[str, dict[str, float]] = {}  # rung -> layer -> SQNR with it alone raised to the rung
+    orders: dict[str, list[Layer]] = {}
+    ended: list[tuple[str, dict]] = []  # (rung, configuration) where the search left a rung for the next
+    bar = progress(total=len(layers) * len(ladder), desc="promoting", unit="step") if progress else None
+    for rung in ladder:  # greedy, on PyTorch's quantized model, one rung after the other
+        if current >= sqnr_db or (rung == "float" and floated(config) >= max_float):
             break
-        promoted.append(layer)
-        current = search.quantized_sqnr(promoted, samples, floats)
-        steps.append(Step("promote", layer.name, _names(promoted), current))
-        if bar is not None:
-            bar.update(1)
-    if current >= sqnr_db:
-        for layer in sorted(promoted, key=lambda la: _rank(sensitivity[la.name])):  # least sensitive first
-            if len(promoted) < 2:
+        if config:  # the rung below ends here
+            ended.append((ladder[ladder.index(rung) - 1], dict(config)))
+        todo = [la for la in layers if config.get(la) != rung]
+        found = sensitivity[rung] = {}
+        for layer in _bar(progress, todo, f"layer sensitivity to {rung}", "layer"):
+            found[layer.name] = search.quantized_sqnr({**config, layer: rung}, samples, floats)
+        orders[rung] = order = sorted(todo, key=lambda la: -_rank(found[la.name]))
+        for layer in order:
+            if current >= sqnr_db or (rung == "float" and floated(config) >= max_float):
                 break
-            trial = [la for la in promoted if la is not layer]
+            config[layer] = rung
+            current = search.quantized_sqnr(config, samples, floats)
+            steps.append(Step("promote", layer.name, _names(config), current, precision=rung, rules=_rules(config)))
+            if bar is not None:
+                bar.update(1)
+    if current >= sqnr_db:  # one rung down for each raised layer the target does not need, least sensitive first
+        for layer in sorted(config, key=lambda la: _rank(sensitivity[config[la]].get(la.name))):
+            down = levels[levels.index(config[layer]) - 1]
+            trial = {la: (down if la is layer else p) for la, p in config.items() if la is not layer or down != "int8"}
+            if not trial:
+                continue  # all-int8 misses the target
             value = search.quantized_sqnr(trial, samples, floats)
             if value >= sqnr_db:
-                promoted, current = trial, value
-                steps.append(Step("drop", layer.name, _names(promoted), value))
+                config, current = trial, value
+                steps.append(Step("drop", layer.name, _names(config), value, precision=down, rules=_rules(config)))
 
-    baseline, baseline_sqnr = search.lower((), samples)
+    baseline, baseline_sqnr = search.lower({}, samples)
     steps[0].pte_sqnr_db = baseline_sqnr
-    chosen, chosen_sqnr = (baseline, baseline_sqnr) if not promoted else search.lower(promoted, samples)
+    chosen, chosen_sqnr = (baseline, baseline_sqnr) if not config else search.lower(config, samples)
     steps[-1].pte_sqnr_db = chosen_sqnr
-    best = max((baseline_sqnr, baseline, []), (chosen_sqnr, chosen, list(promoted)),
-               key=lambda b: (_keeps_npu(b[1]) or not keep_npu, b[0]))
-    remaining = [la for la in order if la not in promoted]
-    while chosen_sqnr < sqnr_db and remaining and len(promoted) < limit:  # the .pte misses what the quantized model
-        # reached: promote on
-        promoted.append(remaining.pop(0))
-        chosen, chosen_sqnr = search.lower(promoted, samples)
-        steps.append(Step("promote", promoted[-1].name, _names(promoted), None, chosen_sqnr))
-        best = max(best, (chosen_sqnr, chosen, list(promoted)), key=lambda b: (_keeps_npu(b[1]) or not keep_npu, b[0]))
+
+    def better(a, b):  # (sqnr, lowering, config): keeping NPU work first (unless allowed), then the SQNR
+        return max(a, b, key=lambda c: (_keeps_npu(c[1]) or not keep_npu, c[0]))
+
+    best = better((baseline_sqnr, baseline, {}), (chosen_sqnr, chosen, dict(config)))
+    pending = _pending(config, ladder, orders, layers)
+    while chosen_sqnr < sqnr_db and pending:  # the .pte misses what the quantized model reached: raise on
+        layer, rung = pending.pop(0)
+        if levels.index(config.get(layer, "int8")) >= levels.index(rung) or (
+                rung == "float" and floated(config) >= max_float):
+            continue
+        config[layer] = rung
+        chosen, chosen_sqnr = search.lower(config, samples)
+        steps.append(Step("promote", layer.name, _names(config), None, chosen_sqnr, rung, _rules(config)))
+        best = better(best, (chosen_sqnr, chosen, dict(config)))
         if bar is not None:
             bar.update(1)
     if bar is not None:
         bar.close()
+    rungs = []
+    for rung, where in ended:  # the cost of each rung the search went beyond, from its lowering
+        result, value = (chosen, chosen_sqnr) if where == config else search.lower(where, samples)
+        rungs.append(Rung(rung, _rules(where), value, Cost.of(result), result))
+        best = better(best, (value, result, where))
     if best[1] is not chosen and spec.intermediates_dir:  # its files in intermediates_dir, not the last lowering's
         best = (best[0], search.lower(best[2], samples)[0], best[2])
-    chosen_sqnr, chosen, promoted = best
+    chosen_sqnr, chosen, config = best
     chosen.check_budget(**budgets)
     message = None
-    if chosen_sqnr < sqnr_db and keep_npu and candidates is None and order:
-        cpu_only = search.lower(order, samples)[0]
+    if chosen_sqnr < sqnr_db and keep_npu and candidates is None and layers:
+        cpu_only = search.lower({la: "float" for la in layers}, samples)[0]
         cost = Cost.of(cpu_only)
         memory = ", ".join(f"{place} {n:,} B" for place, n in cost.memory.items())
         message = (f"accuracy target {sqnr_db:g} dB needs the whole model on the CPU of {target_info.name}: the best "
@@ -370,13 +441,35 @@ def auto_precision(model: torch.nn.Module, inputs, calibration_inputs: Iterable,
         log.warning("warning: %s", message)
     elif chosen_sqnr < sqnr_db:
         message = (f"accuracy target {sqnr_db:g} dB not reachable on {target_info.name}: with each of the "
-                   f"{len(layers)} candidate layer(s) promoted to {promote_to} the best .pte reaches "
+                   f"{len(layers)} candidate layer(s) promoted up to {ladder[-1]} the best .pte reaches "
                    f"{_db(chosen_sqnr)} (all-int8 {_db(baseline_sqnr)}); returning the best configuration found")
         log.warning("warning: %s", message)
     return AutoPrecisionResult(
-        target_info.name, float(sqnr_db), promote_to, len(samples), layers, sensitivity, steps,
-        {la.name: promote_to for la in promoted}, chosen_sqnr, baseline_sqnr, chosen_sqnr >= sqnr_db,
-        Cost.of(baseline), Cost.of(chosen), message, chosen, baseline)
+        target_info.name, float(sqnr_db), config_rung(config, levels) if config else ladder[0], len(samples), layers,
+        dict(sensitivity.get(ladder[0], {})), steps, _rules(config), chosen_sqnr, baseline_sqnr,
+        chosen_sqnr >= sqnr_db, Cost.of(baseline), Cost.of(chosen), message, chosen, baseline, ladder,
+        sensitivity, rungs)
+
+
+def config_rung(config: dict, levels: tuple[str, ...]) -> str:
+    """The highest precision of a configuration, in ladder order."""
+    return max(config.values(), key=levels.index, default=levels[0])
+
+
+def _pending(config: dict, ladder: tuple[str, ...], orders: dict, layers: list[Layer]) -> list[tuple[Layer, str]]:
+    """The promotions left, in the search's order: the rest of the current rung, then the rungs above it (in their
+    measured order, else the first rung's, else graph order)."""
+    levels = ("int8", *ladder)
+    start = levels.index(config_rung(config, levels)) if config else 1
+    out = []
+    for rung in levels[max(start, 1):]:
+        order = orders.get(rung) or orders.get(ladder[0]) or layers
+        out += [(la, rung) for la in order]
+    return out
+
+
+def _rules(config: dict) -> dict[str, str]:
+    return {la.name: p for la, p in config.items()}
 
 
 def _keeps_npu(result: LoweringResult) -> bool:
@@ -394,7 +487,7 @@ def _allowed(layers: list[Layer], candidates: Iterable[str] | None) -> list[Laye
     return [la for la in layers if la.name in wanted]
 
 
-def _names(layers: list[Layer]) -> tuple[str, ...]:
+def _names(layers) -> tuple[str, ...]:
     return tuple(la.name for la in layers)
 
 

@@ -125,6 +125,12 @@ def partition_estimate(tflite: bytes | None, meta: dict, target) -> dict | None:
     return {"by": "NXP converter's figures" if found["source"] == "NXP converter" else "Neutron estimate", **found}
 
 
+def pte_estimate(tflite: bytes, spec) -> dict:
+    """A partition's estimate from its TFLite in a .pte (`report X.pte`): estimate.py's model, as `partition_estimate`
+    makes it when the converter stored no figures of its own."""
+    return partition_estimate(tflite, {}, spec.target_info)
+
+
 def estimate_total(estimates: list[dict], cpu_work: list[tuple[str, int, int]], target) -> dict:
     """The partitions' estimates summed (they run one after another) plus the CPU part of the .pte's time:
     (operator, output elements, MACs) per CPU node (core/cpu_estimate.py)."""
@@ -258,5 +264,6 @@ def _tflite_bytes(tflite: bytes) -> tuple[int, int]:
 ROW = Backend(NEUTRON, BACKEND_ID, NeutronPartitioner, view, reference, claims, host_blob, on_load,
               device_only=DEVICE_ONLY, title="Neutron NPU", limits=lambda profile: f"constraints {profile}",
               pte_tflite=pte_tflite, layer_estimate=layer_estimate, partition_estimate=partition_estimate,
-              estimate_total=estimate_total, estimate_notes=estimate_notes, section=section, memory=memory,
-              placement=placement, compiled_by=compiled_by, intermediates=intermediates)
+              estimate_total=estimate_total, estimate_notes=estimate_notes, pte_estimate=pte_estimate,
+              section=section, memory=memory, placement=placement, compiled_by=compiled_by,
+              intermediates=intermediates)

@@ -19,6 +19,7 @@ from .. import backends
 from ..compile_spec import DEFAULT_PROFILE, NeutronCompileSpec
 from ..core import qdq
 from ..core.atomic import write_text
+from ..core.cpu_constants import FOLDED_META
 from ..core.exported import constants, lowered_modules, partition_tag
 from ..core.payload import unpack
 from ..core.qdq import per_tensor_kind
@@ -121,6 +122,8 @@ class DelegationReport:
     #: node -> its precision where it is not the int8 default: INT16_NOTE, or the quantizer's note ("kept int8: <why>"
     #: for an op set to int16 without int16 support)
     precision_notes: dict[str, str] = field(default_factory=dict)
+    #: CPU nodes that computed on constants only, folded into constants at lowering (core/cpu_constants.py)
+    folded: list[str] = field(default_factory=list)
 
     # --- the estimate: one, from the target's back end ---------------------------------------------------
     @property
@@ -280,10 +283,11 @@ class DelegationReport:
             tag = partition_tag(lowered.original_module)
             partitions.append(_partition(tag, lowered, partitioner.partition_tags.get(tag, []), target))
         by_name = {n.name: n for n in gm.graph.nodes}
-        cpu_macs = {r.node: _macs.node_macs(by_name[r.node]) for r in partitioner.rejections if r.node in by_name}
+        folded = list(gm.meta.get(FOLDED_META, ()))  # computed once at lowering: no longer run on the CPU
+        rejections = [r for r in partitioner.rejections if r.node not in folded]
+        cpu_macs = {r.node: _macs.node_macs(by_name[r.node]) for r in rejections if r.node in by_name}
         npu = sum(p.macs for p in partitions)
         total = _macs.graph_macs(exported.graph) if exported is not None else 0
-        rejections = list(partitioner.rejections)
         kernels = {} if leftovers is None else {
             r.node: k for r in rejections if (k := leftovers.kernel_of(r.node)) is not None}
         graph = program_graph(program, rejections, kernels, {p.tag: p.input_formats for p in partitions})
@@ -295,7 +299,7 @@ class DelegationReport:
                    cortex_m_refused={} if leftovers is None else dict(leftovers.refused),
                    graph=apply_costs(graph, partitions), cpu_work=_macs.cpu_work(gm.graph),
                    quantized_io=io_qparams(getattr(edge, "_config_methods", None) or {}).get("forward", []),
-                   precision_notes=_precision_notes(gm))
+                   precision_notes=_precision_notes(gm), folded=folded)
 
 
 INT16_NOTE = "int16 activations, int8 weights (A16W8, by the precision config)"

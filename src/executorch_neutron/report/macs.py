@@ -54,23 +54,32 @@ def node_macs(node: Node) -> int:
     """MACs of one call_function node (see the module docstring for the formulas)."""
     if node.op != "call_function":
         return 0
-    name = op_base_name(node.target)
-    args = list(node.args)
-    out = shape(node)
+    args = [shape(a) if isinstance(a, Node) else a for a in node.args]
+    return op_macs(op_base_name(node.target), args, shape(node))
+
+
+def op_macs(name: str, args: list, out: tuple[int, ...] | None) -> int:
+    """MACs of one call of operator `name` ('convolution', 'addmm': the base name) from its positional arguments
+    (a tensor as its shape, None where unknown, any other argument as its value) and its output's shape: the one
+    formula of a graph node (`node_macs`) and of a .pte's kernel call (`pte_cpu_work`)."""
     if out is None:
         return 0
+
+    def dims(i: int) -> tuple[int, ...] | None:
+        return args[i] if i < len(args) and isinstance(args[i], tuple) else None
+
     if name in _CONV or name in _CONV_T:
-        weight = shape(args[1]) if len(args) > 1 else None
+        weight = dims(1)
         if weight is None:
             return 0
         transposed = name in _CONV_T or (name in ("convolution", "_convolution") and len(args) > 6 and bool(args[6]))
-        counted = shape(args[0]) if transposed else out
+        counted = dims(0) if transposed else out
         return math.prod(counted or ()) * math.prod(weight[1:]) if counted else 0
     if name == "linear":
-        weight = shape(args[1]) if len(args) > 1 else None
+        weight = dims(1)
         return math.prod(out) * weight[-1] if weight else 0
     if name in _MATMUL or name in _ADD_MATMUL:
-        a = shape(args[1] if name in _ADD_MATMUL else args[0])
+        a = dims(1 if name in _ADD_MATMUL else 0)
         return math.prod(out) * a[-1] if a else 0
     return 0
 
@@ -81,13 +90,51 @@ def graph_macs(graph: torch.fx.Graph) -> int:
 
 def cpu_work(graph: torch.fx.Graph) -> list[tuple[str, int, int]]:
     """(operator, output elements, MACs) of each node a .pte runs on the CPU: the top-level call_function nodes
-    other than delegate calls, getitems and memory planning (quantize / dequantize at the I/O included)."""
+    other than delegate calls, getitems, memory planning and views (a static, memory-planned view is no instruction
+    of the .pte; any other only updates a tensor's sizes), quantize / dequantize at the I/O included. The same list
+    as `pte_cpu_work` reads from the .pte's kernel calls."""
+    from executorch.exir import memory
+
     out = []
     for node in graph.nodes:
-        name = op_base_name(node.target) if node.op == "call_function" else ""
-        if node.op != "call_function" or node.target is operator.getitem or name in ("executorch_call_delegate",
-                                                                                       "alloc"):
+        if node.op != "call_function" or node.target in (operator.getitem, memory.alloc, memory.view):
+            continue
+        name = op_base_name(node.target)
+        if name == "executorch_call_delegate":
             continue
         dims = shape(node)
         out.append((name, math.prod(dims) if dims is not None else 0, node_macs(node)))
     return out
+
+
+def pte_cpu_work(plan) -> list[tuple[str, int, int]]:
+    """`cpu_work` of a .pte's execution plan (a `pte.PteFile`'s program.execution_plan[i]): (operator, output
+    elements, MACs) of each kernel call but ExecuTorch's own views (`executorch_prim::et_view`, no data moved). An
+    out-variant kernel's last argument is its result: a tensor's elements count, a list of them (e.g. max pool's
+    values and indices) counts 0, as a node of several results does in `cpu_work`."""
+    out = []
+    for chain in plan.chains:
+        for instr in chain.instructions:
+            call = instr.instr_args
+            if type(call).__name__ != "KernelCall":
+                continue
+            name = plan.operators[call.op_index].name
+            if name == "executorch_prim::et_view":
+                continue
+            args = [_pte_value(plan.values[i].val) for i in call.args]
+            result = args[-1] if args and isinstance(args[-1], tuple) else None
+            base = name.split("::")[-1]
+            out.append((base, math.prod(result) if result is not None else 0, op_macs(base, args, result)))
+    return out
+
+
+def _pte_value(val):
+    """A kernel call's argument as `op_macs` reads it: a tensor as its shape, a bool or int as itself."""
+    kind = type(val).__name__
+    if kind == "Tensor":
+        return tuple(int(d) for d in val.sizes)
+    if kind == "Bool":
+        return bool(val.bool_val)
+    if kind == "Int":
+        return int(val.int_val)
+    return None

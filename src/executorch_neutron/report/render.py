@@ -129,14 +129,26 @@ def estimate_dict(report) -> dict | None:
 def estimate_lines(report) -> list[str]:
     """The estimate's line in the totals: NPU cycles and time, and the CPU part where the back end estimates it."""
     e = report.estimate
-    if e is None:
-        return []
+    return [] if e is None else [estimate_line(e)]
+
+
+def estimate_line(e: dict) -> str:
+    """A total estimate (`Backend.estimate_total`) in one line, as compile's and `report`'s totals print it."""
     npu = e.get("npu_seconds", e["inference_seconds"])
     line = (f"{e['by']}: {1e3 * e['inference_seconds']:.3f} ms = NPU {e['cycles']:,} cycles = {1e3 * npu:.3f} ms at "
             f"{e['core_clock_hz'] / 1e6:g} MHz, {human_macs(e['macs'])}")
     if "cpu_seconds" in e:
         line += f" + CPU {1e3 * e['cpu_seconds']:.3f} ms ({e['cpu_nodes']} nodes)"
-    return [line + " (see the notes)"]
+    return line + " (see the notes)"
+
+
+def partition_estimate_line(e: dict, label=lambda name, op: name) -> str:
+    """A partition's estimate in one line: its cycles and time, and its three costliest layers (`label(name, op)`
+    names a layer: the model node it computes where the caller knows the graph)."""
+    top = ", ".join(f"{label(la['name'], la['op'])} {la['op']} {100 * la['cycles'] / max(e['cycles'], 1):.0f}%"
+                    for la in sorted(e.get("layers") or [], key=lambda la: -la["cycles"])[:3])
+    return f"{e['by']}: {e['cycles']:,} cycles = {1e3 * e['inference_seconds']:.3f} ms" + (
+        f"; most cycles: {top}" if top else "")
 
 
 def section_words(section: dict) -> list[str]:
@@ -217,12 +229,8 @@ def to_text(report) -> str:
         lines.append(f"    ops: {ops}")
         lines += [f"    {words}" for words in section_words(p.backend)]
         if p.estimate:
-            e = p.estimate
-            top = ", ".join(f"{layer_label(report.graph, p.tag, la['name'], la['op'])} {la['op']} "
-                            f"{100 * la['cycles'] / max(e['cycles'], 1):.0f}%"
-                            for la in sorted(e.get("layers") or [], key=lambda la: -la["cycles"])[:3])
-            lines.append(f"    {e['by']}: {e['cycles']:,} cycles = {1e3 * e['inference_seconds']:.3f} ms"
-                         + (f"; most cycles: {top}" if top else ""))
+            label = lambda name, op, tag=p.tag: layer_label(report.graph, tag, name, op)  # noqa: E731
+            lines.append(f"    {partition_estimate_line(p.estimate, label)}")
     if report.precision_notes:
         lines += ["", "Precision (nodes not in the int8 default, and the quantizer's notes):"]
         lines += [f"  {node}: {note}" for node, note in report.precision_notes.items()]
@@ -243,6 +251,9 @@ def to_text(report) -> str:
             for n in nodes:
                 r = n.rejection
                 lines.append(f"    {r.node}: {report.float_reason(r)}" + (f" (hint: {r.hint})" if r.hint else ""))
+    if report.folded:
+        lines += ["", f"Folded at lowering (computed once on constants, stored in the .pte, not run on the CPU): "
+                      f"{', '.join(report.folded)}"]
     notes = report.estimate_notes
     return "\n".join(lines + ([""] + notes if notes else []))
 
