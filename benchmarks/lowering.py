@@ -26,9 +26,12 @@ Floors, for the same model in the same process:
 - int8 floor: PT2E quantization alone (torchao's export + prepare + calibrate + convert with NeutronQuantizer) +
   the quantized floor: what any int8 ExecuTorch flow pays, so lower() / int8 floor is what partitioning,
   conversion and the report add.
-`--repeats N` times lower() and the floors N times each, alternately, and takes the median of every figure (the
-machine's load then weighs on both alike). `--profile N` prints the N most expensive functions of one lower()
-(cProfile, cumulative).
+`--threads N` sets torch's intra-op threads for the whole run (lower() and the floors alike): on a machine whose
+cores are busy with other work, torch's default (one thread per core) makes every parallel kernel wait for a
+descheduled thread, and PT2E calibration's forward passes become up to 100x slower (the floors, tracing in Python,
+hardly notice). `--repeats N` times lower() and the floors N times each, alternately, and takes the median of
+every figure (the machine's load then weighs on both alike). `--profile N` prints the N most expensive functions of
+one lower() (cProfile, cumulative).
 """
 
 from __future__ import annotations
@@ -267,11 +270,18 @@ def main() -> None:
     p.add_argument("--calibration", type=int, default=8)
     p.add_argument("--repeats", type=int, default=1, help="timed lowerings and floors per model (median)")
     p.add_argument("--profile", type=int, default=0, metavar="N")
+    p.add_argument("--threads", type=int, default=0, metavar="N",
+                   help="torch intra-op threads for the whole run (default: torch's own choice)")
     _docs.add_argument(p)
     args = p.parse_args()
     logging.basicConfig(level=logging.ERROR)
     with _docs.figures(args, "benchmarks/lowering.py", "lowering", "Lowering time and size"):
-        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start")
+        import torch
+
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start; torch intra-op threads "
+              f"{torch.get_num_threads()}")
         t0 = time.perf_counter()
         import executorch_neutron  # noqa: F401
 
