@@ -26,7 +26,8 @@ def main(argv=None) -> int:
     import torch
     from executorch.exir import to_edge_transform_and_lower
 
-    from executorch_neutron import lower, zoo
+    from executorch_neutron import lower
+    from executorch_neutron.models import zoo
     from harness import pte_steps
     from models.detector_blocks import detector
 

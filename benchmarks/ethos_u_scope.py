@@ -33,7 +33,8 @@ TARGETS = ("imxrt700", "imx93", "ethos-u55-128")
 def verdict(case, target: str) -> str:
     import torch
 
-    from executorch_neutron import lower, zoo
+    from executorch_neutron import lower
+    from executorch_neutron.models import zoo
 
     torch.manual_seed(0)
     model, inputs = case.make().eval(), (torch.randn(*case.shape),)

@@ -47,7 +47,8 @@ def _model(name: str):
 
 def _lowered(model, inputs, target: str, channels_last: bool, out_dir: Path, **options):
     """The report of one lowering (`options`: NeutronCompileSpec fields)."""
-    from executorch_neutron import lower, zoo
+    from executorch_neutron import lower
+    from executorch_neutron.models import zoo
 
     calib = [inputs] + zoo.calibration(inputs, 4)
     if channels_last:

@@ -30,7 +30,8 @@ def _families():
 
 
 def measure(name: str, factory, samples: int, **spec) -> dict:
-    from executorch_neutron import compare, lower, zoo
+    from executorch_neutron import compare, lower
+    from executorch_neutron.models import zoo
 
     model, inputs = factory()
     calib = [inputs] + zoo.calibration(inputs, 8)

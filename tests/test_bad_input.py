@@ -93,3 +93,25 @@ def test_batch_norm_statistics_computed_in_forward_are_refused_with_the_fix():
     x = (torch.randn(1, 4, 8, 8),)
     with pytest.raises(LoweringError, match="takes its running_mean from a computation in forward"):
         lower(ComputedStats().eval(), x, [x])
+
+
+@pytest.mark.parametrize("values, dtype, problem", [
+    ([1.0, float("nan")], torch.float32, "input 0 holds NaN values"),
+    ([float("-inf"), 1.0], torch.float64, "input 0 holds Inf values"),
+    ([float("nan"), float("inf")], torch.float16, "input 0 holds NaN and Inf values"),
+    ([3e38, -3e38], torch.float32, "input 0 spans [-3e+38, 3e+38]: the int8 scale would overflow float32"),
+    ([1e300], torch.float64, "input 0 spans [1e+300, 1e+300]: the int8 scale would overflow float32"),
+    ([-2.0, 3.0], torch.bfloat16, None),
+], ids=["nan", "inf", "nan_and_inf", "float32_overflow", "float64_overflow", "clean"])
+def test_calibration_sample_problems_are_named(values, dtype, problem):
+    from executorch_neutron.models.loading import calibration_problem
+
+    assert calibration_problem((torch.tensor(values, dtype=dtype),)) == problem
+    assert calibration_problem((torch.arange(3), torch.empty(0))) is None  # integer and empty inputs are not checked
+
+
+def test_lower_refuses_a_nan_calibration_sample_by_its_index():
+    bad = torch.randn(1, 3, 8, 8)
+    bad[0, 1, 2, 3] = float("nan")
+    with pytest.raises(Exception, match="calibration sample 1: input 0 holds NaN values"):
+        lower(nn.Conv2d(3, 4, 3), (torch.randn(1, 3, 8, 8),), [(torch.randn(1, 3, 8, 8),), (bad,)])
