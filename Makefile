@@ -1,6 +1,6 @@
 # Two entry points for a fresh machine: `make demo` and `make test`. Both create .venv and install on demand.
 # Test tiers (pytest markers, declared in pyproject.toml and enforced by --strict-markers):
-#   `make test`      every test (CI): the full tier, whole lowerings, models, Vela, the host runtime; about 25 minutes on 2 cores.
+#   `make test`      every test (CI): the full tier, whole lowerings, models, Vela, the host runtime; about 50 minutes on 2 cores.
 #   `make test-fast` the `fast` tier for the edit-test loop (under 2 minutes on an idle 2-core machine): pure-Python
 #                    units, pass rewrites, the converter-level operator table, one smoke lower() and one SDK child.
 PYTHON ?= python3
