@@ -115,8 +115,6 @@ CPU_NODES = {("bert", "imxrt700"): _EMBEDDING, ("bert", "imx93"): _EMBEDDING,
 @pytest.mark.parametrize("target", ["imxrt700", "imx93"])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_family_lowers_whole(family, target):
-    if (family, target) == ("wav2vec2", "imx93"):  # a known regression, not a pass: see the note of 2026-11-29
-        pytest.xfail("regressed on main on 2026-11-29 (fresh-clone CI): cause not found yet")
     torch.manual_seed(0)
     model, sample = FAMILIES[family]()
     model = Logits(_random_weights(model).eval())

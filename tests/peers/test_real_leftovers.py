@@ -148,11 +148,15 @@ def _conv_fn(k, s, p=0, size=32, cin=3):
     return lambda _, x: _conv[key](x)
 
 
+_conv1d = nn.Conv1d(16, 6, 4, 4)  # Wav2Vec2's second feature-encoder layer in a small config
 #: name -> (the pass, the function, input shapes, the op it removes or None when it must leave the graph alone)
 PASS_CASES = {
     "patch_8x8_stride_8": (patch_conv_to_pointwise, _conv_fn(8, 8), [(1, 3, 32, 32)], "rewritten"),
     "patch_4x4_on_18x17": (patch_conv_to_pointwise, _conv_fn(4, 4), [(2, 3, 18, 17)], "rewritten"),
     "patch_5x5_one_output_row_wide": (patch_conv_to_pointwise, _conv_fn(5, 5), [(1, 3, 5, 20)], "rewritten"),
+    "conv1d_4_stride_4_on_319": (patch_conv_to_pointwise, lambda _, x: _conv1d(x), [(1, 16, 319)], "rewritten"),
+    "conv1d_10_stride_5_untouched": (patch_conv_to_pointwise, lambda _, x: F.conv1d(x, torch.ones(2, 3, 10), stride=5),
+                                     [(1, 3, 64)], None),
     "conv_stride_2_untouched": (patch_conv_to_pointwise, _conv_fn(2, 2), [(1, 3, 32, 32)], None),
     "conv_stride_3_untouched": (patch_conv_to_pointwise, _conv_fn(3, 3), [(1, 3, 12, 12)], None),
     "conv_8x8_stride_8_padded_untouched": (patch_conv_to_pointwise, _conv_fn(8, 8, 1), [(1, 3, 32, 32)], None),
