@@ -27,13 +27,6 @@ from executorch_neutron.evaluation.result import BOARD, HOST
 from executorch_neutron.models.zoo import calibration
 from executorch_neutron.runtime import run
 
-#: Known defect, not a passing test: on a fresh clone under the whole suite (2 workers), a request to the virtual
-#: board got no answer for 25 minutes (the client waiting on its answer, the board idle in its poll loop), which
-#: runs CI past its limit. Skipped until the hang is found (see the closing note of 2026-11-29); delete this mark
-#: to investigate.
-pytestmark = pytest.mark.skip(reason="hangs under the full suite on 2 workers: a virtual-board request gets no "
-                                     "answer (known defect, being investigated)")
-
 ROOT = Path(__file__).resolve().parents[2]
 X = torch.randn(1, 3, 9, 7, generator=torch.Generator().manual_seed(4))
 WAIT = 120.0  # seconds per answer: the virtual board runs programs with the host runtime on a shared, busy machine
@@ -52,19 +45,22 @@ def virtual_board(where: Path, *options: str):
     link = where / "board"
     proc = subprocess.Popen([sys.executable, "-m", "executorch_neutron", "virtual-board", "--link", str(link),
                              *options], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env())
-    lines = []
-    for line in proc.stdout:
-        lines.append(line.rstrip("\n"))
-        if line == "ready":  # the host runtime is loaded: a program opening the port now sees the banner
-            break
+    lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(line.rstrip("\n") for line in proc.stdout), daemon=True)
-    reader.start()  # the lines it prints while serving (one per command)
+    reader.start()  # what it prints: its port, "ready" once the host runtime is loaded, then one line per command
+    deadline = time.monotonic() + WAIT
+    while "ready" not in lines and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # a program opening the port before "ready" would wait for the runtime to load
     try:
-        assert link.is_symlink(), lines
+        assert "ready" in lines and link.is_symlink(), lines
         yield str(link), lines
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=60)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # never left behind: the assertion below names what it printed
+            proc.wait()
         reader.join(timeout=10)
     assert proc.returncode == 0 and re.fullmatch(r"virtual board on /dev/\S+ stopped", lines[-1]), lines[-5:]
     assert not link.is_symlink() and "Traceback" not in "\n".join(lines)
