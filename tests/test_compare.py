@@ -75,6 +75,7 @@ def test_per_op_outputs_are_compared(two_partitions):
     for o in a.ops + b.ops:
         assert o.max_steps <= 1, o  # each op alone within 1 step of its quantized PyTorch op
     assert a.drift_start is None and "every op within 1 step" in str(two_partitions)
+    assert a.once_max_steps is not None  # the same TFLite requantizing once ran too
     assert two_partitions.to_dict()["partitions"][0]["drift_start"] is None
 
 
@@ -86,6 +87,16 @@ def test_drift_start_is_the_first_op_beyond_one_step():
     assert p.drift_start.name == "add"
     text = str(CompareResult(1, [], [p]))
     assert "drift starts at add (ADD): 3 steps, then 9" in text
+
+
+def test_double_rounding_is_named_when_rounding_once_is_closer():
+    from executorch_neutron.numerics import PartitionStats
+
+    p = PartitionStats("neutron_0", 1, 0.25, 47.5, once_max_steps=0, once_sqnr_db=math.inf)
+    assert p.double_rounding
+    assert "the difference is the double rounding of int8 requantization" in str(CompareResult(1, [], [p]))
+    q = PartitionStats("neutron_0", 1, 0.25, 47.5, once_max_steps=1, once_sqnr_db=47.5)
+    assert not q.double_rounding and "double rounding" not in str(CompareResult(1, [], [q]))
 
 
 def test_per_op_layout_when_channels_equal_height_and_width():

@@ -76,12 +76,14 @@ def test_compare_runs_each_partition_once_per_sample(monkeypatch):
 
     calls = []
     real = executor.run_reference_payload
-    monkeypatch.setattr(executor, "run_reference_payload", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(executor, "run_reference_payload",
+                        lambda *a, **k: calls.append(bool(k.get("rounding_once"))) or real(*a, **k))
     torch.manual_seed(0)
     model, inputs = _two_partitions()
     samples = [(torch.randn(1, 3, 9, 7),) for _ in range(3)]
     result = lower(model, inputs, samples, operators_not_to_delegate=("aten.tanh.default",))
     r = compare(model, result=result, samples=samples)
     assert len(result.report.partitions) == 2 and len(r.partitions) == 2
-    assert len(calls) == 2 * len(samples)
+    assert calls.count(False) == 2 * len(samples)  # the reference kernels
+    assert calls.count(True) == 2 * len(samples)  # and the same TFLite requantizing once
     assert all(p.ops for p in r.partitions)  # the per-op rows come from the same runs

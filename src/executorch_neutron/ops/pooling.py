@@ -6,12 +6,14 @@ padding). A spatial mean (global pooling, or a `mean` over H and W with shared o
 squeeze-excitation, a mean before a classifier) is written as a DEPTHWISE_CONV_2D whose H x W kernel holds
 1 / (H * W) (int8 127 at scale 1 / (127 * H * W): exact), up to `MEAN_AS_CONV_WINDOW` per side (beyond it, MEAN):
 one accumulation and one requantization, as every convolution, which meets PyTorch's quantized mean on all but the
-rare ties of integer requantization. LiteRT's reference int8 MEAN rounds twice: it folds 1 / n into its multiplier
-as `(multiplier << shift) / n` with shift = floor(log2 n), so its first rounding (the doubling high multiply) keeps
-only a few bits below the step (a quarter step for a 3 x 3 mean whose output scale is its input's) and the final
-shift rounds again. Measured: it missed PyTorch's quantized mean by one step on 13 % of the outputs of a 3 x 3
-global average pool (shared quantization) and on about a third of a 12 x 10 mean that requantizes; a following
-classifier multiplies those steps (the executorch wheel's MobileNetV1-0.25 lost up to 4 dB SQNR there).
+rare values within 2**-(r+1) step below a half (r, the requantization's right shift: the reference kernels' rounding
+doubling high multiply, then rounding shift; numerics.py). LiteRT's reference int8 MEAN rounds twice more
+coarsely: it folds 1 / n into its multiplier as `(multiplier << shift) / n` with shift = floor(log2 n), so its first
+rounding (the doubling high multiply) keeps only a few bits below the step (a quarter step for a 3 x 3 mean whose
+output scale is its input's) and the final shift rounds again. Measured: it missed PyTorch's quantized mean by one
+step on 13 % of the outputs of a 3 x 3 global average pool (shared quantization) and on about a third of a 12 x 10
+mean that requantizes; a following classifier multiplies those steps (the executorch wheel's MobileNetV1-0.25 lost up
+to 4 dB SQNR there).
 """
 
 from __future__ import annotations

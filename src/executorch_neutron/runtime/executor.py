@@ -115,8 +115,9 @@ def _host_blob(blob: bytes, digest: str | None = None) -> bytes:
     return found
 
 
-def _load_program(blob: bytes, preserve_all_tensors: bool = False) -> _Program:
-    """A host-reference payload (what `_host_blob` resolved) loaded into a LiteRT interpreter."""
+def _load_program(blob: bytes, preserve_all_tensors: bool = False, rounding_once: bool = False) -> _Program:
+    """A host-reference payload (what `_host_blob` resolved) loaded into a LiteRT interpreter: its reference kernels,
+    or with `rounding_once` its default kernels and XNNPACK delegate (see `run_reference_payload`)."""
     try:
         payload = unpack(blob)
     except PayloadError as exc:
@@ -132,8 +133,8 @@ def _load_program(blob: bytes, preserve_all_tensors: bool = False) -> _Program:
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     try:
-        interpreter = Interpreter(model_content=host_form(tflite),
-                                  experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+        resolver = OpResolverType.AUTO if rounding_once else OpResolverType.BUILTIN_REF
+        interpreter = Interpreter(model_content=host_form(tflite), experimental_op_resolver_type=resolver,
                                   experimental_preserve_all_tensors=preserve_all_tensors)
         interpreter.allocate_tensors()
         inputs, outputs = interpreter.get_input_details(), interpreter.get_output_details()
@@ -256,11 +257,18 @@ class Executor:
         return self._by_digest[digest]
 
 
-def run_reference_payload(blob: bytes, inputs: Sequence[np.ndarray], keep_intermediates: bool = False):
+def run_reference_payload(blob: bytes, inputs: Sequence[np.ndarray], keep_intermediates: bool = False,
+                          rounding_once: bool = False):
     """Run a host-reference payload once on int8 arrays in PyTorch (logical) layout, one per payload input in
     header order (numerics' per-partition and per-op comparisons). Returns its outputs in logical layout, and with
-    `keep_intermediates` also the LiteRT interpreter, whose every tensor can then be read (`get_tensor(index)`)."""
-    program = _load_program(blob, preserve_all_tensors=keep_intermediates)
+    `keep_intermediates` also the LiteRT interpreter, whose every tensor can then be read (`get_tensor(index)`).
+
+    `rounding_once`: run the same TFLite in LiteRT's default kernels with its XNNPACK delegate instead of the
+    reference kernels. XNNPACK requantizes an int8 accumulator once (a float32 scale, one rounding to nearest);
+    the reference kernels round twice (a rounding doubling high multiply by the 31-bit multiplier, then a rounding
+    right shift), which is what the NPUs follow (Vela compiles int8 convolutions in the Ethos-U's TensorFlow Lite
+    rounding mode). PyTorch's quantized model rounds once too: this run is the same program in its arithmetic."""
+    program = _load_program(blob, preserve_all_tensors=keep_intermediates, rounding_once=rounding_once)
     header, interp = program.header, program.interpreter
     for i, detail in enumerate(program.inputs):
         interp.set_tensor(detail["index"], to_channels_last(np.asarray(inputs[i]), header.input_formats[i]))
