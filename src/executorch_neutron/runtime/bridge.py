@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import os
 import threading
 
 from ..backends import backend_ids
@@ -35,6 +36,8 @@ RELEASE_FN = ctypes.CFUNCTYPE(None, ctypes.c_uint64)
 
 EXECUTOR = Executor()
 _lock = threading.Lock()
+# a fork (runtime/isolated.py) waits until no thread is loading or registering, and the child gets the lock free
+os.register_at_fork(before=_lock.acquire, after_in_parent=_lock.release, after_in_child=_lock.release)
 _library: ctypes.CDLL | None = None
 
 

@@ -30,6 +30,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Sequence
@@ -52,25 +53,8 @@ def run_isolated(pte: str | Path | bytes, inputs: Sequence, method: str = "forwa
     data = pte if isinstance(pte, (bytes, bytearray, memoryview)) else _read(pte)
     refs = {hashlib.sha256(blob).hexdigest(): ref for blob, ref in (references or {}).items()}
     request = ("run", bytes(data), list(inputs), method, None if etdump is None else str(etdump), refs)
-    from ai_edge_litert import interpreter  # noqa: F401 - imported once, here: every child shares it
-
-    from .host import _BINDINGS, _runtime, checked
-
-    _runtime()  # loaded (and the host back end registered) once, here: every child shares it
-    try:  # the program's checks (Python only, no crash) here, remembered: the child finds them done
-        checked(data)
-    except NeutronRuntimeError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - as the child would report it
-        raise NeutronRuntimeError(f"host run failed: {type(exc).__name__}: {exc}") from None
-    _reap()
-    read_end, write_end = os.pipe()
-    with _BINDINGS:  # no other thread of ours is inside ExecuTorch while the process is copied
-        pid = os.fork()
-        if pid == 0:  # the child
-            os.close(read_end)
-            _child(Connection(write_end), request)  # never returns
-    os.close(write_end)
+    with _FORKING:  # one thread at a time: no other thread of ours holds a lock or an import the child needs
+        pid, read_end = _fork(data, request)
     conn, last, replied = Connection(read_end), None, False
     try:
         while True:
@@ -99,6 +83,37 @@ def run_isolated(pte: str | Path | bytes, inputs: Sequence, method: str = "forwa
 
 
 _EXITING: list[int] = []  # children that replied and are leaving
+#: held from the checks to the fork: a thread forking while another was inside the runtime's loading (its lock) or
+#: in the middle of an import made a child that waited forever for that thread, which does not exist in it
+_FORKING = threading.Lock()
+
+
+def _fork(data: bytes, request) -> tuple[int, int]:
+    """The caller's side before the fork (the checks, the runtime and what the child imports, loaded here once),
+    then the fork; returns (the child's pid, the read end of its pipe). Called under `_FORKING`."""
+    import faulthandler  # noqa: F401 - what the child imports, imported here (module docstring)
+
+    from ai_edge_litert import interpreter  # noqa: F401 - imported once, here: every child shares it
+
+    from . import dtypes, executor  # noqa: F401
+    from .host import _BINDINGS, _runtime, checked
+
+    _runtime()  # loaded (and the host back end registered) once, here: every child shares it
+    try:  # the program's checks (Python only, no crash) here, remembered: the child finds them done
+        checked(data)
+    except NeutronRuntimeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - as the child would report it
+        raise NeutronRuntimeError(f"host run failed: {type(exc).__name__}: {exc}") from None
+    _reap()
+    read_end, write_end = os.pipe()
+    with _BINDINGS:  # no other thread of ours is inside ExecuTorch while the process is copied
+        pid = os.fork()
+        if pid == 0:  # the child
+            os.close(read_end)
+            _child(Connection(write_end), request)  # never returns
+    os.close(write_end)
+    return pid, read_end
 
 
 def _reap() -> None:
