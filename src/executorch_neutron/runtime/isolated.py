@@ -7,8 +7,9 @@ torch, ExecuTorch and host back-end library already loaded, copy-on-write, so a 
 where starting a fresh Python that imports torch and ExecuTorch costs seconds), runs the program in the child and
 returns its outputs, or raises. The program's checks (runtime/validate.py, Python only) run in the caller and are
 remembered there by content, and LiteRT's module is imported there, so a child inherits both; a child that has
-replied is reaped later, not waited for (its exit takes down its copy of the caller's memory). It returns the
-outputs, or raises:
+replied is reaped later, not waited for (its exit takes down its copy of the caller's memory). Threads fork one
+at a time, each after those steps, and the runtime's loading lock is taken across any fork, so that no child
+inherits a lock or an import another thread held (such a child waited forever). It returns the outputs, or raises:
 
 - `NeutronRuntimeError` with the runtime's own message when the run fails;
 - `HostRunCrashed`, one line, when the child died: the signal, and where it was, the delegate call it was in
