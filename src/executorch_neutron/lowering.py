@@ -7,6 +7,7 @@ NeutronPartitioner, the Cortex-M leftovers where the target has that core, to_ex
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import threading
@@ -146,10 +147,35 @@ def quantize(model: torch.nn.Module, inputs: tuple, calibration: Iterable, quant
     for i, sample in enumerate(samples):
         _check_finite(_as_tuple(sample), f"calibration sample {i}")
     it = progress(samples, desc="calibrating", unit="batch") if progress else samples
-    with torch.no_grad():
+    with torch.no_grad(), _one_thread():
         for sample in it:  # a forward() that changes its input in place must not change the caller's samples
             prepared(*(x.clone() for x in _as_tuple(sample)))
     return convert_pt2e(prepared)
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """Calibrate on one intra-op thread: a float convolution's sums are split by thread count, so an observed
+    range (and the scale and the .pte's bytes) would otherwise depend on how many cores the machine has (one
+    scale of the YOLO head at 160 px moved by 1 ulp between 1 and 2 threads)."""
+    global _calibrating, _threads_before
+    with _THREADS_LOCK:  # the thread count is the process's: lower() from several threads restores it once
+        if not _calibrating:
+            _threads_before = torch.get_num_threads()
+            torch.set_num_threads(1)
+        _calibrating += 1
+    try:
+        yield
+    finally:
+        with _THREADS_LOCK:
+            _calibrating -= 1
+            if not _calibrating:
+                torch.set_num_threads(_threads_before)
+
+
+_THREADS_LOCK = threading.Lock()
+_calibrating = 0
+_threads_before = 1
 
 
 _BN_OPERANDS = ("weight", "bias", "running_mean", "running_var")
