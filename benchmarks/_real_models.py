@@ -4,7 +4,8 @@ example inputs, calibration samples, evaluation samples). Random weights everywh
 - the MLPerf Tiny models of the executorch wheel (`executorch.examples.models.mlperf_tiny`), imported as they are;
   batch norms warmed in train mode on 4 random batches of 8;
 - Hugging Face transformers models (Apache-2.0, on PyPI) built from small configs, with the attention
-  implementation transformers picks by default; the wrapper returns the logits;
+  implementation transformers picks by default, re-initialized as tests/models/hf_blocks.py does (transformers'
+  own std-0.02 initialization gives constant logits); the wrapper returns the logits;
 - a detection head in the export mode of the YOLO family, reconstructed from the facts of issue 42 (the YOLO
   package is AGPL: nothing of it is imported or copied): the anchor grid and the stride column recomputed in every
   forward() from the feature maps (`arange(...).type_as(feat) + 0.5`, `meshgrid`, `stack`, `new_full`), DFL (a
@@ -13,10 +14,16 @@ example inputs, calibration samples, evaluation samples). Random weights everywh
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import torch
 from torch import nn
 
 CALIBRATION, EVALUATION = 4, 4
+TESTS = str(Path(__file__).resolve().parents[1] / "tests")
+if TESTS not in sys.path:  # the transformers models' wrapper and weights: tests/models/hf_blocks.py
+    sys.path.append(TESTS)
 
 
 def _samples(make, n: int) -> list[tuple]:
@@ -41,23 +48,14 @@ def _wheel(cls_name: str, shape: tuple):
     return build
 
 
-class Logits(nn.Module):
-    """A transformers model whose forward returns the output's `logits` tensor (ExecuTorch takes tensors)."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, *x):
-        return self.model(*x).logits
-
-
 def _hf(model_class: str, config_class: str, make, **config):
     def build():
         import transformers
 
+        from models.hf_blocks import Logits, random_weights
+
         torch.manual_seed(0)
-        model = getattr(transformers, model_class)(getattr(transformers, config_class)(**config))
+        model = random_weights(getattr(transformers, model_class)(getattr(transformers, config_class)(**config)))
         return Logits(model).eval(), make(), _samples(make, CALIBRATION), _samples(make, EVALUATION)
     return build
 

@@ -91,6 +91,8 @@ def measure(name: str, target: str) -> list[str]:
     except Exception as exc:  # noqa: BLE001
         return row + [f"host run failed: {_first_line(exc)}", "", "", "", f"{seconds:.0f}"]
     f, q, p = np.concatenate(f), np.concatenate(q), np.concatenate(p)
+    if not f.std() > 0:  # an SQNR of constant outputs compares nothing
+        return row + ["constant float output", "", "", "", f"{seconds:.0f}"]
     scale = _output_scale(r.quantized_model)
     steps = f"{np.abs(p - q).max() / scale:.0f}" if scale else "n/a (float output)"
     return row + [_db(sqnr(f, p)), _db(sqnr(f, q)), _db(sqnr(q, p)), steps, f"{seconds:.0f}"]

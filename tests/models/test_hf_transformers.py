@@ -28,32 +28,9 @@ import transformers
 from executorch_neutron import lower
 from executorch_neutron.numerics import sqnr
 from executorch_neutron.runtime import run
+from models.hf_blocks import Logits, random_weights, varied
 
 SAMPLES = 4  # calibration samples (besides the example input), also the samples the SQNR is measured on
-
-
-class Logits(torch.nn.Module):
-    """A transformers model returning its logits tensor (the models return a ModelOutput)."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, x):
-        return self.model(x).logits
-
-
-def _random_weights(model: torch.nn.Module) -> torch.nn.Module:
-    """The model with PyTorch's default initialization of its linear and convolution layers and unit-normal tokens
-    and position embeddings: transformers initializes weights with std 0.02 and some classifiers and tokens with
-    zeros, which gives near-constant logits (an SQNR of such outputs says little)."""
-    for module in model.modules():
-        if isinstance(module, (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d)):
-            module.reset_parameters()
-    for name, p in model.named_parameters():
-        if name.endswith(("_token", "position_embeddings")) and p.dim() >= 2:
-            torch.nn.init.normal_(p)
-    return model
 
 
 def _image():
@@ -117,7 +94,7 @@ CPU_NODES = {("bert", "imxrt700"): _EMBEDDING, ("bert", "imx93"): _EMBEDDING,
 def test_family_lowers_whole(family, target):
     torch.manual_seed(0)
     model, sample = FAMILIES[family]()
-    model = Logits(_random_weights(model).eval())
+    model = Logits(random_weights(model).eval())
     x = (sample(),)
     calib = [x] + [(sample(),) for _ in range(SAMPLES)]
     result = lower(model, x, calib, target=target)
@@ -136,6 +113,7 @@ def test_family_lowers_whole(family, target):
             reference.append(result.quantized_model(*s).numpy())
             float_out.append(model(*s).numpy())
     ours, reference, float_out = map(np.stack, (ours, reference, float_out))
+    assert varied(float_out), "the float model's outputs are constant: the SQNR below would compare nothing"
     pte_db, quantized_db = sqnr(float_out, ours), sqnr(float_out, reference)
     print(f"{family} on {target}: SQNR vs float {pte_db:.1f} dB, quantized PyTorch {quantized_db:.1f} dB; "
           f".pte vs quantized PyTorch {sqnr(reference, ours):.1f} dB; CPU: {sorted(r.op for r in report.rejections)}")
