@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _docs  # noqa: E402
 from _real_models import MODELS  # noqa: E402
+from models.hf_blocks import varied  # noqa: E402  (on the path _real_models sets)
 
 # benchmarks/transformers.py would shadow the transformers package the models import
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
@@ -91,7 +92,7 @@ def measure(name: str, target: str) -> list[str]:
     except Exception as exc:  # noqa: BLE001
         return row + [f"host run failed: {_first_line(exc)}", "", "", "", f"{seconds:.0f}"]
     f, q, p = np.concatenate(f), np.concatenate(q), np.concatenate(p)
-    if not f.std() > 0:  # an SQNR of constant outputs compares nothing
+    if not varied(f):
         return row + ["constant float output", "", "", "", f"{seconds:.0f}"]
     scale = _output_scale(r.quantized_model)
     steps = f"{np.abs(p - q).max() / scale:.0f}" if scale else "n/a (float output)"

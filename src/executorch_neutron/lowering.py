@@ -157,25 +157,18 @@ def quantize(model: torch.nn.Module, inputs: tuple, calibration: Iterable, quant
 def _one_thread():
     """Calibrate on one intra-op thread: a float convolution's sums are split by thread count, so an observed
     range (and the scale and the .pte's bytes) would otherwise depend on how many cores the machine has (one
-    scale of the YOLO head at 160 px moved by 1 ulp between 1 and 2 threads)."""
-    global _calibrating, _threads_before
-    with _THREADS_LOCK:  # the thread count is the process's: lower() from several threads restores it once
-        if not _calibrating:
-            _threads_before = torch.get_num_threads()
-            torch.set_num_threads(1)
-        _calibrating += 1
-    try:
-        yield
-    finally:
-        with _THREADS_LOCK:
-            _calibrating -= 1
-            if not _calibrating:
-                torch.set_num_threads(_threads_before)
+    scale of the YOLO head at 160 px moved by 1 ulp between 1 and 2 threads). The thread count is the process's:
+    calibrations from several threads take turns, each giving the caller's count back."""
+    with _CALIBRATION_LOCK:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(threads)
 
 
-_THREADS_LOCK = threading.Lock()
-_calibrating = 0
-_threads_before = 1
+_CALIBRATION_LOCK = threading.Lock()
 
 
 _BN_OPERANDS = ("weight", "bias", "running_mean", "running_var")
